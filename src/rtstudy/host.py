@@ -1,0 +1,306 @@
+"""The host fingerprint and the preflight check.
+
+The fingerprint is what a measurement depends on and nothing else: kernel and
+its preemption model, boot command line, CPUs and their isolation, governors,
+real-time throttling, which real-time policies this process may really use
+(probed on a real thread), and the software versions. No timestamps and no
+load figures, so it is byte-identical until the host's configuration changes;
+every measuring DVC stage depends on it, and the host id is derived from it.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtstudy import _native, paths
+from rtstudy.holo import STACK_BYTES
+
+SCHEMA_VERSION = 1
+PACKAGES = ("rtstudy", "holoscan-cu12", "nvidia-cuda-runtime-cu12", "numpy", "scipy", "pandas",
+            "pyarrow", "dvc", "papermill", "nbconvert", "matplotlib", "seaborn")
+
+# The probes use the most demanding settings the experiments use: FIFO/RR at
+# the seed's priority 99, DEADLINE with a 1 ms runtime in a 10 ms period.
+PROBES = {
+    "SCHED_FIFO": dict(policy=_native.SCHED_FIFO, priority=99),
+    "SCHED_RR": dict(policy=_native.SCHED_RR, priority=99),
+    "SCHED_DEADLINE": dict(policy=_native.SCHED_DEADLINE, runtime_ns=1_000_000,
+                           deadline_ns=10_000_000, period_ns=10_000_000),
+}
+
+
+def _read(path: str | Path) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def parse_cpu_list(text: str | None) -> list[int]:
+    """Expand a kernel CPU list such as ``"0-3,8,10-11"``; empty or None gives []."""
+    cpus: list[int] = []
+    for part in (text or "").strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            cpus.extend(range(int(lo), int(hi) + 1))
+        else:
+            cpus.append(int(part))
+    return cpus
+
+
+def _cmdline_value(cmdline: str, key: str) -> str | None:
+    match = re.search(rf"(?:^|\s){re.escape(key)}=(\S+)", cmdline)
+    return match.group(1) if match else None
+
+
+def preempt_model(kernel_version: str) -> str:
+    """The preemption model, from debugfs when mounted, else from ``uname -v``."""
+    dyn = _read("/sys/kernel/debug/sched/preempt")
+    if dyn:
+        match = re.search(r"\((\w+)\)", dyn)
+        if match:
+            return f"PREEMPT_DYNAMIC ({match.group(1)})"
+    if _read("/sys/kernel/realtime") == "1" or "PREEMPT_RT" in kernel_version:
+        return "PREEMPT_RT"
+    for model in ("PREEMPT_DYNAMIC", "PREEMPT_LAZY", "PREEMPT"):
+        if re.search(rf"\b{model}\b", kernel_version):
+            return model
+    return "none or voluntary (not shown by uname)"
+
+
+def probe_realtime() -> dict[str, str]:
+    """Try each real-time policy on a real thread; ``"ok"`` or the refusal.
+
+    ``SCHED_DEADLINE pinned`` pins the probe thread to the last CPU first: the
+    kernel refuses that (EPERM) while ``sched_rt_runtime_us`` is not -1, which
+    decides whether experiments may pin their DEADLINE threads.
+    """
+    results = {}
+    probes = dict(PROBES)
+    probes["SCHED_DEADLINE pinned"] = dict(PROBES["SCHED_DEADLINE"], cpu=(os.cpu_count() or 1) - 1)
+    for name, kwargs in probes.items():
+        err = _native.probe_policy(**kwargs)
+        results[name] = "ok" if err == 0 else f"refused: {os.strerror(err)} (errno {err})"
+    return results
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def fingerprint() -> dict:
+    """The host's stable description (see the module docstring), without its id."""
+    uname = os.uname()
+    cmdline = _read("/proc/cmdline") or ""
+    cpuinfo = _read("/proc/cpuinfo") or ""
+    model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+    online = parse_cpu_list(_read("/sys/devices/system/cpu/online"))
+    governors = {}
+    for cpu in online:
+        gov = _read(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
+        governors[str(cpu)] = gov if gov is not None else "n/a (no cpufreq)"
+    machine_id = _read("/etc/machine-id") or ""
+    return {
+        "schema": SCHEMA_VERSION,
+        "hostname": socket.gethostname(),
+        # Hashed: identifies the machine without publishing its id.
+        "machine": hashlib.sha256(machine_id.encode()).hexdigest()[:12] if machine_id else "unknown",
+        "kernel": {
+            "release": uname.release,
+            "version": uname.version,
+            "preempt_model": preempt_model(uname.version),
+            "arch": uname.machine,
+        },
+        "cmdline": cmdline,
+        "cpu": {
+            "model": model.group(1).strip() if model else "unknown",
+            "count": os.cpu_count(),
+            "online": online,
+            "smt": _read("/sys/devices/system/cpu/smt/control") or "n/a",
+        },
+        "isolation": {
+            "isolated": parse_cpu_list(_read("/sys/devices/system/cpu/isolated")),
+            "nohz_full": parse_cpu_list(_read("/sys/devices/system/cpu/nohz_full")),
+            "rcu_nocbs": parse_cpu_list(_cmdline_value(cmdline, "rcu_nocbs")),
+        },
+        "governors": governors,
+        "sched": {
+            "rt_runtime_us": int(_read("/proc/sys/kernel/sched_rt_runtime_us") or 0),
+            "rt_period_us": int(_read("/proc/sys/kernel/sched_rt_period_us") or 0),
+        },
+        "realtime": probe_realtime(),
+        "rlimits": {
+            "rtprio": resource.getrlimit(resource.RLIMIT_RTPRIO)[1],
+            "stack_hard": resource.getrlimit(resource.RLIMIT_STACK)[1],
+        },
+        "versions": versions(),
+    }
+
+
+def canonical(data: dict) -> str:
+    return json.dumps(data, sort_keys=True, indent=2) + "\n"
+
+
+def host_id(fp: dict) -> str:
+    """``<hostname>-<8 hex>``: the hash changes whenever anything in the fingerprint does."""
+    digest = hashlib.sha256(canonical(fp).encode()).hexdigest()[:8]
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", fp["hostname"])[:32] or "host"
+    return f"{name}-{digest}"
+
+
+def write_fingerprint(path: Path | None = None) -> dict:
+    """Measure the fingerprint and write it (with its ``host_id``) only if it changed."""
+    path = path or paths.fingerprint_file()
+    fp = fingerprint()
+    record = {"host_id": host_id(fp), **fp}
+    text = canonical(record)
+    if not path.exists() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return record
+
+
+def current() -> dict:
+    """The recorded fingerprint if it matches this host now, else a fresh one (with id)."""
+    fp = fingerprint()
+    return {"host_id": host_id(fp), **fp}
+
+
+# ---------------------------------------------------------------------------
+# Preflight
+
+
+@dataclass(frozen=True)
+class Check:
+    """One preflight item: ``status`` is PASS, WARN or FAIL; ``fix`` says what to do."""
+
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+
+
+REALTIME_FIX = {
+    "SCHED_FIFO": "run as root, or give the interpreter CAP_SYS_NICE "
+                  "(`sudo setcap cap_sys_nice+ep $(readlink -f .venv/bin/python)`) or an rtprio "
+                  "limit (`@realtime - rtprio 99` in /etc/security/limits.conf); in Docker add "
+                  "`--cap-add=SYS_NICE --ulimit rtprio=99`",
+    "SCHED_DEADLINE": "run as root or with CAP_SYS_NICE (in Docker: `--privileged` or "
+                      "`--cap-add=SYS_NICE`); a container's cgroup may also need real-time bandwidth",
+    "SCHED_DEADLINE pinned": "the kernel admits a SCHED_DEADLINE thread pinned to one CPU only when "
+                             "kernel.sched_rt_runtime_us = -1 (`sysctl -w kernel.sched_rt_runtime_us=-1`, "
+                             "which also removes RT throttling) or in an exclusive cpuset; until then "
+                             "the experiments run DEADLINE threads unpinned and record it",
+}
+REALTIME_FIX["SCHED_RR"] = REALTIME_FIX["SCHED_FIFO"]
+
+
+def realtime_checks(fp: dict) -> list[Check]:
+    checks = []
+    for name, result in fp["realtime"].items():
+        if result == "ok":
+            checks.append(Check(name, "PASS", "applied and read back on a probe thread"))
+        else:
+            # Unpinned DEADLINE is what the experiments fall back to; only a
+            # refused unpinned policy stops a real-time experiment.
+            status = "WARN" if name == "SCHED_DEADLINE pinned" else "FAIL"
+            checks.append(Check(name, status, result, REALTIME_FIX[name]))
+    return checks
+
+
+def holoscan_check() -> Check:
+    """Import Holoscan in a subprocess exactly as an experiment cell does."""
+    code = "from rtstudy.holo import import_holoscan; print(import_holoscan().__version__)"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120, preexec_fn=set_child_limits)
+    except subprocess.TimeoutExpired:
+        return Check("holoscan import", "FAIL", "timed out after 120 s", "reinstall with `make setup`")
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Check("holoscan import", "FAIL", last,
+                     "run `make setup` (installs holoscan-cu12 and nvidia-cuda-runtime-cu12 into .venv)")
+    return Check("holoscan import", "PASS", f"holoscan {proc.stdout.strip()} (CPU-only is expected)")
+
+
+def set_child_limits() -> None:
+    """In a child process before exec: 32 MiB stack (Holoscan's minimum), own process group."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+    want = STACK_BYTES if hard == resource.RLIM_INFINITY else min(STACK_BYTES, hard)
+    if soft == resource.RLIM_INFINITY or soft < want:
+        resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+    os.setpgrp()
+
+
+def stack_check() -> Check:
+    hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    if hard == resource.RLIM_INFINITY or hard >= STACK_BYTES:
+        return Check("stack limit", "PASS", "cells get a 32 MiB stack")
+    return Check("stack limit", "WARN", f"hard limit {hard} bytes < 32 MiB; Holoscan may crash",
+                 "raise the hard limit: `ulimit -Hs 32768` before `make`, or in Docker "
+                 "`--ulimit stack=33554432`")
+
+
+def writable_check(directory: Path, min_free_mb: int = 200) -> Check:
+    """Can cells be written under ``directory`` (created if needed), with room to spare?"""
+    name = f"data directory {directory}"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        return Check(name, "FAIL", f"not writable: {exc.strerror}",
+                     f"make {directory} writable by this user, or run from a checkout you own")
+    free_mb = shutil.disk_usage(directory).free // 2**20
+    if free_mb < min_free_mb:
+        return Check(name, "FAIL", f"only {free_mb} MiB free (need {min_free_mb} MiB)",
+                     "free disk space, or move the checkout to a larger disk")
+    return Check(name, "PASS", f"writable, {free_mb} MiB free")
+
+
+def tools_check() -> Check:
+    missing = [t for t in ("cyclictest", "stress-ng") if shutil.which(t) is None]
+    if not missing:
+        return Check("rt-tests, stress-ng", "PASS", "cyclictest and stress-ng found")
+    return Check("rt-tests, stress-ng", "WARN", "missing: " + ", ".join(missing),
+                 "`sudo apt-get install rt-tests stress-ng` (needed by the platform floor of E2 and E4)")
+
+
+def preflight(fp: dict, data_directory: Path, need_realtime: tuple[str, ...] = ()) -> list[Check]:
+    """Everything a stage needs before it measures; ``need_realtime`` names policies it uses."""
+    checks = [stack_check(), writable_check(data_directory), holoscan_check()]
+    checks += [c for c in realtime_checks(fp) if c.name in need_realtime]
+    return checks
+
+
+def format_checks(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = []
+    for c in checks:
+        lines.append(f"{c.status:<4}  {c.name:<{width}}  {c.detail}")
+        if c.fix and c.status != "PASS":
+            lines.append(f"{'':<4}  {'':<{width}}  fix: {c.fix}")
+    return "\n".join(lines)

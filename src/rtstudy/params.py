@@ -1,0 +1,239 @@
+"""The study's parameters: ``params.yaml``, its profiles, and every input check.
+
+``params.yaml`` holds one group per DVC stage. A group may carry a
+``profiles`` mapping (``smoke`` / ``default`` / ``seed``) whose entries override
+the group's own keys; the top-level ``profile`` key chooses which one applies.
+:func:`stage_config` resolves a group for a profile. :func:`validate` checks the
+whole file, for every profile, so a mistake stops the study before anything is
+measured, with a message that names the key, the value and what is allowed.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from rtstudy import paths
+
+PROFILES = ("smoke", "default", "seed")
+
+
+class ParamError(ValueError):
+    """One or more parameters are wrong; the message lists each with its fix."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How to check one key: ``check(value)`` returns None or what was expected."""
+
+    check: Callable[[Any], str | None]
+    required: bool = True
+
+
+def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        expected = "an integer" + (f" >= {lo}" if lo is not None else "") + (
+            f" and <= {hi}" if hi is not None else "")
+        if isinstance(v, bool) or not isinstance(v, int):
+            return expected
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            return expected
+        return None
+    return check
+
+
+def _number(lo: float | None = None, hi: float | None = None,
+            lo_open: bool = False) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        bound = ""
+        if lo is not None:
+            bound += f" {'>' if lo_open else '>='} {lo}"
+        if hi is not None:
+            bound += f" and <= {hi}"
+        expected = "a number" + bound
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return expected
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            return expected
+        if hi is not None and v > hi:
+            return expected
+        return None
+    return check
+
+
+def _choice(*allowed: str) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        return None if v in allowed else "one of " + ", ".join(repr(a) for a in allowed)
+    return check
+
+
+def _list_of(item: Callable[[Any], str | None], min_len: int = 1,
+             unique: bool = True) -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        if not isinstance(v, list) or len(v) < min_len:
+            return f"a list of at least {min_len} item(s)"
+        for x in v:
+            problem = item(x)
+            if problem:
+                return f"a list whose items are each {problem} (bad item: {x!r})"
+        if unique and len({repr(x) for x in v}) != len(v):
+            return "a list without repeated items"
+        return None
+    return check
+
+
+# One schema per params.yaml group. Adding an experiment adds its group here.
+SCHEMA: dict[str, dict[str, Rule]] = {
+    "e3_overhead": {
+        "apps": Rule(_list_of(_choice("ops", "ping"))),
+        "schedulers": Rule(_list_of(_choice("greedy", "event_based"))),
+        "event_based_workers": Rule(_list_of(_int(1, 64))),
+        "stop_on_deadlock_timeout_ms": Rule(_int(0, 10_000)),
+        "iterations": Rule(_list_of(_int(2, 10_000_000))),
+        "warmup_iterations": Rule(_int(0, 1_000_000)),
+        "repetitions": Rule(_int(1, 1000)),
+        "max_duration_ms": Rule(_int(1000, 3_600_000)),
+        "timeout_margin_s": Rule(_number(1, 3600)),
+        "order_seed": Rule(_int(0)),
+    },
+    "report": {
+        "confidence": Rule(_number(0.5, 0.999)),
+        "bootstrap_resamples": Rule(_int(100, 1_000_000)),
+        "random_seed": Rule(_int(0)),
+    },
+}
+
+
+def load(path: Path | None = None) -> dict:
+    """Read ``params.yaml`` (or ``path``) as a mapping; syntax errors name the file and line."""
+    path = path or paths.params_file()
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ParamError(f"{path}: parameter file not found. Run from a checkout of rtstudy "
+                         "(or set RTSTUDY_ROOT to one).") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ParamError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ParamError(f"{path}: expected a mapping of parameter groups, got {type(data).__name__}")
+    return data
+
+
+def resolve(group: dict, profile: str) -> dict:
+    """A group's keys with its ``profiles[profile]`` overrides applied (no validation)."""
+    resolved = {k: copy.deepcopy(v) for k, v in group.items() if k != "profiles"}
+    resolved.update(copy.deepcopy((group.get("profiles") or {}).get(profile) or {}))
+    return resolved
+
+
+def _check_group(name: str, group: Any, errors: list[str]) -> None:
+    if not isinstance(group, dict):
+        errors.append(f"{name}: expected a mapping of parameters, got {group!r}")
+        return
+    rules = SCHEMA[name]
+    profiles = group.get("profiles") or {}
+    if not isinstance(profiles, dict):
+        errors.append(f"{name}.profiles: expected a mapping with keys among {', '.join(PROFILES)}, "
+                      f"got {profiles!r}")
+        return
+    for prof, overrides in profiles.items():
+        if prof not in PROFILES:
+            errors.append(f"{name}.profiles.{prof}: unknown profile; allowed: {', '.join(PROFILES)}")
+        elif not isinstance(overrides, dict):
+            errors.append(f"{name}.profiles.{prof}: expected a mapping of overrides, got {overrides!r}")
+        else:
+            for key in overrides:
+                if key not in rules:
+                    errors.append(f"{name}.profiles.{prof}.{key}: unknown key; allowed keys: "
+                                  + ", ".join(sorted(rules)))
+    for key in group:
+        if key != "profiles" and key not in rules:
+            errors.append(f"{name}.{key}: unknown key; allowed keys: " + ", ".join(sorted(rules)))
+    if any(e.startswith(f"{name}.") and "unknown" in e for e in errors):
+        return
+    for prof in PROFILES:
+        resolved = resolve(group, prof)
+        for key, rule in rules.items():
+            where = f"{name}.profiles.{prof}.{key}" if key in (profiles.get(prof) or {}) \
+                else f"{name}.{key}"
+            if key not in resolved:
+                if rule.required:
+                    errors.append(f"{where}: missing (profile {prof!r}); expected {_expected(rule)}")
+                continue
+            problem = rule.check(resolved[key])
+            if problem:
+                message = f"{where} = {resolved[key]!r}: expected {problem}"
+                if message not in errors:
+                    errors.append(message)
+
+
+def _expected(rule: Rule) -> str:
+    return rule.check(object()) or "a value"
+
+
+def validate(data: dict) -> None:
+    """Check a whole parameter mapping; raise :class:`ParamError` listing every problem."""
+    errors: list[str] = []
+    profile = data.get("profile")
+    if profile not in PROFILES:
+        errors.append(f"profile = {profile!r}: expected one of {', '.join(PROFILES)} "
+                      "(choose with `make profile P=NAME`)")
+    for key in data:
+        if key != "profile" and key not in SCHEMA:
+            errors.append(f"{key}: unknown parameter group; allowed: profile, "
+                          + ", ".join(sorted(SCHEMA)))
+    for name in SCHEMA:
+        if name not in data:
+            errors.append(f"{name}: parameter group missing")
+        else:
+            _check_group(name, data[name], errors)
+    if errors:
+        raise ParamError("invalid parameters in params.yaml:\n  - " + "\n  - ".join(errors))
+
+
+def stage_config(stage: str, profile: str | None = None, data: dict | None = None) -> dict:
+    """The validated parameters of ``stage`` for ``profile`` (default: the file's profile).
+
+    Parameters
+    ----------
+    stage : str
+        A group of ``params.yaml`` (a key of :data:`SCHEMA`).
+    profile : str, optional
+        ``smoke``, ``default`` or ``seed``; None uses ``params.yaml``'s ``profile``.
+    data : dict, optional
+        An already loaded parameter mapping; None reads ``params.yaml``.
+
+    Returns
+    -------
+    dict
+        The group's keys with the profile's overrides applied, plus ``profile``.
+    """
+    data = load() if data is None else data
+    validate(data)
+    if stage not in SCHEMA:
+        raise ParamError(f"unknown stage {stage!r}; allowed: {', '.join(sorted(SCHEMA))}")
+    profile = profile or data["profile"]
+    if profile not in PROFILES:
+        raise ParamError(f"profile = {profile!r}: expected one of {', '.join(PROFILES)}")
+    config = resolve(data[stage], profile)
+    config["profile"] = profile
+    return config
+
+
+def use_profile(profile: str, path: Path | None = None) -> None:
+    """Set ``profile:`` in ``params.yaml``, keeping the file's comments and layout."""
+    if profile not in PROFILES:
+        raise ParamError(f"profile = {profile!r}: expected one of {', '.join(PROFILES)}")
+    path = path or paths.params_file()
+    text = path.read_text()
+    new, count = re.subn(r"(?m)^profile:.*$", f"profile: {profile}", text)
+    if count != 1:
+        raise ParamError(f"{path}: expected exactly one top-level `profile:` line, found {count}")
+    validate(yaml.safe_load(new))
+    path.write_text(new)

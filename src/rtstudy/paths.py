@@ -1,0 +1,64 @@
+"""Every path the study uses, built from one root.
+
+The root is the checkout that holds this package (``src/rtstudy`` → two levels
+up). ``RTSTUDY_ROOT`` overrides it so a copy of the project (a test's temporary
+clone, say) can run with this installed package. Nothing here touches the disk.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def root() -> Path:
+    """The project root: ``$RTSTUDY_ROOT`` if set, else the checkout of this package."""
+    env = os.environ.get("RTSTUDY_ROOT")
+    return Path(env).resolve() if env else Path(__file__).resolve().parents[2]
+
+
+def params_file() -> Path:
+    return root() / "params.yaml"
+
+
+def notebooks_dir() -> Path:
+    return root() / "notebooks"
+
+
+def notebook(name: str) -> Path:
+    """The committed (output-free) source of notebook ``name``."""
+    return notebooks_dir() / f"{name}.ipynb"
+
+
+def executed_notebook(name: str) -> Path:
+    """Where papermill writes the executed copy of notebook ``name`` (the lab book)."""
+    return root() / "experiments" / f"{name}.ipynb"
+
+
+def data_dir() -> Path:
+    return root() / "data"
+
+
+def fingerprint_file() -> Path:
+    return data_dir() / "host" / "fingerprint.json"
+
+
+def raw_root(experiment: str) -> Path:
+    """The DVC output of one experiment: every host's and profile's cells."""
+    return data_dir() / "raw" / experiment
+
+
+def raw_dir(experiment: str, host_id: str, profile: str) -> Path:
+    """The cells of one experiment measured on one host with one profile."""
+    return raw_root(experiment) / host_id / profile
+
+
+def report_dir() -> Path:
+    return root() / "report"
+
+
+def report_html() -> Path:
+    return report_dir() / "report.html"
+
+
+def figures_dir() -> Path:
+    return report_dir() / "figures"
