@@ -23,6 +23,7 @@ $(STAMP): requirements.lock pyproject.toml setup.py src/rtstudy/_native.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name rtstudy --display-name "rtstudy (.venv)" >/dev/null
 	@touch $@
 
 sysdeps:

@@ -30,9 +30,14 @@ def cudart_path() -> Path:
                       f"({list(spec.submodule_search_locations)}); reinstall it with `make setup`")
 
 
+def preload_cudart() -> None:
+    """Load libcudart globally so that a later ``import holoscan`` resolves it."""
+    ctypes.CDLL(str(cudart_path()), mode=ctypes.RTLD_GLOBAL)
+
+
 def import_holoscan():
     """Preload libcudart, then import and return the ``holoscan`` module."""
-    ctypes.CDLL(str(cudart_path()), mode=ctypes.RTLD_GLOBAL)
+    preload_cudart()
     import holoscan
 
     return holoscan

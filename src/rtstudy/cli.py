@@ -1,0 +1,161 @@
+"""``rtstudy``: the study's command line (what DVC stages and the Makefile call).
+
+    rtstudy params check            validate params.yaml (every profile)
+    rtstudy params show [STAGE]     print the resolved parameters of the current profile
+    rtstudy params use PROFILE      switch params.yaml to smoke | default | seed
+    rtstudy host fingerprint        write data/host/fingerprint.json (stable; DVC dependency)
+    rtstudy host check              preflight: what this host allows, with fixes
+    rtstudy run STAGE               run a measuring stage's notebook with papermill
+    rtstudy report                  execute the report notebook and render report/report.html
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rtstudy import host, params, paths
+
+
+def _params_check(args) -> int:
+    data = params.load()
+    params.validate(data)
+    print(f"params.yaml is valid (profile: {data['profile']})")
+    return 0
+
+
+def _params_show(args) -> int:
+    data = params.load()
+    stages = [args.stage] if args.stage else list(params.SCHEMA)
+    for stage in stages:
+        cfg = params.stage_config(stage, args.profile, data)
+        print(json.dumps({stage: cfg}, indent=2))
+    return 0
+
+
+def _params_use(args) -> int:
+    params.use_profile(args.profile)
+    print(f"params.yaml now uses profile {args.profile!r}; run `make study` to measure with it")
+    return 0
+
+
+def _host_fingerprint(args) -> int:
+    from pathlib import Path
+
+    record = host.write_fingerprint(Path(args.out) if args.out else None)
+    print(f"host id {record['host_id']}; fingerprint in {args.out or paths.fingerprint_file()}")
+    return 0
+
+
+def _host_check(args) -> int:
+    fp = host.current()
+    checks = host.preflight(fp, paths.data_dir() / "raw")
+    checks += host.realtime_checks(fp) + [host.tools_check()]
+    print(f"host id {fp['host_id']}: {fp['cpu']['count']} × {fp['cpu']['model']}, kernel "
+          f"{fp['kernel']['release']} ({fp['kernel']['preempt_model']}), "
+          f"sched_rt_runtime_us {fp['sched']['rt_runtime_us']}")
+    print(host.format_checks(checks))
+    return 1 if any(c.status == "FAIL" for c in checks) else 0
+
+
+def _run(args) -> int:
+    from rtstudy import stage
+
+    cfg = params.stage_config(args.stage, args.profile)
+    if args.stage not in stage.EXPERIMENTS:
+        raise params.ParamError(f"{args.stage!r} is not a measuring stage; allowed: "
+                                + ", ".join(stage.EXPERIMENTS))
+    fp = host.current()
+    stage.preflight(args.stage, cfg["profile"], fp)
+    print(f"{args.stage}: profile {cfg['profile']}, host {fp['host_id']} -> "
+          f"{stage.out_dir(args.stage, cfg['profile'], fp)}", flush=True)
+    out = stage.execute_notebook(args.stage, {"profile": cfg["profile"], "progress": "terminal"})
+    print(f"{args.stage}: done; lab book {out}")
+    return 0
+
+
+def _report(args) -> int:
+    from rtstudy import stage
+
+    profile = params.stage_config("report", args.profile)["profile"]
+    executed = stage.execute_notebook("report", {"profile": profile})
+    html = render_html(executed)
+    print(f"report: {html}")
+    return 0
+
+
+def render_html(executed_notebook) -> str:
+    """Render an executed notebook to ``report/report.html``: code hidden, images embedded."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True)
+    nb = nbformat.read(str(executed_notebook), as_version=4)
+    body, _ = exporter.from_notebook_node(nb)
+    out = paths.report_html()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".html.tmp")
+    tmp.write_text(body)
+    tmp.replace(out)
+    return str(out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rtstudy", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("params", help="check, show or switch parameters")
+    psub = p.add_subparsers(dest="action", required=True)
+    psub.add_parser("check").set_defaults(func=_params_check)
+    show = psub.add_parser("show")
+    show.add_argument("stage", nargs="?")
+    show.add_argument("--profile", choices=params.PROFILES)
+    show.set_defaults(func=_params_show)
+    use = psub.add_parser("use")
+    use.add_argument("profile", choices=params.PROFILES)
+    use.set_defaults(func=_params_use)
+
+    h = sub.add_parser("host", help="fingerprint and preflight of this host")
+    hsub = h.add_subparsers(dest="action", required=True)
+    fp = hsub.add_parser("fingerprint")
+    fp.add_argument("--out", help="file to write (default data/host/fingerprint.json)")
+    fp.set_defaults(func=_host_fingerprint)
+    hsub.add_parser("check").set_defaults(func=_host_check)
+
+    r = sub.add_parser("run", help="run a measuring stage (papermill)")
+    r.add_argument("stage")
+    r.add_argument("--profile", choices=params.PROFILES,
+                   help="override params.yaml's profile for this run")
+    r.set_defaults(func=_run)
+
+    rep = sub.add_parser("report", help="render report/report.html from the data present")
+    rep.add_argument("--profile", choices=params.PROFILES)
+    rep.set_defaults(func=_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rtstudy.data import DataError
+    from rtstudy.harness import SweepError
+    from rtstudy.stage import PreflightError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (params.ParamError, PreflightError, SweepError, DataError) as exc:
+        print(f"rtstudy: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        # papermill wraps a notebook's exception; show the notebook's own message.
+        if type(exc).__name__ == "PapermillExecutionError":
+            print(f"rtstudy: the notebook failed: {exc.ename}: {exc.evalue}\n"
+                  f"  the executed notebook in {paths.root() / 'experiments'} has the traceback",
+                  file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,183 @@
+"""E3, Holoscan scheduler overhead: the sweep plan and the analysis.
+
+H3 (DESIGN.md §1): Greedy costs ~10 µs per iteration without messages and
+~17 µs with a Tx→Rx message; EventBased ~11–15 and ~25–62 µs. The seed divides
+the whole app's wall time by N, which folds start-up into the figure; here each
+cell times several N, so a straight line ``total = start-up + N × per-iteration``
+separates the two, and compute time stamps give the per-iteration cost directly.
+"""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+
+from rtstudy import data, seeds
+from rtstudy.harness import Cell
+from rtstudy.stats import bootstrap_ci, linear_fit, percentiles
+
+EXPERIMENT = "e3_overhead"
+LEAD_OP = {"ops": "op1", "ping": "tx"}
+
+
+def schedulers(cfg: dict) -> list[tuple[str, int | None]]:
+    """(scheduler, workers) pairs of the sweep; Greedy is single-threaded (workers None)."""
+    pairs: list[tuple[str, int | None]] = []
+    for name in cfg["schedulers"]:
+        if name == "greedy":
+            pairs.append(("greedy", None))
+        else:
+            pairs += [(name, w) for w in cfg["event_based_workers"]]
+    return pairs
+
+
+def scheduler_label(scheduler: str, workers) -> str:
+    if scheduler == "greedy" or workers is None or (isinstance(workers, float) and np.isnan(workers)):
+        return "Greedy"
+    return f"EventBased ×{int(workers)}"
+
+
+def plan(cfg: dict) -> list[Cell]:
+    """One cell per app × scheduler × repetition; each times every N, in a seeded order."""
+    cells = []
+    per_run_s = cfg["max_duration_ms"] / 1000
+    for app in cfg["apps"]:
+        for scheduler, workers in schedulers(cfg):
+            label = f"{app}-{'greedy' if workers is None else f'ebs{workers}'}"
+            for rep in range(cfg["repetitions"]):
+                order = list(cfg["iterations"])
+                random.Random(f"{cfg['order_seed']}/{label}/{rep}").shuffle(order)
+                config = {
+                    "app": app, "scheduler": scheduler, "workers": workers,
+                    "iterations": order,
+                    "warmup_iterations": cfg["warmup_iterations"],
+                    "stop_on_deadlock_timeout_ms": cfg["stop_on_deadlock_timeout_ms"],
+                    "max_duration_ms": cfg["max_duration_ms"],
+                }
+                timeout = (len(order) + 1) * per_run_s + cfg["timeout_margin_s"]
+                cells.append(Cell(EXPERIMENT, "e3_overhead", label, config, rep, timeout))
+    return cells
+
+
+# ---------------------------------------------------------------------------
+# Analysis
+
+def load_runs(out_dir) -> tuple[pd.DataFrame, list[str]]:
+    """One row per timed app run of the plan's completed cells, and the missing cell ids.
+
+    Columns: configuration (app, scheduler, workers, scheduler_label, repetition,
+    iterations), the run's timings (total_s, whole_app_us_per_iter, startup_ms,
+    teardown_ms, steady_us_per_iter) and, from the compute stamps of the lead
+    operator, the per-iteration interval's median and P99 with its N.
+    """
+    cells, missing = data.completed_cells(out_dir)
+    rows = []
+    for cell in cells:
+        cfg = cell["requested"]["config"]
+        samples = data.read_samples(f"{cell['_dir']}/samples.parquet")
+        lead = samples[samples["op"] == LEAD_OP[cfg["app"]]]
+        for run in cell["summary"]["runs"]:
+            stamps = lead.loc[lead["run"] == run["run"], "t_ns"].to_numpy()
+            gaps_us = np.diff(stamps) / 1e3
+            p = percentiles(gaps_us, (50, 99))
+            rows.append({
+                "cell_id": cell["cell_id"], "host_id": cell["host_id"], "profile": cell["profile"],
+                "app": cfg["app"], "scheduler": cfg["scheduler"], "workers": cfg["workers"],
+                "scheduler_label": scheduler_label(cfg["scheduler"], cfg["workers"]),
+                "repetition": cell["repetition"], "order_index": cell["order_index"],
+                "iterations": run["iterations"], "total_s": run["total_s"],
+                "whole_app_us_per_iter": run["whole_app_us_per_iter"],
+                "startup_ms": run["startup_ms"], "teardown_ms": run["teardown_ms"],
+                "steady_us_per_iter": run["steady_us_per_iter"],
+                "tick_p50_us": p["p50"], "tick_p99_us": p["p99"], "tick_n": p["n"],
+            })
+    return pd.DataFrame(rows), missing
+
+
+def label_order(runs: pd.DataFrame) -> list[str]:
+    """Scheduler labels in display order: Greedy, then EventBased by worker count."""
+    labels = runs[["scheduler_label", "workers"]].drop_duplicates()
+    labels = labels.assign(k=labels["workers"].fillna(0)).sort_values("k")
+    return list(labels["scheduler_label"])
+
+
+def fits(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """Per app × scheduler: ``total_s = startup + N × per_iteration`` over all runs and repetitions."""
+    rows = []
+    for (app, label), g in runs.groupby(["app", "scheduler_label"], sort=False):
+        if g["iterations"].nunique() < 2:
+            continue
+        fit = linear_fit(g["iterations"], g["total_s"], confidence)
+        rows.append({"app": app, "scheduler_label": label,
+                     "per_iter_us": fit.slope.value * 1e6, "per_iter_low": fit.slope.low * 1e6,
+                     "per_iter_high": fit.slope.high * 1e6,
+                     "startup_ms": fit.intercept.value * 1e3, "startup_low": fit.intercept.low * 1e3,
+                     "startup_high": fit.intercept.high * 1e3,
+                     "r_squared": fit.r_squared, "n_runs": fit.slope.n})
+    return pd.DataFrame(rows)
+
+
+def published_range(app: str, scheduler: str) -> tuple[float, float]:
+    return seeds.E3_PUBLISHED_US[(app, scheduler)]
+
+
+def summary_table(runs: pd.DataFrame, fit_df: pd.DataFrame, confidence: float,
+                  n_resamples: int, seed: int) -> pd.DataFrame:
+    """The E3 table: the seed's method at the largest N, the fitted costs, the seed's figure."""
+    n_max = runs["iterations"].max()
+    rows = []
+    order = label_order(runs)
+    for (app, label), g in runs.groupby(["app", "scheduler_label"], sort=False):
+        at_max = g[g["iterations"] == n_max]
+        seed_method = bootstrap_ci(at_max["whole_app_us_per_iter"], np.mean, confidence,
+                                   n_resamples, seed)
+        tick = bootstrap_ci(g.loc[g["iterations"] == n_max, "tick_p50_us"], np.mean, confidence,
+                            n_resamples, seed)
+        fit = fit_df[(fit_df["app"] == app) & (fit_df["scheduler_label"] == label)]
+        lo, hi = published_range(app, g["scheduler"].iloc[0])
+        rows.append({
+            "app": app, "scheduler": label,
+            "seed method µs/iter (N max)": seed_method.format(1),
+            "per-iteration µs (fit)": _fit_text(fit, "per_iter", 1),
+            "start-up ms (fit)": _fit_text(fit, "startup", 1),
+            "median compute interval µs": tick.format(1),
+            "seed published µs/iter": f"~{lo:g}" if lo == hi else f"~{lo:g}–{hi:g}",
+            "_app": app, "_order": order.index(label),
+        })
+    table = pd.DataFrame(rows).sort_values(["_app", "_order"]).drop(columns=["_app", "_order"])
+    return table.reset_index(drop=True)
+
+
+def _fit_text(fit: pd.DataFrame, key: str, digits: int) -> str:
+    if fit.empty:
+        return "n/a (needs two N)"
+    r = fit.iloc[0]
+    low, high = r[f"{key}_low"], r[f"{key}_high"]
+    value = r[f"{key}_us"] if key == "per_iter" else r[f"{key}_ms"]
+    if np.isfinite(low) and np.isfinite(high):
+        return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+    return f"{value:.{digits}f} (no CI: {int(r['n_runs'])} runs)"
+
+
+def headline(runs: pd.DataFrame, fit_df: pd.DataFrame) -> dict:
+    """Numbers the report's prose quotes, all computed here from the runs."""
+    n_max = int(runs["iterations"].max())
+    at_max = runs[runs["iterations"] == n_max]
+    per_label = at_max.groupby(["app", "scheduler_label"])["whole_app_us_per_iter"].mean()
+    startup_share = None
+    if not fit_df.empty:
+        # Share of the seed-method figure at N max that is start-up, per config.
+        merged = fit_df.merge(per_label.rename("whole").reset_index(), on=["app", "scheduler_label"])
+        share = (merged["startup_ms"] * 1e3 / n_max) / merged["whole"]
+        startup_share = (float(share.min()), float(share.max()))
+    return {
+        "n_max": n_max,
+        "n_runs": int(len(runs)),
+        "n_cells": int(runs["cell_id"].nunique()),
+        "repetitions": int(runs["repetition"].nunique()),
+        "iterations": sorted(int(n) for n in runs["iterations"].unique()),
+        "greedy_ops": float(per_label.get(("ops", "Greedy"), np.nan)),
+        "greedy_ping": float(per_label.get(("ping", "Greedy"), np.nan)),
+        "startup_share": startup_share,
+    }

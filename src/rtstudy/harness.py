@@ -1,0 +1,379 @@
+"""The run harness: one sweep cell = one Holoscan app in its own subprocess.
+
+A cell runs ``python -m rtstudy.apps.<app> SPEC WORKDIR`` with a 32 MiB stack,
+in its own process group, under a hard timeout (the app also sets Holoscan's
+``max_duration_ms``). The child writes ``samples.parquet`` and ``result.json``;
+its stdout and stderr (Holoscan's log, CUDA warnings included) go to
+``run.log``. The parent then
+
+1. verifies every requested real-time policy was really applied — Holoscan
+   4.6 fails silently: it logs ``Failed to set SCHED_...``, raises nothing and
+   never ticks the operator (DESIGN.md §3) — from the log, the tick counts and
+   the policy each operator read back from its own thread;
+2. adds the sidecar ``cell.json`` (requested and effective configuration,
+   host id, profile, versions, git commit, timings);
+3. renames the finished work directory to ``<cell_id>/`` in one step, so a
+   cell on disk is always complete. A failed cell goes to ``_failed/<cell_id>/``
+   with its log and the reason, and the sweep goes on.
+
+A sweep runs its cells in a seeded random order, skips cells already on disk,
+and shows a progress bar with ETA.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO
+
+from tqdm import tqdm
+
+from rtstudy import paths
+from rtstudy.host import canonical, set_child_limits
+from rtstudy.realtime import POLICY_NAMES, RealtimeRequest
+
+FAILED_DIR = "_failed"
+PLAN_FILE = "plan.json"
+SIDECAR = "cell.json"
+SAMPLES = "samples.parquet"
+LOG = "run.log"
+RESULT = "result.json"
+
+
+class SweepError(RuntimeError):
+    """Some cells of a sweep failed; completed cells are kept on disk."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One configuration and one repetition of an experiment.
+
+    ``label`` is a readable name of the configuration; ``cell_id`` adds the
+    repetition and a digest of everything the app receives, so a changed
+    parameter is a new cell and never mistaken for a completed one.
+    """
+
+    experiment: str
+    app: str
+    label: str
+    config: dict
+    repetition: int
+    timeout_s: float
+    realtime: tuple[RealtimeRequest, ...] = ()
+
+    @property
+    def spec(self) -> dict:
+        return {"app": self.app, "config": self.config, "repetition": self.repetition,
+                "realtime": [asdict(r) for r in self.realtime]}
+
+    @property
+    def cell_id(self) -> str:
+        digest = hashlib.sha256(canonical(self.spec).encode()).hexdigest()[:8]
+        return f"{self.label}-r{self.repetition}-{digest}"
+
+
+@dataclass(frozen=True)
+class SweepContext:
+    """What every cell of a sweep records about where and how it was measured."""
+
+    host_id: str
+    profile: str
+    versions: dict
+    git: dict
+
+    @classmethod
+    def from_fingerprint(cls, fp: dict, profile: str) -> "SweepContext":
+        return cls(host_id=fp["host_id"], profile=profile, versions=fp["versions"], git=git_state())
+
+
+@dataclass
+class CellOutcome:
+    cell_id: str
+    status: str  # "ok", "failed" or "skipped"
+    reason: str = ""
+    path: Path | None = None
+    timing: dict = field(default_factory=dict)
+
+
+def git_state() -> dict:
+    """The checkout's commit and whether it had uncommitted changes ("unknown" outside git)."""
+    def git(*args: str) -> str | None:
+        try:
+            proc = subprocess.run(["git", *args], cwd=paths.root(), capture_output=True,
+                                  text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit or "unknown", "dirty": bool(status) if status is not None else None}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def is_complete(out_dir: Path, cell: Cell) -> bool:
+    d = out_dir / cell.cell_id
+    return (d / SIDECAR).is_file() and (d / SAMPLES).is_file()
+
+
+# ---------------------------------------------------------------------------
+# Real-time verification
+
+def _log_failures(log_text: str) -> list[str]:
+    markers = ("Failed to set SCHED", "Failed to configure worker thread")
+    return [line.strip() for line in log_text.splitlines() if any(m in line for m in markers)]
+
+
+def realtime_fix(request: RealtimeRequest, log_lines: list[str]) -> str:
+    """How to fix a refused policy, from the request and Holoscan's own error line."""
+    text = " ".join(log_lines)
+    if request.policy == "SCHED_DEADLINE" and request.cpus and "not permitted" in text:
+        return ("the kernel refuses a SCHED_DEADLINE thread pinned to one CPU unless "
+                "kernel.sched_rt_runtime_us = -1; run DEADLINE unpinned (the experiments do so "
+                "when `rtstudy host check` shows 'SCHED_DEADLINE pinned' refused) or set "
+                "`sysctl -w kernel.sched_rt_runtime_us=-1`")
+    if "not permitted" in text or "permission" in text.lower():
+        return ("this process may not use real-time policies: run as root or grant CAP_SYS_NICE "
+                "and an rtprio limit (see `rtstudy host check`; in Docker: --cap-add=SYS_NICE "
+                "--ulimit rtprio=99)")
+    if "busy" in text.lower() or "Device or resource busy" in text:
+        return ("SCHED_DEADLINE admission control refused the reservation: the total "
+                "runtime/period of all DEADLINE threads exceeds sched_rt_runtime_us/sched_rt_period_us "
+                "x CPUs; lower the runtimes or lengthen the periods")
+    return "see the cell's run.log; check `rtstudy host check` for which policies this host allows"
+
+
+def verify_realtime(requests: tuple[RealtimeRequest, ...], result: dict | None,
+                    log_text: str) -> list[str]:
+    """Problems that make a run not verifiably real-time; empty when all is well.
+
+    A request passes only if Holoscan logged no scheduling failure for it, the
+    operator ticked, and the policy (and priority, reservation and CPUs) that
+    the operator read back from its own thread match the request.
+    """
+    problems = []
+    log_lines = _log_failures(log_text)
+    operators = (result or {}).get("operators", {})
+    for req in requests:
+        op = operators.get(req.operator)
+        where = f"operator {req.operator!r} requested {req.policy}"
+        if not op or op.get("ticks", 0) == 0 or not op.get("sched"):
+            detail = ("; Holoscan logged: " + " | ".join(log_lines)) if log_lines else ""
+            problems.append(f"{where} but never ran{detail}. Fix: {realtime_fix(req, log_lines)}")
+            continue
+        sched = op["sched"]
+        got = POLICY_NAMES.get(sched["policy"], str(sched["policy"]))
+        if got != req.policy:
+            problems.append(f"{where} but its thread ran with {got}. Fix: check that the operator "
+                            "is pinned to its own worker thread (pin_operator=True) and see run.log")
+            continue
+        if req.policy in ("SCHED_FIFO", "SCHED_RR") and sched["priority"] != req.priority:
+            problems.append(f"{where} priority {req.priority} but got {sched['priority']}")
+        if req.policy == "SCHED_DEADLINE":
+            want = (req.runtime_ns, req.deadline_ns, req.period_ns)
+            have = (sched["runtime_ns"], sched["deadline_ns"], sched["period_ns"])
+            if want != have:
+                problems.append(f"{where} runtime/deadline/period {want} ns but got {have} ns")
+        if req.cpus and sorted(sched["cpus"]) != sorted(req.cpus):
+            problems.append(f"{where} pinned to CPUs {list(req.cpus)} but ran on {sched['cpus']}")
+    if log_lines and not problems and requests:
+        problems.append("Holoscan logged scheduling failures: " + " | ".join(log_lines))
+    return problems
+
+
+# ---------------------------------------------------------------------------
+# One cell
+
+def _child_env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("HOLOSCAN_LOG_LEVEL", "WARN")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int = 0) -> CellOutcome:
+    """Run one cell in a subprocess and store it atomically; never raises for a failed run."""
+    work = out_dir / f".tmp-{cell.cell_id}-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    spec_path = work / "spec.json"
+    _write_json(spec_path, cell.spec)
+    cmd = [sys.executable, "-m", f"rtstudy.apps.{cell.app}", str(spec_path), str(work)]
+    started = time.monotonic()
+    reason = ""
+    with open(work / LOG, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=_child_env(), preexec_fn=set_child_limits)
+        try:
+            rc = proc.wait(timeout=cell.timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            rc = None
+            reason = (f"timed out after {cell.timeout_s:.0f} s and was killed (Holoscan's "
+                      "max_duration_ms safety net did not stop it; a real-time thread that was "
+                      "refused its policy hangs this way)")
+        except BaseException:
+            _kill_group(proc)
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+    child_wall = time.monotonic() - started
+    log_text = (work / LOG).read_text(errors="replace")
+    result = None
+    if (work / RESULT).is_file():
+        result = json.loads((work / RESULT).read_text())
+    if rc is None and cell.realtime and _log_failures(log_text):
+        reason += "; " + "; ".join(verify_realtime(cell.realtime, None, log_text))
+    if not reason and rc != 0:
+        last = [ln for ln in log_text.strip().splitlines() if ln.strip()][-3:]
+        reason = f"the app exited with status {rc}: " + " | ".join(last)
+    if not reason and (result is None or not (work / SAMPLES).is_file()):
+        reason = "the app exited without writing its results"
+    if not reason:
+        problems = verify_realtime(cell.realtime, result, log_text)
+        if problems:
+            reason = "real-time policy not verifiably applied: " + "; ".join(problems)
+
+    write_started = time.monotonic()
+    sidecar = {
+        "cell_id": cell.cell_id,
+        "experiment": cell.experiment,
+        "label": cell.label,
+        "repetition": cell.repetition,
+        "profile": context.profile,
+        "host_id": context.host_id,
+        "versions": context.versions,
+        "git": context.git,
+        "requested": cell.spec,
+        "effective": (result or {}).get("effective", {}),
+        "operators": (result or {}).get("operators", {}),
+        "summary": (result or {}).get("summary", {}),
+        "realtime_verified": bool(cell.realtime) and not reason,
+        "order_index": order_index,
+        "status": "failed" if reason else "ok",
+        "reason": reason,
+        "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "timing": {"measured_s": (result or {}).get("measured_s"), "child_wall_s": child_wall},
+    }
+    spec_path.unlink()
+    (work / RESULT).unlink(missing_ok=True)
+    failed_dir = out_dir / FAILED_DIR / cell.cell_id
+    if reason:
+        (work / SAMPLES).unlink(missing_ok=True)
+        _write_json(work / SIDECAR, sidecar)
+        failed_dir.parent.mkdir(exist_ok=True)
+        shutil.rmtree(failed_dir, ignore_errors=True)
+        os.rename(work, failed_dir)
+        return CellOutcome(cell.cell_id, "failed", reason, failed_dir, sidecar["timing"])
+    sidecar["timing"]["write_s"] = time.monotonic() - write_started
+    _write_json(work / SIDECAR, sidecar)
+    final = out_dir / cell.cell_id
+    os.rename(work, final)
+    shutil.rmtree(failed_dir, ignore_errors=True)
+    return CellOutcome(cell.cell_id, "ok", "", final, sidecar["timing"])
+
+
+# ---------------------------------------------------------------------------
+# A sweep
+
+def run_order(cells: list[Cell], seed: int) -> list[Cell]:
+    """The cells in a seeded random order (independent of the order given)."""
+    ordered = sorted(cells, key=lambda c: c.cell_id)
+    random.Random(seed).shuffle(ordered)
+    return ordered
+
+
+def write_plan(out_dir: Path, cells: list[Cell], context: SweepContext, seed: int) -> None:
+    """Record which cells make up the current configuration (the loader reads only those)."""
+    plan = {
+        "experiment": cells[0].experiment if cells else None,
+        "profile": context.profile,
+        "host_id": context.host_id,
+        "order_seed": seed,
+        "cells": [{"cell_id": c.cell_id, "label": c.label, "repetition": c.repetition,
+                   "config": c.config} for c in run_order(cells, seed)],
+    }
+    _write_json(out_dir / PLAN_FILE, plan)
+
+
+def run_sweep(cells: list[Cell], out_dir: Path, context: SweepContext, order_seed: int,
+              progress: IO | None = None) -> list[CellOutcome]:
+    """Run every cell not yet on disk, in a seeded random order.
+
+    Parameters
+    ----------
+    cells : list of Cell
+        The whole plan; completed cells are skipped.
+    out_dir : Path
+        The experiment's directory for this host and profile.
+    context : SweepContext
+        Recorded in every cell's sidecar.
+    order_seed : int
+        Seed of the run order.
+    progress : file, optional
+        Where the progress bar goes (default: stderr).
+
+    Returns
+    -------
+    list of CellOutcome
+        One per cell, in run order.
+
+    Raises
+    ------
+    SweepError
+        After the sweep, if any cell failed; it names each one and its log.
+    """
+    ids = [c.cell_id for c in cells]
+    if len(set(ids)) != len(ids):
+        raise ValueError("the plan holds duplicate cells; check the parameter lists for repeats")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for leftover in out_dir.glob(".tmp-*"):
+        # Work directories of an interrupted run: never complete, safe to drop.
+        shutil.rmtree(leftover, ignore_errors=True)
+    write_plan(out_dir, cells, context, order_seed)
+    ordered = run_order(cells, order_seed)
+    outcomes: list[CellOutcome] = []
+    todo = [c for c in ordered if not is_complete(out_dir, c)]
+    done = len(ordered) - len(todo)
+    experiment = cells[0].experiment if cells else "sweep"
+    bar = tqdm(total=len(ordered), initial=done, desc=experiment, unit="cell",
+               file=progress or sys.stderr, dynamic_ncols=True, smoothing=0.1)
+    try:
+        for cell in ordered:
+            if cell not in todo:
+                outcomes.append(CellOutcome(cell.cell_id, "skipped", path=out_dir / cell.cell_id))
+                continue
+            bar.set_postfix_str(cell.label, refresh=True)
+            outcome = run_cell(cell, out_dir, context, order_index=ordered.index(cell))
+            outcomes.append(outcome)
+            if outcome.status == "failed":
+                bar.write(f"FAILED {cell.cell_id}: {outcome.reason}\n  log: {outcome.path / LOG}")
+            bar.update(1)
+    finally:
+        bar.close()
+    failed = [o for o in outcomes if o.status == "failed"]
+    if failed:
+        lines = [f"{o.cell_id}: {o.reason} (log: {o.path / LOG})" for o in failed]
+        raise SweepError(f"{len(failed)} of {len(cells)} cells failed; completed cells are kept "
+                         "and a re-run retries only the failed ones:\n  " + "\n  ".join(lines))
+    return outcomes

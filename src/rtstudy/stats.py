@@ -1,0 +1,130 @@
+"""Statistics shared by every experiment's analysis: estimates always come with N and a CI.
+
+Functions take arrays or data frames, never file names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its confidence interval and the number of values behind it."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+    confidence: float
+
+    def format(self, digits: int = 1, unit: str = "") -> str:
+        """``12.3 [11.9, 12.8] unit (n = 6)``; the CI is omitted where it is undefined."""
+        unit = f" {unit}" if unit else ""
+        if not np.isfinite(self.value):
+            return "n/a"
+        if np.isfinite(self.low) and np.isfinite(self.high):
+            return (f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+                    f"{unit} (n = {self.n})")
+        return f"{self.value:.{digits}f}{unit} (n = {self.n}, no CI)"
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def bootstrap_ci(values, statistic=np.mean, confidence: float = 0.95, n_resamples: int = 2000,
+                 seed: int = 0) -> Estimate:
+    """``statistic`` of ``values`` with a BCa bootstrap CI (percentile CI if BCa fails).
+
+    Parameters
+    ----------
+    values : array_like
+        One-dimensional sample; NaNs are dropped.
+    statistic : callable
+        Reduces an array to a number along ``axis`` (numpy style).
+    confidence : float
+        Confidence level, in (0, 1).
+    n_resamples : int
+        Bootstrap resamples.
+    seed : int
+        Seed of the resampling, so a re-render gives the same interval.
+
+    Returns
+    -------
+    Estimate
+        With NaN bounds when fewer than two distinct values exist.
+    """
+    _check_confidence(confidence)
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return Estimate(np.nan, np.nan, np.nan, 0, confidence)
+    value = float(statistic(x))
+    if x.size < 2 or np.ptp(x) == 0:
+        return Estimate(value, np.nan, np.nan, int(x.size), confidence)
+    rng = np.random.default_rng(seed)
+    for method in ("BCa", "percentile"):
+        try:
+            res = sps.bootstrap((x,), statistic, confidence_level=confidence,
+                                n_resamples=n_resamples, method=method, random_state=rng,
+                                vectorized=True, axis=-1)
+        except (ValueError, FloatingPointError):
+            continue
+        low, high = res.confidence_interval
+        if np.isfinite(low) and np.isfinite(high):
+            return Estimate(value, float(low), float(high), int(x.size), confidence)
+    return Estimate(value, np.nan, np.nan, int(x.size), confidence)
+
+
+@dataclass(frozen=True)
+class LinearFit:
+    """``y = intercept + slope * x`` by least squares, with t-based CIs."""
+
+    slope: Estimate
+    intercept: Estimate
+    r_squared: float
+
+
+def linear_fit(x, y, confidence: float = 0.95) -> LinearFit:
+    """Ordinary least squares of ``y`` on ``x`` with CIs for slope and intercept.
+
+    Needs at least two distinct ``x``; the CIs need at least three points.
+    """
+    _check_confidence(confidence)
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    n = int(x.size)
+    if n < 2 or np.ptp(x) == 0:
+        raise ValueError(f"a linear fit needs at least two distinct x values, got {np.unique(x)}")
+    res = sps.linregress(x, y)
+    if n > 2:
+        t = sps.t.ppf(0.5 + confidence / 2, n - 2)
+        slope = Estimate(res.slope, res.slope - t * res.stderr, res.slope + t * res.stderr, n,
+                         confidence)
+        icpt = Estimate(res.intercept, res.intercept - t * res.intercept_stderr,
+                        res.intercept + t * res.intercept_stderr, n, confidence)
+    else:
+        slope = Estimate(res.slope, np.nan, np.nan, n, confidence)
+        icpt = Estimate(res.intercept, np.nan, np.nan, n, confidence)
+    return LinearFit(slope, icpt, float(res.rvalue ** 2))
+
+
+def percentiles(values, qs=(50, 99, 99.9)) -> dict:
+    """Percentiles of ``values`` keyed ``p50``, ``p99``, ``p99.9``, plus ``n`` and ``max``."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    out = {"n": int(x.size)}
+    if x.size == 0:
+        out.update({f"p{q:g}": np.nan for q in qs})
+        out["max"] = np.nan
+        return out
+    for q, v in zip(qs, np.percentile(x, qs)):
+        out[f"p{q:g}"] = float(v)
+    out["max"] = float(x.max())
+    return out
