@@ -14,6 +14,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
 	@echo "make test           set up, then run every test (real Holoscan runs at smoke size)"
+	@echo "make report         render report/report.html from the data present (measures nothing)"
 	@echo "make profile P=NAME choose the parameter profile: smoke | default | seed"
 	@echo "make lock           re-resolve requirements.lock from pyproject.toml"
 
@@ -36,6 +37,9 @@ study: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+report: $(STAMP)
+	$(BIN)/rtstudy report
 
 profile: $(STAMP)
 	$(BIN)/rtstudy params use $(P)

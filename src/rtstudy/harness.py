@@ -2,7 +2,7 @@
 
 A cell runs ``python -m rtstudy.apps.<app> SPEC WORKDIR`` with a 32 MiB stack,
 in its own process group, under a hard timeout (the app also sets Holoscan's
-``max_duration_ms``). The child writes ``samples.parquet`` and ``result.json``;
+``max_duration_ms``). The child writes ``samples.npz`` and ``result.json``;
 its stdout and stderr (Holoscan's log, CUDA warnings included) go to
 ``run.log``. The parent then
 
@@ -34,6 +34,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from rtstudy import paths
@@ -44,6 +47,7 @@ FAILED_DIR = "_failed"
 PLAN_FILE = "plan.json"
 SIDECAR = "cell.json"
 SAMPLES = "samples.parquet"
+RAW_SAMPLES = "samples.npz"
 LOG = "run.log"
 RESULT = "result.json"
 
@@ -122,6 +126,13 @@ def _write_json(path: Path, data: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
     os.replace(tmp, path)
+
+
+def _npz_to_parquet(npz: Path, parquet: Path) -> None:
+    with np.load(npz, allow_pickle=False) as arrays:
+        table = pa.table({name: arrays[name] for name in arrays.files})
+    pq.write_table(table, parquet, compression="zstd")
+    npz.unlink()
 
 
 def is_complete(out_dir: Path, cell: Cell) -> bool:
@@ -247,7 +258,7 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
     if not reason and rc != 0:
         last = [ln for ln in log_text.strip().splitlines() if ln.strip()][-3:]
         reason = f"the app exited with status {rc}: " + " | ".join(last)
-    if not reason and (result is None or not (work / SAMPLES).is_file()):
+    if not reason and (result is None or not (work / RAW_SAMPLES).is_file()):
         reason = "the app exited without writing its results"
     if not reason:
         problems = verify_realtime(cell.realtime, result, log_text)
@@ -279,12 +290,13 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
     (work / RESULT).unlink(missing_ok=True)
     failed_dir = out_dir / FAILED_DIR / cell.cell_id
     if reason:
-        (work / SAMPLES).unlink(missing_ok=True)
+        (work / RAW_SAMPLES).unlink(missing_ok=True)
         _write_json(work / SIDECAR, sidecar)
         failed_dir.parent.mkdir(exist_ok=True)
         shutil.rmtree(failed_dir, ignore_errors=True)
         os.rename(work, failed_dir)
         return CellOutcome(cell.cell_id, "failed", reason, failed_dir, sidecar["timing"])
+    _npz_to_parquet(work / RAW_SAMPLES, work / SAMPLES)
     sidecar["timing"]["write_s"] = time.monotonic() - write_started
     _write_json(work / SIDECAR, sidecar)
     final = out_dir / cell.cell_id

@@ -1,0 +1,103 @@
+"""Every bad parameter stops the study before measuring, with a message naming the key."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from rtstudy import params
+
+
+@pytest.fixture()
+def good() -> dict:
+    return params.load()
+
+
+def test_the_committed_params_are_valid_in_every_profile(good):
+    params.validate(good)
+    for profile in params.PROFILES:
+        cfg = params.stage_config("e3_overhead", profile, good)
+        assert cfg["profile"] == profile
+
+
+def test_profiles_override_the_group(good):
+    smoke = params.stage_config("e3_overhead", "smoke", good)
+    default = params.stage_config("e3_overhead", "default", good)
+    assert max(smoke["iterations"]) < max(default["iterations"])
+    assert params.stage_config("e3_overhead", "seed", good)["iterations"][-1] == 100_000
+
+
+BAD = [
+    # (path, value, words the message must contain)
+    (("e3_overhead", "iterations"), [-5, 100], ["e3_overhead.iterations", "-5", ">= 2"]),
+    (("e3_overhead", "schedulers"), ["greedy", "round_robin"],
+     ["e3_overhead.schedulers", "round_robin", "'event_based'"]),
+    (("e3_overhead", "repetitions"), "three", ["e3_overhead.repetitions", "'three'", "integer"]),
+    (("e3_overhead", "repetitions"), 0, ["e3_overhead.repetitions", ">= 1"]),
+    (("e3_overhead", "repetitions"), True, ["e3_overhead.repetitions", "integer"]),
+    (("e3_overhead", "event_based_workers"), [], ["e3_overhead.event_based_workers", "at least 1"]),
+    (("e3_overhead", "event_based_workers"), [1, 1], ["e3_overhead.event_based_workers", "repeated"]),
+    (("e3_overhead", "apps"), ["ops", "pong"], ["e3_overhead.apps", "pong"]),
+    (("e3_overhead", "max_duration_ms"), 10, ["e3_overhead.max_duration_ms", ">= 1000"]),
+    (("e3_overhead", "warmup_iterations"), -1, ["e3_overhead.warmup_iterations", ">= 0"]),
+    (("e3_overhead", "timeout_margin_s"), "soon", ["e3_overhead.timeout_margin_s", "number"]),
+    (("e3_overhead", "iterationz"), [10], ["e3_overhead.iterationz", "unknown key", "iterations"]),
+    (("e3_overhead", "profiles", "smoke", "repetitions"), -2,
+     ["e3_overhead.profiles.smoke.repetitions", "-2"]),
+    (("e3_overhead", "profiles", "fast"), {"repetitions": 1}, ["e3_overhead.profiles.fast", "unknown profile"]),
+    (("report", "confidence"), 1.5, ["report.confidence", "1.5"]),
+    (("report", "bootstrap_resamples"), 10, ["report.bootstrap_resamples", ">= 100"]),
+    (("profile",), "quick", ["profile", "'quick'", "smoke"]),
+    (("e4_mystery",), {}, ["e4_mystery", "unknown parameter group"]),
+]
+
+
+def _set(data: dict, path: tuple, value) -> dict:
+    data = copy.deepcopy(data)
+    node = data
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize("path,value,words", BAD, ids=[".".join(b[0]) + "=" + repr(b[1]) for b in BAD])
+def test_a_bad_value_is_rejected_naming_the_key(good, path, value, words):
+    with pytest.raises(params.ParamError) as info:
+        params.validate(_set(good, path, value))
+    message = str(info.value)
+    for word in words:
+        assert word in message, f"{word!r} missing from: {message}"
+
+
+def test_a_missing_group_is_named(good):
+    data = copy.deepcopy(good)
+    del data["report"]
+    with pytest.raises(params.ParamError, match="report: parameter group missing"):
+        params.validate(data)
+
+
+def test_all_problems_are_reported_at_once(good):
+    data = _set(_set(good, ("e3_overhead", "repetitions"), -1), ("report", "confidence"), 2)
+    with pytest.raises(params.ParamError) as info:
+        params.validate(data)
+    assert "e3_overhead.repetitions" in str(info.value) and "report.confidence" in str(info.value)
+
+
+def test_broken_yaml_names_the_file(tmp_path):
+    bad = tmp_path / "params.yaml"
+    bad.write_text("profile: default\ne3_overhead: [unclosed\n")
+    with pytest.raises(params.ParamError, match="not valid YAML"):
+        params.load(bad)
+
+
+def test_use_profile_switches_and_keeps_comments(tmp_path):
+    copy_ = tmp_path / "params.yaml"
+    copy_.write_text(params.paths.params_file().read_text())
+    params.use_profile("seed", copy_)
+    text = copy_.read_text()
+    assert yaml.safe_load(text)["profile"] == "seed"
+    assert "# rtstudy parameters" in text
+    with pytest.raises(params.ParamError, match="expected one of"):
+        params.use_profile("turbo", copy_)

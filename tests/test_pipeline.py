@@ -1,0 +1,109 @@
+"""The whole pipeline, as a user runs it, in a temporary copy of the project (smoke profile).
+
+`dvc repro` measures E3 and renders the report; a second repro re-measures
+nothing; changing one E3 parameter re-runs E3 and the report only; a wrong
+parameter stops before anything is measured, naming the key.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rtstudy import paths
+
+BIN = Path(sys.executable).parent
+
+
+def sh(args, cwd, env, check=True):
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def ran(output: str) -> set[str]:
+    return set(re.findall(r"Running stage '([\w-]+)'", output))
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A git clone-like copy of the working tree, pointed at by RTSTUDY_ROOT."""
+    root = paths.root()
+    dest = tmp_path_factory.mktemp("project")
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           cwd=root, capture_output=True, text=True, check=True).stdout.split("\n")
+    for rel in filter(None, files):
+        if (root / rel).is_file() and not rel.startswith(("data/raw/", "experiments/", "report/")):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, dest / rel)
+    (dest / "dvc.lock").unlink(missing_ok=True)
+    env = dict(os.environ, RTSTUDY_ROOT=str(dest), PATH=f"{BIN}:{os.environ['PATH']}",
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@localhost", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@localhost")
+    sh(["git", "init", "-q"], dest, env)
+    sh(["git", "add", "-A"], dest, env)
+    sh(["git", "commit", "-qm", "copy"], dest, env)
+    sh([str(BIN / "rtstudy"), "params", "use", "smoke"], dest, env)
+    return dest, env
+
+
+def cells_on_disk(dest: Path) -> int:
+    return len(list((dest / "data" / "raw" / "e3_overhead").glob("*/smoke/*/cell.json")))
+
+
+def test_repro_measures_then_renders_the_report(project):
+    dest, env = project
+    out = sh([str(BIN / "dvc"), "repro"], dest, env)
+    assert ran(out.stdout) == {"host", "e3_overhead", "report"}
+    html = (dest / "report" / "report.html").read_text()
+    assert "E3 — Scheduler overhead" in html and "seed published" in html
+    assert html.count("data:image/png;base64") >= 2, "figures must be embedded"
+    host_id = json.loads((dest / "data" / "host" / "fingerprint.json").read_text())["host_id"]
+    assert "Provenance" in html and host_id in html
+    for ext in ("pdf", "png", "svg"):
+        assert (dest / "report" / "figures" / f"e3_overhead.{ext}").stat().st_size > 1000
+    assert (dest / "experiments" / "e3_overhead.ipynb").is_file()
+    assert cells_on_disk(dest) == 6
+
+
+def test_second_repro_measures_nothing(project):
+    dest, env = project
+    before = cells_on_disk(dest)
+    out = sh([str(BIN / "dvc"), "repro"], dest, env)
+    assert ran(out.stdout) <= {"host"}, out.stdout
+    assert cells_on_disk(dest) == before
+
+
+def test_changing_one_e3_parameter_reruns_e3_and_the_report_only(project):
+    dest, env = project
+    params = dest / "params.yaml"
+    text = params.read_text()
+    params.write_text(text.replace("      warmup_iterations: 20\n", "      warmup_iterations: 21\n"))
+    assert params.read_text() != text
+    out = sh([str(BIN / "dvc"), "repro"], dest, env)
+    assert ran(out.stdout) - {"host"} == {"e3_overhead", "report"}
+
+
+def test_a_wrong_parameter_stops_before_measuring(project):
+    dest, env = project
+    params = dest / "params.yaml"
+    good = params.read_text()
+    before = cells_on_disk(dest)
+    try:
+        params.write_text(good.replace("      iterations: [200, 1000]\n", "      iterations: [-5, 1000]\n"))
+        check = sh([str(BIN / "rtstudy"), "params", "check"], dest, env, check=False)
+        assert check.returncode == 2
+        assert "e3_overhead.profiles.smoke.iterations" in check.stderr and "-5" in check.stderr
+        out = sh([str(BIN / "dvc"), "repro"], dest, env, check=False)
+        assert out.returncode != 0
+        assert "e3_overhead.profiles.smoke.iterations" in out.stdout + out.stderr
+        assert cells_on_disk(dest) == before
+    finally:
+        params.write_text(good)
