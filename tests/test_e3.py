@@ -56,7 +56,7 @@ def test_runs_frame_and_summary(e3_data):
     table = e3.summary_table(runs, fits, 0.95, 200, 0)
     assert list(table["scheduler"][:1]) == ["Greedy"]
     assert table["seed published µs/iter"].str.startswith("~").all()
-    h = e3.headline(runs, fits)
+    h = e3.headline(runs)
     assert h["n_max"] == max(cfg["iterations"]) and h["greedy_ops"] > 0
 
 

@@ -124,24 +124,31 @@ def published_range(app: str, scheduler: str) -> tuple[float, float]:
 
 def summary_table(runs: pd.DataFrame, fit_df: pd.DataFrame, confidence: float,
                   n_resamples: int, seed: int) -> pd.DataFrame:
-    """The E3 table: the seed's method at the largest N, the fitted costs, the seed's figure."""
+    """The E3 table, one row per app × scheduler, every cell "value [CI] (n = ...)".
+
+    Columns: the seed's method and the steady in-run cost at the largest N
+    (mean over repetitions), the slope of the fit over N, the start-up
+    (constructor to first compute) and teardown (last compute to the end of
+    ``run()``) over every run, and the seed's published figure.
+    """
     n_max = runs["iterations"].max()
-    rows = []
     order = label_order(runs)
+
+    def ci(values, digits=1):
+        return bootstrap_ci(values, np.mean, confidence, n_resamples, seed).format(digits)
+
+    rows = []
     for (app, label), g in runs.groupby(["app", "scheduler_label"], sort=False):
         at_max = g[g["iterations"] == n_max]
-        seed_method = bootstrap_ci(at_max["whole_app_us_per_iter"], np.mean, confidence,
-                                   n_resamples, seed)
-        tick = bootstrap_ci(g.loc[g["iterations"] == n_max, "tick_p50_us"], np.mean, confidence,
-                            n_resamples, seed)
         fit = fit_df[(fit_df["app"] == app) & (fit_df["scheduler_label"] == label)]
         lo, hi = published_range(app, g["scheduler"].iloc[0])
         rows.append({
             "app": app, "scheduler": label,
-            "seed method µs/iter (N max)": seed_method.format(1),
-            "per-iteration µs (fit)": _fit_text(fit, "per_iter", 1),
-            "start-up ms (fit)": _fit_text(fit, "startup", 1),
-            "median compute interval µs": tick.format(1),
+            f"seed method µs/iter (N = {n_max:,})": ci(at_max["whole_app_us_per_iter"]),
+            f"steady µs/iter (N = {n_max:,})": ci(at_max["steady_us_per_iter"]),
+            "per-iteration µs (fit over N)": _fit_text(fit, 1),
+            "start-up ms (all runs)": ci(g["startup_ms"]),
+            "teardown ms (all runs)": ci(g["teardown_ms"]),
             "seed published µs/iter": f"~{lo:g}" if lo == hi else f"~{lo:g}–{hi:g}",
             "_app": app, "_order": order.index(label),
         })
@@ -149,35 +156,39 @@ def summary_table(runs: pd.DataFrame, fit_df: pd.DataFrame, confidence: float,
     return table.reset_index(drop=True)
 
 
-def _fit_text(fit: pd.DataFrame, key: str, digits: int) -> str:
+def _fit_text(fit: pd.DataFrame, digits: int) -> str:
     if fit.empty:
         return "n/a (needs two N)"
     r = fit.iloc[0]
-    low, high = r[f"{key}_low"], r[f"{key}_high"]
-    value = r[f"{key}_us"] if key == "per_iter" else r[f"{key}_ms"]
-    if np.isfinite(low) and np.isfinite(high):
-        return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
-    return f"{value:.{digits}f} (no CI: {int(r['n_runs'])} runs)"
+    if np.isfinite(r["per_iter_low"]) and np.isfinite(r["per_iter_high"]):
+        return (f"{r['per_iter_us']:.{digits}f} [{r['per_iter_low']:.{digits}f}, "
+                f"{r['per_iter_high']:.{digits}f}] (n = {int(r['n_runs'])})")
+    return f"{r['per_iter_us']:.{digits}f} (n = {int(r['n_runs'])}, no CI)"
 
 
-def headline(runs: pd.DataFrame, fit_df: pd.DataFrame) -> dict:
+def headline(runs: pd.DataFrame) -> dict:
     """Numbers the report's prose quotes, all computed here from the runs."""
     n_max = int(runs["iterations"].max())
     at_max = runs[runs["iterations"] == n_max]
-    per_label = at_max.groupby(["app", "scheduler_label"])["whole_app_us_per_iter"].mean()
-    startup_share = None
-    if not fit_df.empty:
-        # Share of the seed-method figure at N max that is start-up, per config.
-        merged = fit_df.merge(per_label.rename("whole").reset_index(), on=["app", "scheduler_label"])
-        share = (merged["startup_ms"] * 1e3 / n_max) / merged["whole"]
-        startup_share = (float(share.min()), float(share.max()))
+    means = at_max.groupby(["app", "scheduler_label"])[
+        ["whole_app_us_per_iter", "steady_us_per_iter"]].mean()
+    # Share of the seed-method figure that is start-up and teardown, per run at N max.
+    fixed_share = (at_max["startup_ms"] + at_max["teardown_ms"]) / 1e3 / at_max["total_s"]
+
+    def pick(app: str, column: str) -> float:
+        key = (app, "Greedy")
+        return float(means.loc[key, column]) if key in means.index else float("nan")
+
     return {
         "n_max": n_max,
         "n_runs": int(len(runs)),
         "n_cells": int(runs["cell_id"].nunique()),
         "repetitions": int(runs["repetition"].nunique()),
         "iterations": sorted(int(n) for n in runs["iterations"].unique()),
-        "greedy_ops": float(per_label.get(("ops", "Greedy"), np.nan)),
-        "greedy_ping": float(per_label.get(("ping", "Greedy"), np.nan)),
-        "startup_share": startup_share,
+        "greedy_ops": pick("ops", "whole_app_us_per_iter"),
+        "greedy_ping": pick("ping", "whole_app_us_per_iter"),
+        "greedy_ops_steady": pick("ops", "steady_us_per_iter"),
+        "greedy_ping_steady": pick("ping", "steady_us_per_iter"),
+        "fixed_share": (float(fixed_share.min()), float(fixed_share.max())),
+        "startup_ms": (float(runs["startup_ms"].min()), float(runs["startup_ms"].max())),
     }

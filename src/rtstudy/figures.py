@@ -31,6 +31,11 @@ def style() -> None:
     })
 
 
+def short_label(label: str) -> str:
+    """``EventBased ×2`` → ``EBS ×2``: tick labels that fit side by side."""
+    return label.replace("EventBased", "EBS")
+
+
 def save(fig: plt.Figure, name: str, directory: Path | None = None) -> list[Path]:
     """Write ``fig`` as ``name``.pdf, .png and .svg; return the paths."""
     directory = directory or paths.figures_dir()
@@ -57,7 +62,8 @@ def e3_overhead(runs: pd.DataFrame, fit_df: pd.DataFrame, directory: Path | None
     apps = [a for a in ("ops", "ping") if a in set(runs["app"])]
     order = label_order(runs)
     n_max = runs["iterations"].max()
-    fig, axes = plt.subplots(1, len(apps), figsize=(3.8 * len(apps), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(apps), figsize=(3.8 * len(apps), 3.8), squeeze=False,
+                             layout="constrained")
     titles = {"ops": "Two operators, no messages", "ping": "Tx → Rx, one message per iteration"}
     for ax, app in zip(axes[0], apps):
         g = runs[runs["app"] == app]
@@ -85,7 +91,8 @@ def e3_overhead(runs: pd.DataFrame, fit_df: pd.DataFrame, directory: Path | None
                 ax.errorbar(i + 0.15, r["per_iter_us"], yerr=err, fmt="D", ms=5, color=PALETTE[1],
                             capsize=3, zorder=4,
                             label="per iteration, fit over N (95% CI)" if i == 0 else None)
-        ax.set_xticks(range(len(order)), [label.replace(" ", "\n", 1) for label in order])
+        ax.set_xticks(range(len(order)), [short_label(label) for label in order])
+        ax.set_xlabel("scheduler (EBS = EventBased × worker threads)", fontsize="small")
         ax.set_xlim(-0.6, len(order) - 0.4)
         ax.set_title(titles[app])
         ax.autoscale_view()
@@ -94,9 +101,8 @@ def e3_overhead(runs: pd.DataFrame, fit_df: pd.DataFrame, directory: Path | None
     handles, labels = axes[0][0].get_legend_handles_labels()
     handles.append(plt.Rectangle((0, 0), 1, 1, color=SEED_COLOR, alpha=0.6))
     labels.append("seed 000 published (value or range)")
-    fig.legend(handles, labels, loc="upper center", ncol=2, bbox_to_anchor=(0.5, 0.0),
-               fontsize="small")
-    fig.suptitle(f"Holoscan scheduling cost per iteration (N max = {n_max:,})", y=1.02)
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize="small")
+    fig.suptitle(f"Holoscan scheduling cost per iteration (N max = {n_max:,})")
     save(fig, "e3_overhead", directory)
     return fig
 
@@ -115,7 +121,7 @@ def e3_fit(runs: pd.DataFrame, fit_df: pd.DataFrame, directory: Path | None = No
             if h.empty:
                 continue
             color = PALETTE[k % len(PALETTE)]
-            ax.scatter(h["iterations"], h["total_s"], s=12, color=color, label=label)
+            ax.scatter(h["iterations"], h["total_s"], s=12, color=color, label=short_label(label))
             f = fit_df[(fit_df["app"] == app) & (fit_df["scheduler_label"] == label)]
             if not f.empty:
                 r = f.iloc[0]

@@ -84,27 +84,31 @@ def title_markdown(profile: str) -> str:
     )
 
 
-def e3_markdown(h: dict, fit_df: pd.DataFrame, missing: list[str], confidence: float) -> str:
-    """The E3 section's prose; every figure in it comes from ``h`` and ``fit_df``."""
+def e3_markdown(h: dict, missing: list[str]) -> str:
+    """The E3 section's prose; every figure in it comes from ``h`` (:func:`rtstudy.e3.headline`)."""
+    lo, hi = h["fixed_share"]
     lines = [
         "## E3 — Scheduler overhead (H3)",
         "",
         f"Source: {seeds.E3_SOURCE}. Two apps — two port-less operators (`ops`) and a Tx → Rx "
         "ping (`ping`) — run with no work in `compute`, under the Greedy scheduler and the "
-        f"EventBased scheduler with several worker threads. Each configuration was timed at "
+        "EventBased scheduler (EBS) with several worker threads. Each configuration was timed at "
         f"N = {', '.join(f'{n:,}' for n in h['iterations'])} iterations, {h['repetitions']} "
-        f"repetition(s), {h['n_runs']} timed app runs in {h['n_cells']} subprocess cells.",
+        f"repetition(s): {h['n_runs']} timed app runs in {h['n_cells']} subprocess cells.",
         "",
         f"**The seed's method** (whole app — constructor, compose, run, teardown — divided by N) "
         f"gives, at N = {h['n_max']:,}, {h['greedy_ops']:.1f} µs per iteration for Greedy without "
         f"messages (seed: ~10 µs) and {h['greedy_ping']:.1f} µs with a message (seed: ~17 µs).",
+        "",
+        "**Beyond the seed**, time stamps at the start of every `compute` split each run into "
+        "start-up (constructor to first compute), the steady iterations, and teardown. The steady "
+        f"cost of Greedy is {h['greedy_ops_steady']:.1f} µs per iteration without messages and "
+        f"{h['greedy_ping_steady']:.1f} µs with one; start-up took "
+        f"{h['startup_ms'][0]:.1f}–{h['startup_ms'][1]:.1f} ms per run, and start-up plus teardown "
+        f"are {lo:.1%}–{hi:.1%} of the seed-method figure at N = {h['n_max']:,}, so at this N "
+        "the seed's method measures the steady cost. The slope of whole-app time against N "
+        "(second figure) is a cross-check of the steady cost.",
     ]
-    if h["startup_share"]:
-        lo, hi = h["startup_share"]
-        lines += ["", f"**Beyond the seed**: a straight line through the whole-app time at each N "
-                  f"separates a fixed start-up cost (intercept) from the steady per-iteration cost "
-                  f"(slope, {confidence:.0%} CI in the table). At N = {h['n_max']:,}, start-up is "
-                  f"{lo:.0%}–{hi:.0%} of the seed-method figure across configurations."]
     if missing:
         lines += ["", f"**Incomplete data**: {len(missing)} planned cell(s) are missing "
                   f"({', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}); re-run `make study`."]
@@ -120,8 +124,10 @@ def e3_methods_markdown(h: dict, runs: pd.DataFrame) -> str:
         "run in a seeded random order. Time is CLOCK_MONOTONIC throughout. *Seed method*: "
         "(end of `run()` − before the constructor) / N. *Per-iteration (fit)*: slope of "
         "whole-app time against N, least squares over every run and repetition, t-based CI. "
-        "*Median compute interval*: median gap between consecutive `compute` starts of the lead "
-        "operator (op1, or tx), averaged over repetitions at the largest N. Recording a time "
-        "stamp adds about 0.1 µs per compute. "
+        "*Steady*: (last − first `compute` start of the lead operator, op1 or tx) / (N − 1); "
+        "in `ops` one iteration is one tick of each operator. *Start-up*: before the constructor "
+        "to the first `compute`; *teardown*: last `compute` to the end of `run()`. Recording a "
+        "time stamp adds about 0.1 µs per compute. CIs: bootstrap over repetitions (a CI from "
+        "two repetitions is only their range). "
         f"Host(s): `{hosts}`."
     )

@@ -69,5 +69,8 @@ def execute_notebook(name: str, parameters: dict) -> Path:
     output.parent.mkdir(parents=True, exist_ok=True)
     papermill.execute_notebook(str(paths.notebook(name)), str(output), parameters=parameters,
                                cwd=str(paths.notebooks_dir()), progress_bar=False,
-                               kernel_name="python3")
+                               kernel_name="rtstudy",
+                               # The kernel's own start-up warning about TCP transport is noise
+                               # on a terminal; errors still show.
+                               extra_arguments=["--IPKernelApp.log_level=ERROR"])
     return output

@@ -1,0 +1,763 @@
+"""The read-only host audit of experiment E4: is this host tuned for real-time work?
+
+Each item reads kernel files and says PASS, WARN, FAIL or N/A, what it read
+(``evidence``) and the exact fix (``remedy``): the boot line, sysctl, cpupower
+or smp_affinity command of seeds 000 ("Host CPU Isolation") and 004 (the quiet
+core). Every file is read relative to ``root``, so tests audit a copy of a
+host's /proc and /sys. A file that is missing or unreadable turns its item into
+N/A or WARN with the reason in the evidence; the audit never fails on it and
+never writes anything.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rtstudy.host import parse_cpu_list
+
+STATUSES = ("PASS", "WARN", "FAIL", "N/A")
+
+# The items that make a host "tuned" in summary(): what seeds 000 and 004 say a
+# quiet core needs. THP, C-states, the NMI watchdog, SMT and the preemption
+# model are reported too but are refinements on top of these.
+CORE_ITEMS = ("kernel command line", "isolated CPUs", "nohz_full CPUs", "rcu_nocbs CPUs",
+              "isolation consistency", "CPU governor", "sched_rt_runtime_us", "irqbalance daemon",
+              "tuned daemon", "IRQ affinity", "IRQ counts on isolated CPUs",
+              "kernel threads on isolated CPUs", "RCU callback threads")
+
+CPU_DIR = "/sys/devices/system/cpu"
+GRUB_STEPS = ("in /etc/default/grub, append to GRUB_CMDLINE_LINUX: "
+              'GRUB_CMDLINE_LINUX="... {args}", then run `update-grub` and reboot '
+              "(IGX/Jetson: append it to the APPEND line of the active entry in "
+              "/boot/extlinux/extlinux.conf, then reboot)")
+UNREADABLE_REMEDY = "re-run the audit as root (`sudo .venv/bin/rtstudy host audit`) so the file can be read"
+
+
+@dataclass(frozen=True)
+class AuditItem:
+    """One audited setting.
+
+    Attributes
+    ----------
+    name : str
+        What is audited, e.g. ``"sched_rt_runtime_us"``.
+    status : str
+        ``PASS``, ``WARN``, ``FAIL`` or ``N/A`` (the setting does not exist on this host).
+    evidence : str
+        What was read, and from which file, or why it could not be read.
+    remedy : str
+        The exact commands or boot parameters that fix a WARN or FAIL; empty on PASS.
+    facts : dict
+        Machine-readable values behind the status (CPU lists, numbers), for JSON and ``summary``.
+    """
+
+    name: str
+    status: str
+    evidence: str
+    remedy: str = ""
+    facts: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------
+# Reading files under a root
+
+
+def _read_text(path: Path) -> str:
+    """The only place the audit reads a file (tests replace it to simulate errors)."""
+    return path.read_text(errors="replace")
+
+
+@dataclass(frozen=True)
+class _File:
+    """A file's stripped text, or ``None`` and the reason (``problem``) it could not be read."""
+
+    path: str
+    text: str | None
+    problem: str = ""
+    missing: bool = False
+
+
+def _read(root: Path, path: str) -> _File:
+    """Read ``path`` (as named on the host, e.g. ``/proc/cmdline``) under ``root``."""
+    try:
+        return _File(path, _read_text(root / path.lstrip("/")).strip())
+    except FileNotFoundError:
+        return _File(path, None, f"{path}: not present (FileNotFoundError)", missing=True)
+    except PermissionError:
+        return _File(path, None, f"{path}: permission denied (PermissionError)")
+    except OSError as exc:
+        return _File(path, None, f"{path}: unreadable ({type(exc).__name__}: {exc.strerror})")
+
+
+def _names(root: Path, directory: str, pattern: str) -> list[str]:
+    """Entries of ``directory`` matching the regular expression ``pattern``, in natural order."""
+    try:
+        names = os.listdir(root / directory.lstrip("/"))
+    except OSError:
+        return []
+    found = [n for n in names if re.fullmatch(pattern, n)]
+    return sorted(found, key=lambda n: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", n)])
+
+
+def _cpus(text: str | None) -> list[int] | None:
+    """A kernel CPU list as sorted CPU numbers; ``None`` when it is not a CPU list."""
+    try:
+        return sorted(set(parse_cpu_list(text)))
+    except ValueError:
+        return None
+
+
+def _mask_cpus(text: str) -> list[int] | None:
+    """CPUs of a hexadecimal affinity mask such as ``"00000000,0000000f"``."""
+    try:
+        value = int(text.replace(",", ""), 16)
+    except ValueError:
+        return None
+    return [bit for bit in range(value.bit_length()) if value >> bit & 1]
+
+
+def cmdline_value(cmdline: str, key: str) -> str | None:
+    """The value of ``key=`` on a kernel command line (the last one wins, as in the kernel)."""
+    values = re.findall(rf"(?:^|\s){re.escape(key)}=(\S+)", cmdline)
+    return values[-1] if values else None
+
+
+def cmdline_cpus(value: str | None, online: list[int]) -> list[int] | None:
+    """CPUs of an isolcpus/nohz_full/rcu_nocbs value; flags (``domain``) are dropped.
+
+    ``all`` means every online CPU; an unparseable value gives ``None``.
+    """
+    if value is None:
+        return []
+    if value == "all":
+        return list(online)
+    # isolcpus takes leading flags: "managed_irq,domain,2-3".
+    spec = ",".join(p for p in value.split(",") if not re.fullmatch(r"[a-z_]+", p))
+    return _cpus(spec)
+
+
+# ---------------------------------------------------------------------------
+# CPU lists, masks and the boot parameters that isolate CPUs
+
+
+def format_cpu_list(cpus) -> str:
+    """The kernel's compact form of CPU numbers: ``[0, 1, 2, 5]`` -> ``"0-2,5"``."""
+    ranges: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in ranges)
+
+
+def cpu_mask(cpus) -> str:
+    """The hexadecimal affinity mask of ``cpus`` as /proc/irq/*/smp_affinity takes it.
+
+    Above 32 CPUs the kernel groups the mask in comma-separated 32-bit words.
+    """
+    digits = f"{sum(1 << c for c in set(cpus)):x}"
+    head = len(digits) % 8 or 8
+    return ",".join([digits[:head]] + [digits[i:i + 8] for i in range(head, len(digits), 8)])
+
+
+def kernel_args(cpus, housekeeping) -> str:
+    """The boot parameters that isolate ``cpus`` and keep IRQs on ``housekeeping``.
+
+    ``managed_irq`` and ``domain`` also keep managed device IRQs and the
+    scheduler's load balancing off the CPUs; the three lists are the same, as
+    both seeds require.
+    """
+    cpu_list = format_cpu_list(cpus)
+    return (f"isolcpus=managed_irq,domain,{cpu_list} nohz_full={cpu_list} rcu_nocbs={cpu_list} "
+            f"irqaffinity={format_cpu_list(housekeeping)}")
+
+
+def suggested_isolation(online: list[int]) -> list[int]:
+    """The CPUs to isolate when nothing is: all but CPU 0 (and CPU 1 from 4 CPUs up).
+
+    Seed 000: reserve core 0, and ideally one more, for the OS.
+    """
+    keep = 1 if len(online) < 4 else 2
+    return sorted(online)[keep:]
+
+
+def _grub_remedy(online: list[int], cpus: list[int] | None = None) -> str:
+    cpus = cpus or suggested_isolation(online)
+    if not cpus:
+        return "a single-CPU host cannot isolate a CPU: it needs at least one housekeeping CPU"
+    housekeeping = [c for c in online if c not in cpus]
+    return GRUB_STEPS.format(args=kernel_args(cpus, housekeeping))
+
+
+# ---------------------------------------------------------------------------
+# Processes
+
+
+@dataclass(frozen=True)
+class _Process:
+    pid: int
+    comm: str
+    kthread: bool
+    cpus: list[int] | None  # None when the status file could not be read
+
+
+def _processes(root: Path) -> tuple[list[_Process], str]:
+    """Every process under ``root/proc``, and a note on what could not be read."""
+    procs = []
+    unreadable = 0
+    for name in _names(root, "/proc", r"\d+"):
+        comm = _read(root, f"/proc/{name}/comm")
+        if comm.text is None:
+            # Exited between listing and reading, or hidden from this user.
+            unreadable += 0 if comm.missing else 1
+            continue
+        status = _read(root, f"/proc/{name}/status").text or ""
+        fields = dict(re.findall(r"^(\w+):\s*(.*)$", status, re.M))
+        kthread = fields.get("Kthread") == "1" or fields.get("PPid") == "2" or name == "2"
+        cpus = _cpus(fields["Cpus_allowed_list"]) if "Cpus_allowed_list" in fields else None
+        procs.append(_Process(int(name), comm.text, kthread, cpus))
+    note = f"; {unreadable} processes unreadable" if unreadable else ""
+    return procs, note
+
+
+def running(root: Path, comm: str) -> list[int]:
+    """PIDs whose ``/proc/<pid>/comm`` under ``root`` is ``comm``."""
+    return [p.pid for p in _processes(root)[0] if p.comm == comm]
+
+
+def online_cpus(root: Path = Path("/")) -> list[int] | None:
+    """The online CPUs under ``root``; ``None`` when the list cannot be read."""
+    return _cpus(_read(root, f"{CPU_DIR}/online").text)
+
+
+def smt_siblings(root: Path, cpus) -> dict[int, list[int]]:
+    """Each CPU's hardware-thread siblings (itself excluded); unreadable ones are left out."""
+    siblings = {}
+    for cpu in cpus:
+        found = _cpus(_read(root, f"{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list").text)
+        if found is not None:
+            siblings[cpu] = [c for c in found if c != cpu]
+    return siblings
+
+
+# ---------------------------------------------------------------------------
+# The items
+
+
+@dataclass
+class _Host:
+    """What several items share, read once."""
+
+    root: Path
+    cmdline: _File
+    online: list[int]
+    isolated_file: _File
+    isolated: list[int]
+    nohz_file: _File
+    nohz: list[int]
+    processes: list[_Process]
+    process_note: str
+
+    @property
+    def housekeeping(self) -> list[int]:
+        return [c for c in self.online if c not in self.isolated]
+
+    @property
+    def targets(self) -> list[int]:
+        """The CPUs whose settings matter: the isolated ones, else every online CPU."""
+        return self.isolated or self.online
+
+
+def _load(root: Path) -> _Host:
+    online_file = _read(root, f"{CPU_DIR}/online")
+    online = _cpus(online_file.text) or []
+    isolated_file = _read(root, f"{CPU_DIR}/isolated")
+    nohz_file = _read(root, f"{CPU_DIR}/nohz_full")
+    processes, note = _processes(root)
+    return _Host(root, _read(root, "/proc/cmdline"), online, isolated_file,
+                 _cpus(isolated_file.text) or [], nohz_file, _cpus(nohz_file.text) or [],
+                 processes, note)
+
+
+def _cmdline_item(h: _Host) -> AuditItem:
+    name = "kernel command line"
+    if h.cmdline.text is None:
+        return AuditItem(name, "WARN", h.cmdline.problem, UNREADABLE_REMEDY)
+    params = {k: cmdline_value(h.cmdline.text, k) for k in ("isolcpus", "nohz_full", "rcu_nocbs")}
+    shown = ", ".join(f"{k}={v}" if v else f"no {k}" for k, v in params.items())
+    evidence = f"{shown} in /proc/cmdline: {h.cmdline.text}"
+    if all(params.values()):
+        return AuditItem(name, "PASS", evidence, facts=params)
+    asked = cmdline_cpus(params["isolcpus"], h.online)
+    return AuditItem(name, "WARN", evidence, _grub_remedy(h.online, asked), facts=params)
+
+
+def _isolated_item(h: _Host) -> AuditItem:
+    name = "isolated CPUs"
+    if h.isolated_file.text is None:
+        return AuditItem(name, "WARN", h.isolated_file.problem, UNREADABLE_REMEDY)
+    facts = {"cpus": h.isolated}
+    evidence = f"{h.isolated_file.path}: {h.isolated_file.text or '(empty)'}; online {format_cpu_list(h.online)}"
+    if not h.isolated:
+        return AuditItem(name, "WARN", evidence + "; no CPU is isolated from the scheduler",
+                         _grub_remedy(h.online), facts)
+    if not h.housekeeping:
+        return AuditItem(name, "FAIL", evidence + "; every CPU is isolated, none is left for the "
+                         "kernel, IRQs and unpinned threads",
+                         "isolate fewer CPUs: " + _grub_remedy(h.online), facts)
+    return AuditItem(name, "PASS", evidence + f"; housekeeping {format_cpu_list(h.housekeeping)}", facts)
+
+
+def _nohz_item(h: _Host) -> AuditItem:
+    name = "nohz_full CPUs"
+    f = h.nohz_file
+    facts = {"cpus": h.nohz}
+    if f.missing:
+        return AuditItem(name, "WARN", f"{f.problem}: the kernel is built without CONFIG_NO_HZ_FULL, "
+                         "so every CPU keeps its periodic tick",
+                         "boot a kernel built with CONFIG_NO_HZ_FULL=y (check with "
+                         "`grep NO_HZ_FULL /boot/config-$(uname -r)`), then add nohz_full: "
+                         + _grub_remedy(h.online, h.isolated), facts)
+    if f.text is None:
+        return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY, facts)
+    if not h.nohz:
+        # Seed 000: an empty file means nohz_full was not given or was ignored.
+        return AuditItem(name, "WARN", f"{f.path}: (empty); every CPU keeps its periodic tick",
+                         _grub_remedy(h.online, h.isolated), facts)
+    return AuditItem(name, "PASS", f"{f.path}: {f.text} (tick stopped while one task runs)", facts)
+
+
+def _rcu_nocbs(h: _Host) -> tuple[list[int] | None, str]:
+    """The CPUs whose RCU callbacks are offloaded, and how that was decided.
+
+    Linux has no file for this set; it is ``rcu_nocbs=`` plus, since the kernel
+    offloads them too (rcu_init_nohz), the nohz_full CPUs.
+    """
+    value = cmdline_value(h.cmdline.text or "", "rcu_nocbs")
+    explicit = cmdline_cpus(value, h.online)
+    if explicit is None:
+        return None, f"rcu_nocbs={value} is not a CPU list"
+    effective = sorted(set(explicit) | set(h.nohz))
+    if value and set(h.nohz) <= set(explicit):
+        return effective, f"rcu_nocbs={value} on the command line"
+    if value:
+        return effective, f"rcu_nocbs={value} on the command line, plus nohz_full CPUs {format_cpu_list(h.nohz)}"
+    if h.nohz:
+        return effective, (f"no rcu_nocbs on the command line; implied by nohz_full={format_cpu_list(h.nohz)} "
+                           "(the kernel offloads nohz_full CPUs too)")
+    return effective, "no rcu_nocbs on the command line"
+
+
+def _rcu_item(h: _Host) -> AuditItem:
+    name = "rcu_nocbs CPUs"
+    if h.cmdline.text is None:
+        return AuditItem(name, "WARN", h.cmdline.problem, UNREADABLE_REMEDY)
+    cpus, how = _rcu_nocbs(h)
+    if cpus is None:
+        return AuditItem(name, "WARN", how, _grub_remedy(h.online, h.isolated))
+    if not cpus:
+        return AuditItem(name, "WARN", how + "; RCU callbacks run on every CPU",
+                         _grub_remedy(h.online, h.isolated), {"cpus": cpus})
+    return AuditItem(name, "PASS", f"{format_cpu_list(cpus)}: {how}", facts={"cpus": cpus})
+
+
+def _consistency_item(h: _Host) -> AuditItem:
+    name = "isolation consistency"
+    unreadable = [f.problem for f in (h.cmdline, h.isolated_file, h.nohz_file)
+                  if f.text is None and not f.missing]
+    if unreadable:
+        return AuditItem(name, "WARN", "; ".join(unreadable), UNREADABLE_REMEDY)
+    rcu, _ = _rcu_nocbs(h)
+    sets = {"isolated": h.isolated, "nohz_full": h.nohz, "rcu_nocbs": rcu or []}
+    shown = ", ".join(f"{k} {format_cpu_list(v) or '(none)'}" for k, v in sets.items())
+    union = sorted(set().union(*sets.values()))
+    if not union:
+        return AuditItem(name, "N/A", f"{shown}: nothing to compare")
+    if not [c for c in h.online if c not in union]:
+        return AuditItem(name, "FAIL", f"{shown}: no housekeeping CPU is left (online "
+                         f"{format_cpu_list(h.online)})", "isolate fewer CPUs: " + _grub_remedy(h.online))
+    if len({tuple(v) for v in sets.values()}) > 1:
+        # Seed 004: a CPU in one list but not the others keeps its tick, its RCU
+        # callbacks or its load balancing, so it is not quiet.
+        return AuditItem(name, "FAIL", f"{shown}: the three lists differ",
+                         "use one list for all three: " + _grub_remedy(h.online, union))
+    return AuditItem(name, "PASS", f"{shown}: the same CPUs, housekeeping "
+                     f"{format_cpu_list([c for c in h.online if c not in union])}")
+
+
+def _governor_item(h: _Host) -> AuditItem:
+    name = "CPU governor"
+    files = {cpu: _read(h.root, f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor") for cpu in h.targets}
+    if all(f.missing for f in files.values()):
+        return AuditItem(name, "N/A", f"no {CPU_DIR}/cpu*/cpufreq for CPUs {format_cpu_list(h.targets)}: "
+                         "the firmware or hypervisor controls the frequency")
+    problems = [f.problem for f in files.values() if f.text is None and not f.missing]
+    governors = {cpu: f.text for cpu, f in files.items() if f.text is not None}
+    evidence = ", ".join(f"cpu{c}={g}" for c, g in governors.items())
+    slow = [c for c, g in governors.items() if g != "performance"]
+    facts = {"governors": {str(c): g for c, g in governors.items()}}
+    if slow:
+        return AuditItem(name, "WARN", evidence + "; frequency scaling adds wake-up and ramp latency",
+                         f"cpupower -c {format_cpu_list(slow)} frequency-set -g performance", facts)
+    if problems:
+        return AuditItem(name, "WARN", "; ".join([evidence] + problems), UNREADABLE_REMEDY, facts)
+    return AuditItem(name, "PASS", evidence, facts=facts)
+
+
+def _cstate_item(h: _Host) -> AuditItem:
+    name = "C-states"
+    cmdline = h.cmdline.text or ""
+    limits = " ".join(f"{k}={v}" for k in ("idle", "processor.max_cstate", "intel_idle.max_cstate")
+                      if (v := cmdline_value(cmdline, k)) is not None)
+    if cmdline_value(cmdline, "idle") == "poll":
+        return AuditItem(name, "PASS", f"{limits} on the command line: CPUs poll instead of sleeping")
+    enabled, disable_cmds, seen = [], [], 0
+    for cpu in h.targets:
+        for state in _names(h.root, f"{CPU_DIR}/cpu{cpu}/cpuidle", r"state\d+"):
+            base = f"{CPU_DIR}/cpu{cpu}/cpuidle/{state}"
+            seen += 1
+            state_name = _read(h.root, f"{base}/name").text or state
+            if state_name == "POLL" or _read(h.root, f"{base}/disable").text == "1":
+                continue
+            latency = _read(h.root, f"{base}/latency").text
+            enabled.append(f"cpu{cpu} {state_name} ({latency} µs exit latency)")
+            disable_cmds.append(f"echo 1 > {base}/disable")
+    context = f"; command line: {limits}" if limits else ""
+    if not seen:
+        return AuditItem(name, "N/A", f"no {CPU_DIR}/cpu*/cpuidle states for CPUs "
+                         f"{format_cpu_list(h.targets)}{context}")
+    if not enabled:
+        return AuditItem(name, "PASS", f"only POLL is enabled on CPUs {format_cpu_list(h.targets)}{context}")
+    return AuditItem(name, "WARN", "enabled idle states: " + ", ".join(enabled) + context
+                     + "; waking from them delays the first instruction after an idle period",
+                     "at run time: " + "; ".join(disable_cmds) + " — or at boot add "
+                     "`processor.max_cstate=1 intel_idle.max_cstate=0` (or `idle=poll`, which "
+                     "burns the CPU while idle) to GRUB_CMDLINE_LINUX and run `update-grub`")
+
+
+def _thp_item(h: _Host) -> AuditItem:
+    name = "transparent hugepages"
+    f = _read(h.root, "/sys/kernel/mm/transparent_hugepage/enabled")
+    if f.missing:
+        return AuditItem(name, "N/A", f"{f.problem}: kernel without transparent hugepages")
+    if f.text is None:
+        return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY)
+    if "[always]" in f.text:
+        return AuditItem(name, "WARN", f"{f.path}: {f.text}; khugepaged compaction and huge-page "
+                         "faults stall threads at random",
+                         f"echo madvise > {f.path} (or never); at boot: transparent_hugepage=never")
+    return AuditItem(name, "PASS", f"{f.path}: {f.text}")
+
+
+def _rt_runtime_item(h: _Host) -> AuditItem:
+    name = "sched_rt_runtime_us"
+    f = _read(h.root, "/proc/sys/kernel/sched_rt_runtime_us")
+    period = _read(h.root, "/proc/sys/kernel/sched_rt_period_us").text
+    if f.text is None:
+        return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY)
+    try:
+        value = int(f.text)
+    except ValueError:
+        return AuditItem(name, "WARN", f"{f.path}: {f.text!r} is not a number", UNREADABLE_REMEDY)
+    if value == -1:
+        return AuditItem(name, "PASS", f"{f.path}: -1 (no RT throttling; SCHED_DEADLINE threads may "
+                         "be pinned to one CPU)", facts={"value": value})
+    return AuditItem(name, "WARN", f"{f.path}: {value} of every {period} µs: RT throttling is on "
+                     "(real-time threads are stopped for the rest of each period), and SCHED_DEADLINE "
+                     "threads cannot be pinned to one CPU (sched_setattr fails with EPERM)",
+                     "sysctl -w kernel.sched_rt_runtime_us=-1 (keeps it until reboot; to persist: "
+                     "echo kernel.sched_rt_runtime_us=-1 > /etc/sysctl.d/90-realtime.conf). It also "
+                     "removes the safety net that stops a runaway FIFO thread from hanging a CPU",
+                     {"value": value})
+
+
+def _daemon_item(h: _Host, daemon: str, why: str) -> AuditItem:
+    name = f"{daemon} daemon"
+    if not h.processes:
+        return AuditItem(name, "WARN", "/proc: no process could be read", UNREADABLE_REMEDY)
+    pids = [p.pid for p in h.processes if p.comm == daemon]
+    facts = {"pids": pids}
+    if pids:
+        return AuditItem(name, "WARN", f"{daemon} is running (pid {', '.join(map(str, pids))}): {why}",
+                         f"systemctl disable --now {daemon}", facts)
+    return AuditItem(name, "PASS", f"no {daemon} among {len(h.processes)} processes{h.process_note}",
+                     facts=facts)
+
+
+def _nmi_item(h: _Host) -> AuditItem:
+    name = "NMI watchdog"
+    f = _read(h.root, "/proc/sys/kernel/nmi_watchdog")
+    if f.missing:
+        return AuditItem(name, "N/A", f"{f.problem}: kernel without the hard-lockup detector")
+    if f.text is None:
+        return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY)
+    if f.text != "0":
+        return AuditItem(name, "WARN", f"{f.path}: {f.text}; its periodic NMIs reach isolated CPUs too",
+                         "sysctl -w kernel.nmi_watchdog=0 (at boot: nmi_watchdog=0)")
+    return AuditItem(name, "PASS", f"{f.path}: 0")
+
+
+def _no_isolation(name: str, h: _Host) -> AuditItem:
+    why = h.isolated_file.problem or "no isolated CPUs"
+    return AuditItem(name, "N/A", f"{why}: nothing to keep quiet")
+
+
+def parse_interrupts(text: str) -> dict[str, dict]:
+    """/proc/interrupts as ``{label: {"counts": {cpu: n}, "what": description}}``.
+
+    The header names the CPU of each column (offline CPUs have none); rows such
+    as ``ERR`` have a single total and are left out.
+    """
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    columns = [int(c[3:]) for c in lines[0].split()]
+    rows = {}
+    for line in lines[1:]:
+        label, _, rest = line.partition(":")
+        fields = rest.split()
+        numbers = [int(x) for x in fields[:len(columns)] if x.isdigit()]
+        if len(numbers) < len(columns):
+            continue
+        rows[label.strip()] = {"counts": dict(zip(columns, numbers)),
+                               "what": " ".join(fields[len(columns):])}
+    return rows
+
+
+def _irq_count_item(h: _Host) -> AuditItem:
+    name = "IRQ counts on isolated CPUs"
+    if not h.isolated:
+        return _no_isolation(name, h)
+    f = _read(h.root, "/proc/interrupts")
+    if f.text is None:
+        return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY)
+    rows = parse_interrupts(f.text)
+    devices, system = [], []
+    for label, row in rows.items():
+        hits = {c: n for c, n in row["counts"].items() if c in h.isolated and n}
+        if not hits:
+            continue
+        shown = ", ".join(f"{n} on CPU{c}" for c, n in hits.items())
+        (devices if label.isdigit() else system).append(f"{label} ({row['what']}): {shown}")
+    # Local timer, rescheduling and function-call interrupts cannot be moved;
+    # they are shown for reference and do not change the status.
+    context = ("; per-CPU interrupts: " + "; ".join(system)) if system else ""
+    facts = {"device_irqs": devices}
+    if devices:
+        return AuditItem(name, "WARN", "device IRQs counted on isolated CPUs since boot: "
+                         + "; ".join(devices) + context,
+                         "move them to housekeeping CPUs (see 'IRQ affinity'), then check that the "
+                         "counts stop growing: `watch -d -n1 cat /proc/interrupts`", facts)
+    return AuditItem(name, "PASS", f"no device IRQ counted on CPUs {format_cpu_list(h.isolated)}"
+                     + context, facts=facts)
+
+
+def _irq_affinity_item(h: _Host) -> AuditItem:
+    name = "IRQ affinity"
+    if not h.isolated:
+        return _no_isolation(name, h)
+    mask = cpu_mask(h.housekeeping)
+    offending, commands, problems = [], [], []
+    for irq in _names(h.root, "/proc/irq", r"\d+"):
+        f = _read(h.root, f"/proc/irq/{irq}/smp_affinity_list")
+        cpus = _cpus(f.text)
+        if cpus is None:
+            problems.append(f.problem or f"{f.path}: {f.text!r}")
+        elif set(cpus) & set(h.isolated):
+            offending.append(f"{irq}->{f.text}")
+            commands.append(f"echo {mask} > /proc/irq/{irq}/smp_affinity")
+    default = _read(h.root, "/proc/irq/default_smp_affinity")
+    default_cpus = _mask_cpus(default.text) if default.text is not None else None
+    if default_cpus and set(default_cpus) & set(h.isolated):
+        offending.append(f"default_smp_affinity->{default.text}")
+        commands.append(f"echo {mask} > /proc/irq/default_smp_affinity")
+    facts = {"irqs": offending}
+    if offending:
+        return AuditItem(name, "WARN", "IRQs allowed on isolated CPUs "
+                         f"{format_cpu_list(h.isolated)}: " + ", ".join(offending),
+                         "; ".join(commands) + " (EIO on a managed IRQ is normal; the kernel keeps those "
+                         "off isolated CPUs when booted with isolcpus=managed_irq,...); at boot: "
+                         f"irqaffinity={format_cpu_list(h.housekeeping)}", facts)
+    if problems:
+        return AuditItem(name, "WARN", "; ".join(problems), UNREADABLE_REMEDY, facts)
+    return AuditItem(name, "PASS", f"every IRQ and the default affinity avoid CPUs "
+                     f"{format_cpu_list(h.isolated)}", facts=facts)
+
+
+def _kthread_item(h: _Host) -> AuditItem:
+    name = "kernel threads on isolated CPUs"
+    if not h.isolated:
+        return _no_isolation(name, h)
+    hk = format_cpu_list(h.housekeeping)
+    bound, movable = [], []
+    for p in h.processes:
+        if not p.kthread or p.cpus is None or p.comm.startswith("rcuo"):
+            continue
+        if not set(p.cpus) & set(h.isolated):
+            continue
+        # A thread bound to exactly one CPU (ksoftirqd/2, migration/2, kworker/2:1)
+        # serves that CPU and cannot move; it only runs when that CPU needs it.
+        (bound if len(p.cpus) == 1 else movable).append(p)
+    context = f"; per-CPU threads (expected): {', '.join(p.comm for p in bound)}" if bound else ""
+    facts = {"movable": [p.comm for p in movable], "per_cpu": [p.comm for p in bound]}
+    if movable:
+        commands = [f"taskset -pc {hk} {p.pid}" for p in movable]
+        if any(p.comm.startswith("kworker/u") for p in movable):
+            commands.append(f"echo {cpu_mask(h.housekeeping)} > /sys/devices/virtual/workqueue/cpumask")
+        return AuditItem(name, "WARN", "unbound kernel threads allowed on isolated CPUs: "
+                         + ", ".join(f"{p.comm} (pid {p.pid}, CPUs {format_cpu_list(p.cpus)})"
+                                     for p in movable) + context,
+                         "; ".join(commands) + f" (booting with isolcpus=domain,... keeps them on {hk})",
+                         facts)
+    return AuditItem(name, "PASS", f"no unbound kernel thread may run on CPUs "
+                     f"{format_cpu_list(h.isolated)}{context}", facts=facts)
+
+
+def _rcu_thread_item(h: _Host) -> AuditItem:
+    name = "RCU callback threads"
+    if not h.isolated:
+        return _no_isolation(name, h)
+    rcuo = [p for p in h.processes if p.kthread and p.comm.startswith("rcuo")]
+    offloaded = {int(m.group(1)) for p in rcuo if (m := re.fullmatch(r"rcuo[pbs]/(\d+)", p.comm))}
+    misplaced = [p for p in rcuo if p.cpus is not None and set(p.cpus) & set(h.isolated)]
+    not_offloaded = [c for c in h.isolated if c not in offloaded]
+    shown = ", ".join(f"{p.comm} on {format_cpu_list(p.cpus or [])}" for p in rcuo) or "no rcuo* threads"
+    facts = {"offloaded": sorted(offloaded)}
+    if misplaced:
+        return AuditItem(name, "WARN", f"{shown}; callback threads may run on isolated CPUs",
+                         "; ".join(f"taskset -pc {format_cpu_list(h.housekeeping)} {p.pid}"
+                                   for p in misplaced), facts)
+    if not_offloaded:
+        return AuditItem(name, "WARN", f"{shown}; no callback thread for CPUs "
+                         f"{format_cpu_list(not_offloaded)}, so their callbacks run on them",
+                         "boot with the same rcu_nocbs list as isolcpus, on a kernel with "
+                         "CONFIG_RCU_NOCB_CPU=y: " + _grub_remedy(h.online, h.isolated), facts)
+    return AuditItem(name, "PASS", f"{shown}: every isolated CPU is offloaded to housekeeping CPUs",
+                     facts=facts)
+
+
+def _smt_item(h: _Host) -> AuditItem:
+    name = "SMT siblings"
+    control = _read(h.root, f"{CPU_DIR}/smt/control")
+    siblings = smt_siblings(h.root, h.online)
+    pairs = sorted({tuple(sorted([c, *s])) for c, s in siblings.items() if s})
+    shown = f"smt/control {control.text or control.problem}; " + (
+        "siblings " + " ".join(format_cpu_list(p) for p in pairs) if pairs
+        else "every CPU is its own core")
+    if not pairs:
+        return AuditItem(name, "PASS", shown)
+    if not h.isolated:
+        return AuditItem(name, "N/A", shown + "; no isolated CPUs")
+    split = {c: s for c, s in siblings.items() if c in h.isolated and not set(s) <= set(h.isolated)}
+    if split:
+        whole = sorted(set(h.isolated).union(*split.values()))
+        return AuditItem(name, "WARN", shown + "; " + ", ".join(
+            f"isolated CPU {c} shares its core with housekeeping CPU {format_cpu_list(s)}"
+            for c, s in split.items()),
+            f"isolate whole cores ({format_cpu_list(whole)}) or turn SMT off: "
+            f"echo off > {CPU_DIR}/smt/control (at boot: nosmt)", {"split": list(split)})
+    return AuditItem(name, "PASS", shown + "; isolated CPUs hold whole cores")
+
+
+def preempt_model(root: Path = Path("/")) -> tuple[str, str]:
+    """The kernel's preemption model under ``root`` and the file that told.
+
+    debugfs shows a PREEMPT_DYNAMIC kernel's current mode; otherwise
+    /sys/kernel/realtime and the ``uname -v`` text (/proc/sys/kernel/version) do.
+    """
+    dyn = _read(root, "/sys/kernel/debug/sched/preempt")
+    match = re.search(r"\((\w+)\)", dyn.text or "")
+    if match:
+        return f"PREEMPT_DYNAMIC ({match.group(1)})", f"{dyn.path}: {dyn.text}"
+    version = _read(root, "/proc/sys/kernel/version")
+    evidence = f"{version.path}: {version.text}" if version.text is not None else version.problem
+    if _read(root, "/sys/kernel/realtime").text == "1" or "PREEMPT_RT" in (version.text or ""):
+        return "PREEMPT_RT", evidence
+    for model in ("PREEMPT_DYNAMIC", "PREEMPT_LAZY", "PREEMPT"):
+        if re.search(rf"\b{model}\b", version.text or ""):
+            return model, evidence
+    return "none or voluntary", evidence
+
+
+def _preempt_item(h: _Host) -> AuditItem:
+    name = "preemption model"
+    model, evidence = preempt_model(h.root)
+    boot_mode = cmdline_value(h.cmdline.text or "", "preempt")
+    facts = {"model": model}
+    remedy = ("boot a PREEMPT_RT kernel (Debian: `apt install linux-image-rt-amd64`), or on a "
+              "PREEMPT_DYNAMIC kernel add preempt=full to GRUB_CMDLINE_LINUX and run `update-grub`")
+    if model in ("PREEMPT_RT", "PREEMPT", "PREEMPT_DYNAMIC (full)") or \
+            (model == "PREEMPT_DYNAMIC" and boot_mode == "full"):
+        suffix = " with preempt=full" if model == "PREEMPT_DYNAMIC" else ""
+        return AuditItem(name, "PASS", f"{model}{suffix}: {evidence}", facts=facts)
+    if model == "PREEMPT_DYNAMIC":
+        return AuditItem(name, "WARN", f"{model}, mode not shown (debugfs not mounted, no preempt= "
+                         f"on the command line): {evidence}",
+                         "see the mode: `mount -t debugfs none /sys/kernel/debug; cat "
+                         "/sys/kernel/debug/sched/preempt`; for full preemption " + remedy, facts)
+    return AuditItem(name, "WARN", f"{model}: {evidence}; kernel code is not preemptible, so a "
+                     "real-time thread waits for it", remedy, facts)
+
+
+def audit(root: Path = Path("/")) -> list[AuditItem]:
+    """Audit the host whose /proc and /sys are under ``root``, reading only.
+
+    Parameters
+    ----------
+    root : Path
+        The file-system root to read from; a directory holding a copy of a
+        host's ``proc/`` and ``sys/`` files in tests.
+
+    Returns
+    -------
+    list of AuditItem
+        One item per setting of DESIGN §2 E4, in a fixed order.
+    """
+    h = _load(Path(root))
+    return [
+        _cmdline_item(h), _isolated_item(h), _nohz_item(h), _rcu_item(h), _consistency_item(h),
+        _governor_item(h), _cstate_item(h), _thp_item(h), _rt_runtime_item(h),
+        _daemon_item(h, "irqbalance", "it moves IRQs back onto isolated CPUs"),
+        _daemon_item(h, "tuned", "its profiles reset governors and IRQ affinities"),
+        _nmi_item(h), _irq_count_item(h), _irq_affinity_item(h), _kthread_item(h),
+        _rcu_thread_item(h), _smt_item(h), _preempt_item(h),
+    ]
+
+
+def summary(items: list[AuditItem]) -> dict:
+    """Counts per status, the isolated CPUs, and whether the core items all pass.
+
+    ``tuned`` is true when CPUs are isolated and no item of ``CORE_ITEMS`` is
+    WARN or FAIL.
+    """
+    counts = {s: sum(i.status == s for i in items) for s in STATUSES}
+    by_name = {i.name: i for i in items}
+    isolated = by_name["isolated CPUs"].facts.get("cpus", []) if "isolated CPUs" in by_name else []
+    tuned = bool(isolated) and not any(by_name[n].status in ("WARN", "FAIL")
+                                       for n in CORE_ITEMS if n in by_name)
+    return {"counts": counts, "isolated_cpus": list(isolated), "tuned": tuned}
+
+
+def to_json(items: list[AuditItem]) -> str:
+    """The audit as JSON text: ``{"summary": ..., "items": [...]}``."""
+    return json.dumps({"summary": summary(items), "items": [asdict(i) for i in items]}, indent=2) + "\n"
+
+
+def format_table(items: list[AuditItem]) -> str:
+    """A readable table: status, name and evidence, with ``fix:`` under each WARN or FAIL."""
+    width = max(len(i.name) for i in items)
+    indent = " " * (4 + 2 + width + 2)
+    lines = []
+    for i in items:
+        lines.append(f"{i.status:<4}  {i.name:<{width}}  {i.evidence}")
+        if i.remedy and i.status in ("WARN", "FAIL"):
+            lines.append(f"{indent}fix: {i.remedy}")
+    s = summary(items)
+    counts = ", ".join(f"{n} {status}" for status, n in s["counts"].items() if n)
+    lines.append(f"{counts}; isolated CPUs: {format_cpu_list(s['isolated_cpus']) or 'none'}; "
+                 f"tuned: {'yes' if s['tuned'] else 'no'}")
+    return "\n".join(lines)
