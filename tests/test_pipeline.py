@@ -55,22 +55,23 @@ def project(tmp_path_factory):
 
 
 def cells_on_disk(dest: Path) -> int:
-    return len(list((dest / "data" / "raw" / "e3_overhead").glob("*/smoke/*/cell.json")))
+    return len(list((dest / "data" / "raw").glob("*/*/smoke/*/cell.json")))
 
 
 def test_repro_measures_then_renders_the_report(project):
     dest, env = project
     out = sh([str(BIN / "dvc"), "repro"], dest, env)
-    assert ran(out.stdout) == {"host", "e3_overhead", "report"}
+    assert ran(out.stdout) == {"host", "e1_async_buffer", "e3_overhead", "report"}
     html = (dest / "report" / "report.html").read_text()
     assert "E3 — Scheduler overhead" in html and "seed published" in html
-    assert html.count("data:image/png;base64") >= 2, "figures must be embedded"
+    assert "E1 — Async lock-free buffer" in html
+    assert html.count("data:image/png;base64") >= 5, "figures must be embedded"
     host_id = json.loads((dest / "data" / "host" / "fingerprint.json").read_text())["host_id"]
     assert "Provenance" in html and host_id in html
     for ext in ("pdf", "png", "svg"):
         assert (dest / "report" / "figures" / f"e3_overhead.{ext}").stat().st_size > 1000
     assert (dest / "experiments" / "e3_overhead.ipynb").is_file()
-    assert cells_on_disk(dest) == 6
+    assert cells_on_disk(dest) == 6 + 8  # E3 + E1 at smoke size
 
 
 def test_second_repro_measures_nothing(project):

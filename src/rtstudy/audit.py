@@ -33,7 +33,8 @@ GRUB_STEPS = ("in /etc/default/grub, append to GRUB_CMDLINE_LINUX: "
               'GRUB_CMDLINE_LINUX="... {args}", then run `update-grub` and reboot '
               "(IGX/Jetson: append it to the APPEND line of the active entry in "
               "/boot/extlinux/extlinux.conf, then reboot)")
-UNREADABLE_REMEDY = "re-run the audit as root (`sudo .venv/bin/rtstudy host audit`) so the file can be read"
+UNREADABLE_REMEDY = ("re-run the audit as root (`sudo .venv/bin/rtstudy host audit`) so the file "
+                     "can be read")
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class AuditItem:
     status: str
     evidence: str
     remedy: str = ""
-    facts: dict = field(default_factory=dict)
+    facts: dict = field(default_factory=dict, kw_only=True)
 
 
 # ---------------------------------------------------------------------------
@@ -71,8 +72,12 @@ def _read_text(path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class _File:
-    """A file's stripped text, or ``None`` and the reason (``problem``) it could not be read."""
+class HostFile:
+    """A file's stripped text, or ``None`` and the reason (``problem``) it could not be read.
+
+    ``path`` is the file's name on the host (``/proc/cmdline``), whatever the
+    root it was read under; ``missing`` tells a FileNotFoundError from other errors.
+    """
 
     path: str
     text: str | None
@@ -80,38 +85,45 @@ class _File:
     missing: bool = False
 
 
-def _read(root: Path, path: str) -> _File:
+def read_file(root: Path, path: str) -> HostFile:
     """Read ``path`` (as named on the host, e.g. ``/proc/cmdline``) under ``root``."""
     try:
-        return _File(path, _read_text(root / path.lstrip("/")).strip())
+        return HostFile(path, _read_text(root / path.lstrip("/")).strip())
     except FileNotFoundError:
-        return _File(path, None, f"{path}: not present (FileNotFoundError)", missing=True)
+        return HostFile(path, None, f"{path}: not present (FileNotFoundError)", missing=True)
     except PermissionError:
-        return _File(path, None, f"{path}: permission denied (PermissionError)")
+        return HostFile(path, None, f"{path}: permission denied (PermissionError)")
     except OSError as exc:
-        return _File(path, None, f"{path}: unreadable ({type(exc).__name__}: {exc.strerror})")
+        return HostFile(path, None, f"{path}: unreadable ({type(exc).__name__}: {exc.strerror})")
 
 
-def _names(root: Path, directory: str, pattern: str) -> list[str]:
-    """Entries of ``directory`` matching the regular expression ``pattern``, in natural order."""
+def list_names(root: Path, directory: str, pattern: str) -> list[str] | None:
+    """Entries of ``directory`` matching the regular expression ``pattern``, in natural order.
+
+    ``None`` when the directory is missing or cannot be listed.
+    """
     try:
         names = os.listdir(root / directory.lstrip("/"))
     except OSError:
-        return []
+        return None
     found = [n for n in names if re.fullmatch(pattern, n)]
     return sorted(found, key=lambda n: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", n)])
 
 
-def _cpus(text: str | None) -> list[int] | None:
-    """A kernel CPU list as sorted CPU numbers; ``None`` when it is not a CPU list."""
+def to_cpus(text: str | None) -> list[int] | None:
+    """A kernel CPU list as sorted CPU numbers; ``None`` for an unread file or a non-list."""
+    if text is None:
+        return None
     try:
         return sorted(set(parse_cpu_list(text)))
     except ValueError:
         return None
 
 
-def _mask_cpus(text: str) -> list[int] | None:
-    """CPUs of a hexadecimal affinity mask such as ``"00000000,0000000f"``."""
+def mask_to_cpus(text: str | None) -> list[int] | None:
+    """CPUs of a hexadecimal affinity mask such as ``"00000000,0000000f"``; ``None`` if not one."""
+    if text is None:
+        return None
     try:
         value = int(text.replace(",", ""), 16)
     except ValueError:
@@ -136,7 +148,7 @@ def cmdline_cpus(value: str | None, online: list[int]) -> list[int] | None:
         return list(online)
     # isolcpus takes leading flags: "managed_irq,domain,2-3".
     spec = ",".join(p for p in value.split(",") if not re.fullmatch(r"[a-z_]+", p))
-    return _cpus(spec)
+    return to_cpus(spec)
 
 
 # ---------------------------------------------------------------------------
@@ -209,16 +221,18 @@ def _processes(root: Path) -> tuple[list[_Process], str]:
     """Every process under ``root/proc``, and a note on what could not be read."""
     procs = []
     unreadable = 0
-    for name in _names(root, "/proc", r"\d+"):
-        comm = _read(root, f"/proc/{name}/comm")
+    for name in list_names(root, "/proc", r"\d+") or []:
+        comm = read_file(root, f"/proc/{name}/comm")
         if comm.text is None:
             # Exited between listing and reading, or hidden from this user.
             unreadable += 0 if comm.missing else 1
             continue
-        status = _read(root, f"/proc/{name}/status").text or ""
+        status = read_file(root, f"/proc/{name}/status").text or ""
         fields = dict(re.findall(r"^(\w+):\s*(.*)$", status, re.M))
+        # Kernels before 6.0 have no "Kthread:" field; there, kernel threads are
+        # kthreadd (pid 2) and its children.
         kthread = fields.get("Kthread") == "1" or fields.get("PPid") == "2" or name == "2"
-        cpus = _cpus(fields["Cpus_allowed_list"]) if "Cpus_allowed_list" in fields else None
+        cpus = to_cpus(fields.get("Cpus_allowed_list"))
         procs.append(_Process(int(name), comm.text, kthread, cpus))
     note = f"; {unreadable} processes unreadable" if unreadable else ""
     return procs, note
@@ -231,14 +245,14 @@ def running(root: Path, comm: str) -> list[int]:
 
 def online_cpus(root: Path = Path("/")) -> list[int] | None:
     """The online CPUs under ``root``; ``None`` when the list cannot be read."""
-    return _cpus(_read(root, f"{CPU_DIR}/online").text)
+    return to_cpus(read_file(root, f"{CPU_DIR}/online").text)
 
 
 def smt_siblings(root: Path, cpus) -> dict[int, list[int]]:
     """Each CPU's hardware-thread siblings (itself excluded); unreadable ones are left out."""
     siblings = {}
     for cpu in cpus:
-        found = _cpus(_read(root, f"{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list").text)
+        found = to_cpus(read_file(root, f"{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list").text)
         if found is not None:
             siblings[cpu] = [c for c in found if c != cpu]
     return siblings
@@ -253,11 +267,11 @@ class _Host:
     """What several items share, read once."""
 
     root: Path
-    cmdline: _File
+    cmdline: HostFile
     online: list[int]
-    isolated_file: _File
+    isolated_file: HostFile
     isolated: list[int]
-    nohz_file: _File
+    nohz_file: HostFile
     nohz: list[int]
     processes: list[_Process]
     process_note: str
@@ -273,13 +287,11 @@ class _Host:
 
 
 def _load(root: Path) -> _Host:
-    online_file = _read(root, f"{CPU_DIR}/online")
-    online = _cpus(online_file.text) or []
-    isolated_file = _read(root, f"{CPU_DIR}/isolated")
-    nohz_file = _read(root, f"{CPU_DIR}/nohz_full")
+    isolated_file = read_file(root, f"{CPU_DIR}/isolated")
+    nohz_file = read_file(root, f"{CPU_DIR}/nohz_full")
     processes, note = _processes(root)
-    return _Host(root, _read(root, "/proc/cmdline"), online, isolated_file,
-                 _cpus(isolated_file.text) or [], nohz_file, _cpus(nohz_file.text) or [],
+    return _Host(root, read_file(root, "/proc/cmdline"), online_cpus(root) or [], isolated_file,
+                 to_cpus(isolated_file.text) or [], nohz_file, to_cpus(nohz_file.text) or [],
                  processes, note)
 
 
@@ -301,15 +313,17 @@ def _isolated_item(h: _Host) -> AuditItem:
     if h.isolated_file.text is None:
         return AuditItem(name, "WARN", h.isolated_file.problem, UNREADABLE_REMEDY)
     facts = {"cpus": h.isolated}
-    evidence = f"{h.isolated_file.path}: {h.isolated_file.text or '(empty)'}; online {format_cpu_list(h.online)}"
+    evidence = (f"{h.isolated_file.path}: {h.isolated_file.text or '(empty)'}; "
+                f"online {format_cpu_list(h.online)}")
     if not h.isolated:
         return AuditItem(name, "WARN", evidence + "; no CPU is isolated from the scheduler",
-                         _grub_remedy(h.online), facts)
+                         _grub_remedy(h.online), facts=facts)
     if not h.housekeeping:
         return AuditItem(name, "FAIL", evidence + "; every CPU is isolated, none is left for the "
                          "kernel, IRQs and unpinned threads",
-                         "isolate fewer CPUs: " + _grub_remedy(h.online), facts)
-    return AuditItem(name, "PASS", evidence + f"; housekeeping {format_cpu_list(h.housekeeping)}", facts)
+                         "isolate fewer CPUs: " + _grub_remedy(h.online), facts=facts)
+    return AuditItem(name, "PASS", evidence + f"; housekeeping {format_cpu_list(h.housekeeping)}",
+                     facts=facts)
 
 
 def _nohz_item(h: _Host) -> AuditItem:
@@ -321,14 +335,14 @@ def _nohz_item(h: _Host) -> AuditItem:
                          "so every CPU keeps its periodic tick",
                          "boot a kernel built with CONFIG_NO_HZ_FULL=y (check with "
                          "`grep NO_HZ_FULL /boot/config-$(uname -r)`), then add nohz_full: "
-                         + _grub_remedy(h.online, h.isolated), facts)
+                         + _grub_remedy(h.online, h.isolated), facts=facts)
     if f.text is None:
-        return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY, facts)
+        return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY, facts=facts)
     if not h.nohz:
         # Seed 000: an empty file means nohz_full was not given or was ignored.
         return AuditItem(name, "WARN", f"{f.path}: (empty); every CPU keeps its periodic tick",
-                         _grub_remedy(h.online, h.isolated), facts)
-    return AuditItem(name, "PASS", f"{f.path}: {f.text} (tick stopped while one task runs)", facts)
+                         _grub_remedy(h.online, h.isolated), facts=facts)
+    return AuditItem(name, "PASS", f"{f.path}: {f.text} (tick stopped while one task runs)", facts=facts)
 
 
 def _rcu_nocbs(h: _Host) -> tuple[list[int] | None, str]:
@@ -345,10 +359,11 @@ def _rcu_nocbs(h: _Host) -> tuple[list[int] | None, str]:
     if value and set(h.nohz) <= set(explicit):
         return effective, f"rcu_nocbs={value} on the command line"
     if value:
-        return effective, f"rcu_nocbs={value} on the command line, plus nohz_full CPUs {format_cpu_list(h.nohz)}"
+        return effective, (f"rcu_nocbs={value} on the command line, plus nohz_full CPUs "
+                           f"{format_cpu_list(h.nohz)}")
     if h.nohz:
-        return effective, (f"no rcu_nocbs on the command line; implied by nohz_full={format_cpu_list(h.nohz)} "
-                           "(the kernel offloads nohz_full CPUs too)")
+        return effective, ("no rcu_nocbs on the command line; implied by nohz_full="
+                           f"{format_cpu_list(h.nohz)} (the kernel offloads nohz_full CPUs too)")
     return effective, "no rcu_nocbs on the command line"
 
 
@@ -361,7 +376,7 @@ def _rcu_item(h: _Host) -> AuditItem:
         return AuditItem(name, "WARN", how, _grub_remedy(h.online, h.isolated))
     if not cpus:
         return AuditItem(name, "WARN", how + "; RCU callbacks run on every CPU",
-                         _grub_remedy(h.online, h.isolated), {"cpus": cpus})
+                         _grub_remedy(h.online, h.isolated), facts={"cpus": cpus})
     return AuditItem(name, "PASS", f"{format_cpu_list(cpus)}: {how}", facts={"cpus": cpus})
 
 
@@ -379,7 +394,8 @@ def _consistency_item(h: _Host) -> AuditItem:
         return AuditItem(name, "N/A", f"{shown}: nothing to compare")
     if not [c for c in h.online if c not in union]:
         return AuditItem(name, "FAIL", f"{shown}: no housekeeping CPU is left (online "
-                         f"{format_cpu_list(h.online)})", "isolate fewer CPUs: " + _grub_remedy(h.online))
+                         f"{format_cpu_list(h.online)})",
+                         "isolate fewer CPUs: " + _grub_remedy(h.online))
     if len({tuple(v) for v in sets.values()}) > 1:
         # Seed 004: a CPU in one list but not the others keeps its tick, its RCU
         # callbacks or its load balancing, so it is not quiet.
@@ -391,10 +407,11 @@ def _consistency_item(h: _Host) -> AuditItem:
 
 def _governor_item(h: _Host) -> AuditItem:
     name = "CPU governor"
-    files = {cpu: _read(h.root, f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor") for cpu in h.targets}
+    files = {cpu: read_file(h.root, f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor")
+             for cpu in h.targets}
     if all(f.missing for f in files.values()):
-        return AuditItem(name, "N/A", f"no {CPU_DIR}/cpu*/cpufreq for CPUs {format_cpu_list(h.targets)}: "
-                         "the firmware or hypervisor controls the frequency")
+        return AuditItem(name, "N/A", f"no {CPU_DIR}/cpu*/cpufreq for CPUs "
+                         f"{format_cpu_list(h.targets)}: the firmware or hypervisor sets the frequency")
     problems = [f.problem for f in files.values() if f.text is None and not f.missing]
     governors = {cpu: f.text for cpu, f in files.items() if f.text is not None}
     evidence = ", ".join(f"cpu{c}={g}" for c, g in governors.items())
@@ -402,9 +419,10 @@ def _governor_item(h: _Host) -> AuditItem:
     facts = {"governors": {str(c): g for c, g in governors.items()}}
     if slow:
         return AuditItem(name, "WARN", evidence + "; frequency scaling adds wake-up and ramp latency",
-                         f"cpupower -c {format_cpu_list(slow)} frequency-set -g performance", facts)
+                         f"cpupower -c {format_cpu_list(slow)} frequency-set -g performance",
+                         facts=facts)
     if problems:
-        return AuditItem(name, "WARN", "; ".join([evidence] + problems), UNREADABLE_REMEDY, facts)
+        return AuditItem(name, "WARN", "; ".join([evidence] + problems), UNREADABLE_REMEDY, facts=facts)
     return AuditItem(name, "PASS", evidence, facts=facts)
 
 
@@ -415,25 +433,28 @@ def _cstate_item(h: _Host) -> AuditItem:
                       if (v := cmdline_value(cmdline, k)) is not None)
     if cmdline_value(cmdline, "idle") == "poll":
         return AuditItem(name, "PASS", f"{limits} on the command line: CPUs poll instead of sleeping")
-    enabled, disable_cmds, seen = [], [], 0
+    enabled: dict[str, list[int]] = {}
+    disable_cmds, seen = [], 0
     for cpu in h.targets:
-        for state in _names(h.root, f"{CPU_DIR}/cpu{cpu}/cpuidle", r"state\d+"):
+        for state in list_names(h.root, f"{CPU_DIR}/cpu{cpu}/cpuidle", r"state\d+") or []:
             base = f"{CPU_DIR}/cpu{cpu}/cpuidle/{state}"
             seen += 1
-            state_name = _read(h.root, f"{base}/name").text or state
-            if state_name == "POLL" or _read(h.root, f"{base}/disable").text == "1":
+            state_name = read_file(h.root, f"{base}/name").text or state
+            if state_name == "POLL" or read_file(h.root, f"{base}/disable").text == "1":
                 continue
-            latency = _read(h.root, f"{base}/latency").text
-            enabled.append(f"cpu{cpu} {state_name} ({latency} µs exit latency)")
+            latency = read_file(h.root, f"{base}/latency").text
+            enabled.setdefault(f"{state_name} ({latency} µs exit latency)", []).append(cpu)
             disable_cmds.append(f"echo 1 > {base}/disable")
     context = f"; command line: {limits}" if limits else ""
     if not seen:
         return AuditItem(name, "N/A", f"no {CPU_DIR}/cpu*/cpuidle states for CPUs "
                          f"{format_cpu_list(h.targets)}{context}")
     if not enabled:
-        return AuditItem(name, "PASS", f"only POLL is enabled on CPUs {format_cpu_list(h.targets)}{context}")
-    return AuditItem(name, "WARN", "enabled idle states: " + ", ".join(enabled) + context
-                     + "; waking from them delays the first instruction after an idle period",
+        return AuditItem(name, "PASS",
+                         f"only POLL is enabled on CPUs {format_cpu_list(h.targets)}{context}")
+    shown = ", ".join(f"{state} on CPUs {format_cpu_list(cpus)}" for state, cpus in enabled.items())
+    return AuditItem(name, "WARN", f"enabled idle states: {shown}{context}; waking from them delays "
+                     "the first instruction after an idle period",
                      "at run time: " + "; ".join(disable_cmds) + " — or at boot add "
                      "`processor.max_cstate=1 intel_idle.max_cstate=0` (or `idle=poll`, which "
                      "burns the CPU while idle) to GRUB_CMDLINE_LINUX and run `update-grub`")
@@ -441,7 +462,7 @@ def _cstate_item(h: _Host) -> AuditItem:
 
 def _thp_item(h: _Host) -> AuditItem:
     name = "transparent hugepages"
-    f = _read(h.root, "/sys/kernel/mm/transparent_hugepage/enabled")
+    f = read_file(h.root, "/sys/kernel/mm/transparent_hugepage/enabled")
     if f.missing:
         return AuditItem(name, "N/A", f"{f.problem}: kernel without transparent hugepages")
     if f.text is None:
@@ -455,14 +476,15 @@ def _thp_item(h: _Host) -> AuditItem:
 
 def _rt_runtime_item(h: _Host) -> AuditItem:
     name = "sched_rt_runtime_us"
-    f = _read(h.root, "/proc/sys/kernel/sched_rt_runtime_us")
-    period = _read(h.root, "/proc/sys/kernel/sched_rt_period_us").text
+    f = read_file(h.root, "/proc/sys/kernel/sched_rt_runtime_us")
+    period = read_file(h.root, "/proc/sys/kernel/sched_rt_period_us").text
     if f.text is None:
         return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY)
     try:
         value = int(f.text)
     except ValueError:
-        return AuditItem(name, "WARN", f"{f.path}: {f.text!r} is not a number", UNREADABLE_REMEDY)
+        return AuditItem(name, "WARN", f"{f.path}: {f.text!r} is not a number",
+                         "sysctl -w kernel.sched_rt_runtime_us=-1")
     if value == -1:
         return AuditItem(name, "PASS", f"{f.path}: -1 (no RT throttling; SCHED_DEADLINE threads may "
                          "be pinned to one CPU)", facts={"value": value})
@@ -472,7 +494,7 @@ def _rt_runtime_item(h: _Host) -> AuditItem:
                      "sysctl -w kernel.sched_rt_runtime_us=-1 (keeps it until reboot; to persist: "
                      "echo kernel.sched_rt_runtime_us=-1 > /etc/sysctl.d/90-realtime.conf). It also "
                      "removes the safety net that stops a runaway FIFO thread from hanging a CPU",
-                     {"value": value})
+                     facts={"value": value})
 
 
 def _daemon_item(h: _Host, daemon: str, why: str) -> AuditItem:
@@ -483,14 +505,14 @@ def _daemon_item(h: _Host, daemon: str, why: str) -> AuditItem:
     facts = {"pids": pids}
     if pids:
         return AuditItem(name, "WARN", f"{daemon} is running (pid {', '.join(map(str, pids))}): {why}",
-                         f"systemctl disable --now {daemon}", facts)
+                         f"systemctl disable --now {daemon}", facts=facts)
     return AuditItem(name, "PASS", f"no {daemon} among {len(h.processes)} processes{h.process_note}",
                      facts=facts)
 
 
 def _nmi_item(h: _Host) -> AuditItem:
     name = "NMI watchdog"
-    f = _read(h.root, "/proc/sys/kernel/nmi_watchdog")
+    f = read_file(h.root, "/proc/sys/kernel/nmi_watchdog")
     if f.missing:
         return AuditItem(name, "N/A", f"{f.problem}: kernel without the hard-lockup detector")
     if f.text is None:
@@ -532,7 +554,7 @@ def _irq_count_item(h: _Host) -> AuditItem:
     name = "IRQ counts on isolated CPUs"
     if not h.isolated:
         return _no_isolation(name, h)
-    f = _read(h.root, "/proc/interrupts")
+    f = read_file(h.root, "/proc/interrupts")
     if f.text is None:
         return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY)
     rows = parse_interrupts(f.text)
@@ -551,7 +573,7 @@ def _irq_count_item(h: _Host) -> AuditItem:
         return AuditItem(name, "WARN", "device IRQs counted on isolated CPUs since boot: "
                          + "; ".join(devices) + context,
                          "move them to housekeeping CPUs (see 'IRQ affinity'), then check that the "
-                         "counts stop growing: `watch -d -n1 cat /proc/interrupts`", facts)
+                         "counts stop growing: `watch -d -n1 cat /proc/interrupts`", facts=facts)
     return AuditItem(name, "PASS", f"no device IRQ counted on CPUs {format_cpu_list(h.isolated)}"
                      + context, facts=facts)
 
@@ -560,18 +582,21 @@ def _irq_affinity_item(h: _Host) -> AuditItem:
     name = "IRQ affinity"
     if not h.isolated:
         return _no_isolation(name, h)
+    irqs = list_names(h.root, "/proc/irq", r"\d+")
+    if irqs is None:
+        return AuditItem(name, "WARN", "/proc/irq: cannot be listed", UNREADABLE_REMEDY)
     mask = cpu_mask(h.housekeeping)
     offending, commands, problems = [], [], []
-    for irq in _names(h.root, "/proc/irq", r"\d+"):
-        f = _read(h.root, f"/proc/irq/{irq}/smp_affinity_list")
-        cpus = _cpus(f.text)
+    for irq in irqs:
+        f = read_file(h.root, f"/proc/irq/{irq}/smp_affinity_list")
+        cpus = to_cpus(f.text)
         if cpus is None:
             problems.append(f.problem or f"{f.path}: {f.text!r}")
         elif set(cpus) & set(h.isolated):
             offending.append(f"{irq}->{f.text}")
             commands.append(f"echo {mask} > /proc/irq/{irq}/smp_affinity")
-    default = _read(h.root, "/proc/irq/default_smp_affinity")
-    default_cpus = _mask_cpus(default.text) if default.text is not None else None
+    default = read_file(h.root, "/proc/irq/default_smp_affinity")
+    default_cpus = mask_to_cpus(default.text)
     if default_cpus and set(default_cpus) & set(h.isolated):
         offending.append(f"default_smp_affinity->{default.text}")
         commands.append(f"echo {mask} > /proc/irq/default_smp_affinity")
@@ -579,11 +604,11 @@ def _irq_affinity_item(h: _Host) -> AuditItem:
     if offending:
         return AuditItem(name, "WARN", "IRQs allowed on isolated CPUs "
                          f"{format_cpu_list(h.isolated)}: " + ", ".join(offending),
-                         "; ".join(commands) + " (EIO on a managed IRQ is normal; the kernel keeps those "
-                         "off isolated CPUs when booted with isolcpus=managed_irq,...); at boot: "
-                         f"irqaffinity={format_cpu_list(h.housekeeping)}", facts)
+                         "; ".join(commands) + " (EIO on a managed IRQ is normal; the kernel keeps "
+                         "those off isolated CPUs when booted with isolcpus=managed_irq,...); at boot: "
+                         f"irqaffinity={format_cpu_list(h.housekeeping)}", facts=facts)
     if problems:
-        return AuditItem(name, "WARN", "; ".join(problems), UNREADABLE_REMEDY, facts)
+        return AuditItem(name, "WARN", "; ".join(problems), UNREADABLE_REMEDY, facts=facts)
     return AuditItem(name, "PASS", f"every IRQ and the default affinity avoid CPUs "
                      f"{format_cpu_list(h.isolated)}", facts=facts)
 
@@ -612,7 +637,7 @@ def _kthread_item(h: _Host) -> AuditItem:
                          + ", ".join(f"{p.comm} (pid {p.pid}, CPUs {format_cpu_list(p.cpus)})"
                                      for p in movable) + context,
                          "; ".join(commands) + f" (booting with isolcpus=domain,... keeps them on {hk})",
-                         facts)
+                         facts=facts)
     return AuditItem(name, "PASS", f"no unbound kernel thread may run on CPUs "
                      f"{format_cpu_list(h.isolated)}{context}", facts=facts)
 
@@ -630,19 +655,19 @@ def _rcu_thread_item(h: _Host) -> AuditItem:
     if misplaced:
         return AuditItem(name, "WARN", f"{shown}; callback threads may run on isolated CPUs",
                          "; ".join(f"taskset -pc {format_cpu_list(h.housekeeping)} {p.pid}"
-                                   for p in misplaced), facts)
+                                   for p in misplaced), facts=facts)
     if not_offloaded:
         return AuditItem(name, "WARN", f"{shown}; no callback thread for CPUs "
                          f"{format_cpu_list(not_offloaded)}, so their callbacks run on them",
                          "boot with the same rcu_nocbs list as isolcpus, on a kernel with "
-                         "CONFIG_RCU_NOCB_CPU=y: " + _grub_remedy(h.online, h.isolated), facts)
+                         "CONFIG_RCU_NOCB_CPU=y: " + _grub_remedy(h.online, h.isolated), facts=facts)
     return AuditItem(name, "PASS", f"{shown}: every isolated CPU is offloaded to housekeeping CPUs",
                      facts=facts)
 
 
 def _smt_item(h: _Host) -> AuditItem:
     name = "SMT siblings"
-    control = _read(h.root, f"{CPU_DIR}/smt/control")
+    control = read_file(h.root, f"{CPU_DIR}/smt/control")
     siblings = smt_siblings(h.root, h.online)
     pairs = sorted({tuple(sorted([c, *s])) for c, s in siblings.items() if s})
     shown = f"smt/control {control.text or control.problem}; " + (
@@ -659,8 +684,14 @@ def _smt_item(h: _Host) -> AuditItem:
             f"isolated CPU {c} shares its core with housekeeping CPU {format_cpu_list(s)}"
             for c, s in split.items()),
             f"isolate whole cores ({format_cpu_list(whole)}) or turn SMT off: "
-            f"echo off > {CPU_DIR}/smt/control (at boot: nosmt)", {"split": list(split)})
+            f"echo off > {CPU_DIR}/smt/control (at boot: nosmt)", facts={"split": list(split)})
     return AuditItem(name, "PASS", shown + "; isolated CPUs hold whole cores")
+
+
+# Models under which kernel code yields at once to a waking real-time thread
+# (lazy preemption defers only for normal tasks).
+PREEMPTIBLE = ("PREEMPT_RT", "PREEMPT", "PREEMPT_LAZY", "PREEMPT_DYNAMIC (full)",
+               "PREEMPT_DYNAMIC (lazy)")
 
 
 def preempt_model(root: Path = Path("/")) -> tuple[str, str]:
@@ -669,13 +700,13 @@ def preempt_model(root: Path = Path("/")) -> tuple[str, str]:
     debugfs shows a PREEMPT_DYNAMIC kernel's current mode; otherwise
     /sys/kernel/realtime and the ``uname -v`` text (/proc/sys/kernel/version) do.
     """
-    dyn = _read(root, "/sys/kernel/debug/sched/preempt")
+    dyn = read_file(root, "/sys/kernel/debug/sched/preempt")
     match = re.search(r"\((\w+)\)", dyn.text or "")
     if match:
         return f"PREEMPT_DYNAMIC ({match.group(1)})", f"{dyn.path}: {dyn.text}"
-    version = _read(root, "/proc/sys/kernel/version")
+    version = read_file(root, "/proc/sys/kernel/version")
     evidence = f"{version.path}: {version.text}" if version.text is not None else version.problem
-    if _read(root, "/sys/kernel/realtime").text == "1" or "PREEMPT_RT" in (version.text or ""):
+    if read_file(root, "/sys/kernel/realtime").text == "1" or "PREEMPT_RT" in (version.text or ""):
         return "PREEMPT_RT", evidence
     for model in ("PREEMPT_DYNAMIC", "PREEMPT_LAZY", "PREEMPT"):
         if re.search(rf"\b{model}\b", version.text or ""):
@@ -690,17 +721,17 @@ def _preempt_item(h: _Host) -> AuditItem:
     facts = {"model": model}
     remedy = ("boot a PREEMPT_RT kernel (Debian: `apt install linux-image-rt-amd64`), or on a "
               "PREEMPT_DYNAMIC kernel add preempt=full to GRUB_CMDLINE_LINUX and run `update-grub`")
-    if model in ("PREEMPT_RT", "PREEMPT", "PREEMPT_DYNAMIC (full)") or \
-            (model == "PREEMPT_DYNAMIC" and boot_mode == "full"):
-        suffix = " with preempt=full" if model == "PREEMPT_DYNAMIC" else ""
+    if model in PREEMPTIBLE or (model == "PREEMPT_DYNAMIC" and boot_mode in ("full", "lazy")):
+        suffix = f" with preempt={boot_mode}" if model == "PREEMPT_DYNAMIC" else ""
         return AuditItem(name, "PASS", f"{model}{suffix}: {evidence}", facts=facts)
     if model == "PREEMPT_DYNAMIC":
         return AuditItem(name, "WARN", f"{model}, mode not shown (debugfs not mounted, no preempt= "
                          f"on the command line): {evidence}",
                          "see the mode: `mount -t debugfs none /sys/kernel/debug; cat "
-                         "/sys/kernel/debug/sched/preempt`; for full preemption " + remedy, facts)
-    return AuditItem(name, "WARN", f"{model}: {evidence}; kernel code is not preemptible, so a "
-                     "real-time thread waits for it", remedy, facts)
+                         "/sys/kernel/debug/sched/preempt`; for full preemption " + remedy, facts=facts)
+    return AuditItem(name, "WARN", f"{model}: {evidence}; kernel code is preempted only at "
+                     "explicit points, so a waking real-time thread may wait for it", remedy,
+                     facts=facts)
 
 
 def audit(root: Path = Path("/")) -> list[AuditItem]:

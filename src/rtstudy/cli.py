@@ -5,6 +5,13 @@
     rtstudy params use PROFILE      switch params.yaml to smoke | default | seed
     rtstudy host fingerprint        write data/host/fingerprint.json (stable; DVC dependency)
     rtstudy host check              preflight: what this host allows, with fixes
+    rtstudy host audit [--json] [--strict] [--root DIR]
+                                    read-only audit of the host's real-time tuning (E4)
+    rtstudy host plan --cpus LIST   boot line and runtime commands that isolate LIST
+    rtstudy host apply --cpus LIST --yes [--revert-file F]
+                                    apply the runtime settings, recording how to revert them
+    rtstudy host revert [--revert-file F]
+                                    restore what apply changed
     rtstudy run STAGE               run a measuring stage's notebook with papermill
     rtstudy report                  execute the report notebook and render report/report.html
 """
@@ -58,6 +65,55 @@ def _host_check(args) -> int:
     return 1 if any(c.status == "FAIL" for c in checks) else 0
 
 
+def _host_audit(args) -> int:
+    from pathlib import Path
+
+    from rtstudy import audit
+
+    items = audit.audit(Path(args.root))
+    print(audit.to_json(items) if args.json else audit.format_table(items), end="" if args.json else "\n")
+    failing = ("FAIL", "WARN") if args.strict else ("FAIL",)
+    return 1 if any(i.status in failing for i in items) else 0
+
+
+def _host_plan(args) -> int:
+    from rtstudy import tuning
+
+    print(tuning.format_plan(tuning.plan(args.cpus)))
+    return 0
+
+
+def _host_apply(args) -> int:
+    from pathlib import Path
+
+    from rtstudy import tuning
+
+    plan = tuning.plan(args.cpus)
+    for warning in plan.warnings:
+        print(f"warning: {warning}")
+    revert_file = Path(args.revert_file) if args.revert_file else tuning.default_revert_file()
+    steps = tuning.apply(plan, revert_file=revert_file, yes=args.yes)
+    print(tuning.format_steps(steps))
+    if revert_file.exists():
+        again = f" --revert-file {revert_file}" if args.revert_file else ""
+        print(f"previous values recorded in {revert_file}; undo with `rtstudy host revert{again}`")
+    # EINVAL/EIO on some IRQs is normal (per-CPU and managed IRQs); anything else is a failure.
+    failed = [s for s in steps if s.error and not s.target.startswith("/proc/irq/")]
+    return 1 if failed else 0
+
+
+def _host_revert(args) -> int:
+    from pathlib import Path
+
+    from rtstudy import tuning
+
+    revert_file = Path(args.revert_file) if args.revert_file else tuning.default_revert_file()
+    steps = tuning.revert(revert_file)
+    print(tuning.format_steps(steps))
+    print(f"reverted; the record is kept as {revert_file}.reverted")
+    return 1 if any(s.error for s in steps) else 0
+
+
 def _run(args) -> int:
     from rtstudy import stage
 
@@ -66,7 +122,7 @@ def _run(args) -> int:
         raise params.ParamError(f"{args.stage!r} is not a measuring stage; allowed: "
                                 + ", ".join(stage.EXPERIMENTS))
     fp = host.current()
-    stage.preflight(args.stage, cfg["profile"], fp)
+    stage.preflight(args.stage, cfg, fp)
     print(f"{args.stage}: profile {cfg['profile']}, host {fp['host_id']} -> "
           f"{stage.out_dir(args.stage, cfg['profile'], fp)}", flush=True)
     out = stage.execute_notebook(args.stage, {"profile": cfg["profile"], "progress": "terminal"})
@@ -123,6 +179,26 @@ def build_parser() -> argparse.ArgumentParser:
     fp.add_argument("--out", help="file to write (default data/host/fingerprint.json)")
     fp.set_defaults(func=_host_fingerprint)
     hsub.add_parser("check").set_defaults(func=_host_check)
+    au = hsub.add_parser("audit", help="read-only audit of this host's real-time tuning (E4)")
+    au.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    au.add_argument("--strict", action="store_true", help="exit 1 on WARN too, not only on FAIL")
+    au.add_argument("--root", default="/",
+                    help="read /proc and /sys under this directory instead of / (a copied host)")
+    au.set_defaults(func=_host_audit)
+    pl = hsub.add_parser("plan", help="what isolating CPUs takes: boot line and runtime commands")
+    pl.add_argument("--cpus", required=True, help="CPUs to isolate, e.g. 2-3 or 1,3")
+    pl.set_defaults(func=_host_plan)
+    ap = hsub.add_parser("apply", help="apply a plan's runtime settings (needs --yes), "
+                                       "recording first how to revert them")
+    ap.add_argument("--cpus", required=True, help="CPUs to isolate, e.g. 2-3 or 1,3")
+    ap.add_argument("--yes", action="store_true", help="really change this host's settings")
+    ap.add_argument("--revert-file",
+                    help="where to record the previous values (default /var/lib/rtstudy/tuning-revert.json)")
+    ap.set_defaults(func=_host_apply)
+    rv = hsub.add_parser("revert", help="restore what `rtstudy host apply` changed")
+    rv.add_argument("--revert-file",
+                    help="the record written by apply (default /var/lib/rtstudy/tuning-revert.json)")
+    rv.set_defaults(func=_host_revert)
 
     r = sub.add_parser("run", help="run a measuring stage (papermill)")
     r.add_argument("stage")
@@ -140,11 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     from rtstudy.data import DataError
     from rtstudy.harness import SweepError
     from rtstudy.stage import PreflightError
+    from rtstudy.tuning import TuningError
 
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (params.ParamError, PreflightError, SweepError, DataError) as exc:
+    except (params.ParamError, PreflightError, SweepError, DataError, TuningError) as exc:
         print(f"rtstudy: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:

@@ -100,6 +100,28 @@ SCHEMA: dict[str, dict[str, Rule]] = {
         "timeout_margin_s": Rule(_number(1, 3600)),
         "order_seed": Rule(_int(0)),
     },
+    "e1_async_buffer": {
+        "buffers": Rule(_list_of(_choice("default", "async"))),
+        "scenarios": Rule(_list_of(_choice("S1", "S2"))),
+        "policies": Rule(_list_of(_choice("deadline", "none"))),
+        "work_models": Rule(_list_of(_choice("native", "python"))),
+        "fixed_period_ms": Rule(_int(5, 1000)),
+        "periods_ms": Rule(_list_of(_int(5, 1000))),
+        "rx_period_ms": Rule(_int(2, 1000)),
+        "tx1_work_ms": Rule(_number(0, 500)),
+        "tx2_work_ms": Rule(_number(0, 500)),
+        "rx_work_ms": Rule(_number(0, 500)),
+        "tx1_runtime_ms": Rule(_number(0, 1000, lo_open=True)),
+        "tx2_runtime_ms": Rule(_number(0, 1000, lo_open=True)),
+        "rx_runtime_ms": Rule(_number(0, 1000, lo_open=True)),
+        "pin": Rule(_choice("auto", "always", "never")),
+        "messages": Rule(_int(10, 1_000_000)),
+        "discard_head": Rule(_int(0)),
+        "discard_tail": Rule(_int(0)),
+        "repetitions": Rule(_int(1, 1000)),
+        "timeout_margin_s": Rule(_number(1, 3600)),
+        "order_seed": Rule(_int(0)),
+    },
     "report": {
         "confidence": Rule(_number(0.5, 0.999)),
         "bootstrap_resamples": Rule(_int(100, 1_000_000)),
@@ -171,6 +193,31 @@ def _check_group(name: str, group: Any, errors: list[str]) -> None:
                 message = f"{where} = {resolved[key]!r}: expected {problem}"
                 if message not in errors:
                     errors.append(message)
+        if all(k in resolved and not rule.check(resolved[k]) for k, rule in rules.items()):
+            errors.extend(e for e in _cross_checks(name, resolved, prof) if e not in errors)
+
+
+def _cross_checks(name: str, cfg: dict, prof: str) -> list[str]:
+    """Rules between keys of one resolved group (run after each key is valid on its own)."""
+    errors = []
+    where = f"{name} (profile {prof!r})"
+    if name == "e1_async_buffer":
+        for op, periods in (("tx1", cfg["periods_ms"] + [cfg["fixed_period_ms"]]),
+                            ("tx2", cfg["periods_ms"] + [cfg["fixed_period_ms"]]),
+                            ("rx", [cfg["rx_period_ms"]])):
+            runtime, work = cfg[f"{op}_runtime_ms"], cfg[f"{op}_work_ms"]
+            if runtime >= min(periods):
+                errors.append(f"{where}: {op}_runtime_ms = {runtime} must be below the shortest "
+                              f"{op} period ({min(periods)} ms): SCHED_DEADLINE needs "
+                              "runtime < deadline = period")
+            if runtime <= work:
+                errors.append(f"{where}: {op}_runtime_ms = {runtime} must exceed {op}_work_ms = "
+                              f"{work}, or every tick overruns its reservation")
+        if cfg["discard_head"] + cfg["discard_tail"] >= cfg["messages"]:
+            errors.append(f"{where}: discard_head + discard_tail = "
+                          f"{cfg['discard_head'] + cfg['discard_tail']} must be below messages = "
+                          f"{cfg['messages']}")
+    return errors
 
 
 def _expected(rule: Rule) -> str:

@@ -84,6 +84,74 @@ def title_markdown(profile: str) -> str:
     )
 
 
+def _slope_text(row: dict) -> str:
+    ci = (f" [{row['low']:.2f}, {row['high']:.2f}]" if pd.notna(row.get("low")) else " (no CI)")
+    return f"{row['slope']:.2f}{ci} ms/ms (n = {int(row['n'])} runs)"
+
+
+def e1_markdown(h: dict, slope_df: pd.DataFrame, missing: list[str], cfg: dict) -> str:
+    """The E1 section's prose; every figure in it comes from ``h`` and ``slope_df``."""
+    pin = "pinned to distinct CPUs" if h["pinned"] else \
+        "unpinned (this host refuses a SCHED_DEADLINE thread pinned to one CPU, or has too few CPUs)"
+    lines = [
+        "## E1 — Async lock-free buffer vs default buffer under SCHED_DEADLINE (H1)",
+        "",
+        f"Source: {seeds.E1_SOURCE}. `tx1 → rx.in1` and `tx2 → rx.in2`; tx1 works "
+        f"{cfg['tx1_work_ms']:g} ms and tx2 {cfg['tx2_work_ms']:g} ms before emitting, rx works "
+        f"{cfg['rx_work_ms']:g} ms per tick; native work that releases the GIL, as C++ operators. "
+        f"Every operator runs on its own SCHED_DEADLINE thread (deadline = period; runtimes "
+        f"{cfg['tx1_runtime_ms']:g} / {cfg['tx2_runtime_ms']:g} / {cfg['rx_runtime_ms']:g} ms; "
+        f"rx period {cfg['rx_period_ms']} ms), {pin}. In S1 tx1 stays at "
+        f"{cfg['fixed_period_ms']} ms while tx2 takes each period of "
+        f"{', '.join(str(p) for p in h['periods'])} ms; S2 swaps them. {h['n_cells']} runs, "
+        f"{h['repetitions']} repetition(s) per point, about {h['messages_per_cell']} messages per "
+        f"producer and run after discarding the first {cfg['discard_head']} and last "
+        f"{cfg['discard_tail']}.",
+        "",
+        "**H1 as a number**: the slope of the fixed producer's max latency against the other "
+        "producer's period. Reproduced when the default buffer's slope is at least 0.8 ms/ms with "
+        "its CI above 0 and the async buffer's is within ±0.1 ms/ms with its CI covering 0.",
+        "",
+    ]
+    for scenario, v in sorted(h["verdict"].items()):
+        fixed, varied = ("tx1", "tx2") if scenario == "S1" else ("tx2", "tx1")
+        if "default" in v and "async" in v:
+            lines.append(f"- **{scenario}** ({fixed} fixed, {varied} varied): default buffer "
+                         f"{_slope_text(v['default'])}; async buffer {_slope_text(v['async'])} — "
+                         f"**{v['verdict']}**.")
+        else:
+            lines.append(f"- **{scenario}**: {v['verdict']} ({v.get('why', '')}).")
+    lines += [
+        "",
+        f"The async buffer re-delivers the latest message on every read; rx counted each index "
+        f"once and {h['stale_async']:,} re-reads of the fixed producer's port as stale "
+        f"(default buffer: {h['stale_default']:,}).",
+        "",
+        "**The seed's driver script** declares its async option as `a:` (taking an argument), "
+        "so `-a` swallowed the flag after it: the seed's S2 async runs most probably all ran "
+        "with tx1 = 20 ms. This study runs the intended periods.",
+    ]
+    if missing:
+        lines += ["", f"**Incomplete data**: {len(missing)} planned run(s) are missing; "
+                  "re-run `make study`."]
+    return "\n".join(lines)
+
+
+def e1_methods_markdown(cfg: dict, cells: pd.DataFrame) -> str:
+    hosts = ", ".join(sorted(cells["host_id"].unique()))
+    return (
+        "### E1 methods\n\n"
+        "Each run is one subprocess. Producers stamp `t_start` (CLOCK_MONOTONIC) before their "
+        "work and `t_emit` after it; rx stamps each new message on arrival. *Latency* is "
+        "arrival − `t_start`, as the seed (arrival − `t_emit` is kept too); *interval* is the "
+        "time between consecutive new arrivals on a port; *max* is over the kept messages of one "
+        "run (N in the table's n and the figures). The three operators' policy, reservation and "
+        "CPUs were read back on their own threads in every run; a run in which any of them did "
+        "not get SCHED_DEADLINE is failed, never reported. Runs execute in a seeded random order. "
+        f"Host(s): `{hosts}`."
+    )
+
+
 def e3_markdown(h: dict, missing: list[str]) -> str:
     """The E3 section's prose; every figure in it comes from ``h`` (:func:`rtstudy.e3.headline`)."""
     lo, hi = h["fixed_share"]
@@ -115,7 +183,7 @@ def e3_markdown(h: dict, missing: list[str]) -> str:
     return "\n".join(lines)
 
 
-def e3_methods_markdown(h: dict, runs: pd.DataFrame) -> str:
+def e3_methods_markdown(runs: pd.DataFrame) -> str:
     hosts = ", ".join(sorted(runs["host_id"].unique()))
     return (
         "### E3 methods\n\n"

@@ -22,3 +22,13 @@ E3_PUBLISHED_US = {
     ("ping", "event_based"): (25.0, 62.0),
 }
 E3_SOURCE = f"seed {SEED_FILES['000']}, section 'Measured Overhead'"
+
+# Seed 002 shows its results as figures only; these are the values read off them
+# (DESIGN.md §1): scenario S1, tx1's max latency (ms) at rx vs tx2's period (ms).
+E1_PUBLISHED_MAX_LATENCY_MS = {
+    "S1": {
+        "default": {20: "~30", 100: "~100"},
+        "async": {p: "~13–15" for p in range(20, 101, 10)},
+    },
+}
+E1_SOURCE = f"seed {SEED_FILES['002']} (figures; values as read in DESIGN.md §1)"

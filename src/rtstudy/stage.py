@@ -7,15 +7,34 @@ and the notebook is the lab book of the run.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rtstudy import e3, host, paths
+from rtstudy import e1, e3, host, paths
 from rtstudy.harness import CellOutcome, SweepContext, run_sweep
 
-# stage name -> (plan function, real-time policies its cells need)
-EXPERIMENTS: dict[str, tuple[Callable, tuple[str, ...]]] = {
-    e3.EXPERIMENT: (e3.plan, ()),
+
+@dataclass(frozen=True)
+class Experiment:
+    """How to run one measuring stage.
+
+    ``plan(cfg, fp)`` gives the cells; ``realtime(cfg)`` names the policies
+    they need (checked by the preflight); ``host_problems(cfg, fp)`` lists what
+    this host cannot run (e.g. more SCHED_DEADLINE bandwidth than it admits).
+    """
+
+    plan: Callable[[dict, dict], list]
+    realtime: Callable[[dict], tuple[str, ...]] = lambda cfg: ()
+    host_problems: Callable[[dict, dict], list[str]] = lambda cfg, fp: []
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    e3.EXPERIMENT: Experiment(plan=lambda cfg, fp: e3.plan(cfg)),
+    e1.EXPERIMENT: Experiment(
+        plan=e1.plan,
+        realtime=lambda cfg: ("SCHED_DEADLINE",) if "deadline" in cfg["policies"] else (),
+        host_problems=e1.host_problems),
 }
 
 
@@ -29,13 +48,16 @@ def out_dir(stage: str, profile: str, fp: dict | None = None) -> Path:
     return paths.raw_dir(stage, fp["host_id"], profile)
 
 
-def preflight(stage: str, profile: str, fp: dict) -> list[host.Check]:
+def preflight(stage: str, cfg: dict, fp: dict) -> list[host.Check]:
     """Run the stage's checks; raise :class:`PreflightError` if any fails."""
-    _, realtime = EXPERIMENTS[stage]
-    checks = host.preflight(fp, out_dir(stage, profile, fp), need_realtime=realtime)
-    if any(c.status == "FAIL" for c in checks):
-        raise PreflightError(f"{stage} cannot run on this host; nothing was measured:\n"
-                             + host.format_checks(checks))
+    exp = EXPERIMENTS[stage]
+    checks = host.preflight(fp, out_dir(stage, cfg["profile"], fp), need_realtime=exp.realtime(cfg))
+    problems = exp.host_problems(cfg, fp)
+    if problems or any(c.status == "FAIL" for c in checks):
+        text = host.format_checks(checks)
+        if problems:
+            text += "\n" + "\n".join(f"FAIL  {p}" for p in problems)
+        raise PreflightError(f"{stage} cannot run on this host; nothing was measured:\n{text}")
     return checks
 
 
@@ -53,10 +75,9 @@ def run_experiment(stage: str, cfg: dict, progress: str = "terminal") -> list[Ce
         terminal that runs papermill); ``notebook``: to the notebook's output.
     """
     fp = host.current()
-    preflight(stage, cfg["profile"], fp)
-    plan, _ = EXPERIMENTS[stage]
+    preflight(stage, cfg, fp)
     stream = sys.__stderr__ if progress == "terminal" else sys.stderr
-    return run_sweep(plan(cfg), out_dir(stage, cfg["profile"], fp),
+    return run_sweep(EXPERIMENTS[stage].plan(cfg, fp), out_dir(stage, cfg["profile"], fp),
                      SweepContext.from_fingerprint(fp, cfg["profile"]), cfg["order_seed"],
                      progress=stream)
 

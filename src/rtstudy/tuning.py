@@ -1,0 +1,380 @@
+"""Plan, apply and revert the host tuning of experiment E4.
+
+``plan`` checks a CPU list against the host and says what isolating it takes:
+boot parameters (applied by the administrator, then a reboot) and runtime
+settings. ``apply`` changes only the runtime settings, and only when asked with
+``yes=True``: it first writes a revert file holding every file's previous
+content and the services it stops, then writes the new values. ``revert``
+puts them back. All paths are taken under ``root`` so tests work on a copy of
+a host's /proc and /sys, never on the machine they run on.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from rtstudy.audit import (CPU_DIR, GRUB_STEPS, cpu_mask, format_cpu_list, kernel_args, list_names,
+                           mask_to_cpus, online_cpus, read_file, running, smt_siblings,
+                           suggested_isolation, to_cpus)
+
+REVERT_SCHEMA = 1
+CPU_LIST_SYNTAX = "comma-separated CPU numbers and ranges, e.g. '2-3', '1,3' or '2-3,6'"
+RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
+DEFAULT_AFFINITY = "/proc/irq/default_smp_affinity"
+# Services that undo the tuning while they run (seed 004).
+SERVICES = ("irqbalance",)
+
+
+class TuningError(ValueError):
+    """A CPU list or request that cannot be planned, applied or reverted; the message says why."""
+
+
+def parse_cpus(text: str) -> list[int]:
+    """Parse a CPU list given by a user, strictly.
+
+    Parameters
+    ----------
+    text : str
+        CPU numbers and ranges, e.g. ``"2-3"`` or ``"1,3"``.
+
+    Returns
+    -------
+    list of int
+        The CPU numbers, sorted, without duplicates.
+
+    Raises
+    ------
+    TuningError
+        When ``text`` is not such a list or a range runs backwards.
+    """
+    if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text.strip()):
+        raise TuningError(f"CPU list {text!r} is malformed: expected {CPU_LIST_SYNTAX}")
+    cpus = set()
+    for part in text.strip().split(","):
+        lo, _, hi = part.partition("-")
+        if hi and int(hi) < int(lo):
+            raise TuningError(f"CPU list {text!r} has the backward range {part!r}: expected "
+                              f"{CPU_LIST_SYNTAX}")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return sorted(cpus)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What isolating ``cpus`` takes on one host.
+
+    Attributes
+    ----------
+    cpus, housekeeping : tuple of int
+        The CPUs to isolate, and the online CPUs left for everything else.
+    kernel_args : str
+        The kernel command-line fragment (isolcpus, nohz_full, rcu_nocbs, irqaffinity).
+    boot : str
+        Where to put ``kernel_args`` (GRUB or extlinux) and how to activate it.
+    commands : tuple of str
+        The runtime settings as shell commands, as ``apply`` would change them now.
+    warnings : tuple of str
+        Problems that do not stop the plan, such as SMT siblings left unisolated.
+    """
+
+    cpus: tuple[int, ...]
+    housekeeping: tuple[int, ...]
+    kernel_args: str
+    boot: str
+    commands: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def cpu_list(self) -> str:
+        return format_cpu_list(self.cpus)
+
+
+def _runtime_changes(cpus, housekeeping, root: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    """The files ``apply`` would write, as (host path, new value), and the services it would stop.
+
+    Files already holding the new value are left out, so a second apply of the
+    same CPUs changes nothing.
+    """
+    writes = [(RT_RUNTIME, "-1")]
+    writes += [(f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor", "performance") for cpu in cpus]
+    hk_list = format_cpu_list(housekeeping)
+    for irq in list_names(root, "/proc/irq", r"\d+") or []:
+        path = f"/proc/irq/{irq}/smp_affinity_list"
+        if set(to_cpus(read_file(root, path).text) or []) & set(cpus):
+            writes.append((path, hk_list))
+    if set(mask_to_cpus(read_file(root, DEFAULT_AFFINITY).text) or []) & set(cpus):
+        writes.append((DEFAULT_AFFINITY, cpu_mask(housekeeping)))
+    # A missing file (no cpufreq, say) is a setting this host does not have.
+    writes = [(path, value) for path, value in writes
+              if (current := read_file(root, path)).text is not None and current.text != value]
+    services = [name for name in SERVICES if running(root, name)]
+    return writes, services
+
+
+def _commands(writes: list[tuple[str, str]], services: list[str]) -> list[str]:
+    """The shell commands a person would type for ``writes`` and ``services``."""
+    commands = [f"sysctl -w kernel.sched_rt_runtime_us={v}" for p, v in writes if p == RT_RUNTIME]
+    governed = [int(m.group(1)) for p, _ in writes if (m := re.search(r"/cpu(\d+)/cpufreq/", p))]
+    if governed:
+        commands.append(f"cpupower -c {format_cpu_list(governed)} frequency-set -g performance")
+    commands += [f"systemctl stop {name}" for name in services]
+    commands += [f"echo {v} > {p}" for p, v in writes if p.startswith("/proc/irq/")]
+    return commands
+
+
+def plan(cpus: str, root: Path = Path("/")) -> Plan:
+    """Check ``cpus`` against the host under ``root`` and plan their isolation.
+
+    Parameters
+    ----------
+    cpus : str
+        The CPUs to isolate, e.g. ``"2-3"`` (see ``CPU_LIST_SYNTAX``).
+    root : Path
+        The file-system root whose /proc and /sys describe the host.
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    TuningError
+        When ``cpus`` is malformed, names a CPU that is not online, or names
+        every online CPU (the kernel needs at least one housekeeping CPU).
+    """
+    root = Path(root)
+    wanted = parse_cpus(cpus)
+    online = online_cpus(root)
+    if online is None:
+        raise TuningError(f"cannot read {CPU_DIR}/online under {root} to check {cpus!r}")
+    unknown = [c for c in wanted if c not in online]
+    if unknown:
+        raise TuningError(f"CPU {format_cpu_list(unknown)} in {cpus!r} is not online on this host "
+                          f"(online CPUs: {format_cpu_list(online)})")
+    housekeeping = [c for c in online if c not in wanted]
+    if not housekeeping:
+        hint = (f", e.g. {format_cpu_list(suggested_isolation(online))!r}"
+                if suggested_isolation(online) else "")
+        raise TuningError(f"{cpus!r} names every online CPU ({format_cpu_list(online)}): leave at "
+                          "least one housekeeping CPU for the kernel, IRQs and unpinned threads"
+                          + hint)
+    warnings = []
+    for cpu, siblings in smt_siblings(root, wanted).items():
+        left = [s for s in siblings if s not in wanted]
+        if left:
+            warnings.append(f"CPU {cpu} shares its core with CPU {format_cpu_list(left)} (SMT), which "
+                            f"stays a housekeeping CPU, so its work will disturb CPU {cpu}: isolate "
+                            f"whole cores ({format_cpu_list(set(wanted) | set(left))}) or turn SMT off")
+    args = kernel_args(wanted, housekeeping)
+    writes, services = _runtime_changes(wanted, housekeeping, root)
+    commands = _commands(writes, services)
+    if all(read_file(root, f"{CPU_DIR}/cpu{c}/cpufreq/scaling_governor").missing for c in wanted):
+        commands.append("# no cpufreq: the firmware or hypervisor sets the CPU frequency")
+    return Plan(tuple(wanted), tuple(housekeeping), args, GRUB_STEPS.format(args=args),
+                tuple(commands), tuple(warnings))
+
+
+def format_plan(p: Plan) -> str:
+    """The plan as text for a person to read and act on."""
+    lines = [f"isolate CPUs {p.cpu_list}; housekeeping CPUs {format_cpu_list(p.housekeeping)}"]
+    lines += [f"warning: {w}" for w in p.warnings]
+    lines += ["", "kernel command line (takes effect after a reboot):", f"  {p.kernel_args}",
+              f"  {p.boot}", "",
+              f"runtime settings (`rtstudy host apply --cpus {p.cpu_list} --yes` makes these changes "
+              "and records how to revert them):"]
+    lines += [f"  {c}" for c in p.commands] or ["  nothing to change"]
+    lines += ["", "then check the host with `rtstudy host audit`"]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change made by ``apply`` or ``revert``.
+
+    Attributes
+    ----------
+    action : str
+        ``write``, ``stop`` or ``start``.
+    target : str
+        The file (its path on the host) or the service.
+    value : str
+        What was written; empty for a service.
+    error : str
+        Why it failed, empty when it succeeded.
+    """
+
+    action: str
+    target: str
+    value: str = ""
+    error: str = ""
+
+
+def systemctl(action: str, name: str) -> None:
+    """Run ``systemctl ACTION NAME``; RuntimeError with systemctl's message when it fails."""
+    proc = subprocess.run(["systemctl", action, name], capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip() or f"systemctl {action} {name} exited {proc.returncode}")
+
+
+def default_revert_file(root: Path = Path("/")) -> Path:
+    """Where ``apply`` records how to revert, unless told otherwise: a host path, as it is host state."""
+    return Path(root) / "var/lib/rtstudy/tuning-revert.json"
+
+
+def _write_file(path: Path, text: str) -> None:
+    """Write ``text`` in one write(2), as ``echo`` does: procfs and sysfs take one value per write.
+
+    No O_CREAT: a kernel file that is not there is an error, not a file to create.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _write_step(root: Path, path: str, text: str) -> Step:
+    try:
+        _write_file(root / path.lstrip("/"), text)
+    except OSError as exc:
+        # EINVAL/EIO on some IRQs is normal (per-CPU and managed IRQs refuse).
+        return Step("write", path, text.strip(), f"{exc.strerror} (errno {exc.errno})")
+    return Step("write", path, text.strip())
+
+
+def _service_step(service: Callable[[str, str], None], action: str, name: str) -> Step:
+    try:
+        service(action, name)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        return Step(action, name, error=str(exc))
+    return Step(action, name)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` so that it is complete on disk or absent, even if the host hangs next."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def apply(plan: Plan, root: Path = Path("/"), revert_file: Path | None = None, yes: bool = False,
+          service: Callable[[str, str], None] | None = None) -> list[Step]:
+    """Apply ``plan``'s runtime settings under ``root``, recording first how to revert them.
+
+    Sets kernel.sched_rt_runtime_us to -1, the ``performance`` governor on the
+    plan's CPUs (where cpufreq exists), every IRQ affinity that includes them
+    (and the default one) to the housekeeping CPUs, and stops irqbalance (which
+    would move the IRQs back). Boot parameters are never touched. A write that
+    fails is recorded in its Step and the others go on.
+
+    Parameters
+    ----------
+    plan : Plan
+        From ``plan()``; the files to change are found again, as they are now.
+    root : Path
+        The file-system root; anything but ``/`` is a sandbox copy of a host.
+    revert_file : Path, optional
+        Where to record the previous values (default ``default_revert_file(root)``);
+        it must not exist yet, so an earlier apply's record is never lost.
+    yes : bool
+        Must be True: changing the host is never implicit.
+    service : callable, optional
+        ``service(action, name)`` starts or stops a service; default ``systemctl``.
+
+    Returns
+    -------
+    list of Step
+        Every service stop and file write, with its error if it failed.
+
+    Raises
+    ------
+    TuningError
+        Without ``yes=True``, or when ``revert_file`` already exists.
+    """
+    root = Path(root)
+    if not yes:
+        raise TuningError(f"refusing to change the host under {root} without yes=True (the CLI's --yes)")
+    revert_file = Path(revert_file) if revert_file else default_revert_file(root)
+    if revert_file.exists():
+        raise TuningError(f"{revert_file} exists: an earlier apply has not been reverted; revert it "
+                          "first, or name another revert file")
+    service = service or systemctl
+    writes, services = _runtime_changes(plan.cpus, plan.housekeeping, root)
+    files, steps = [], []
+    for path, value in writes:
+        try:
+            previous = (root / path.lstrip("/")).read_text()
+        except OSError as exc:
+            # Never change what could not be recorded: it could not be reverted.
+            steps.append(Step("write", path, value, f"not changed, previous value unreadable: "
+                                                    f"{exc.strerror}"))
+            continue
+        files.append({"path": path, "previous": previous, "new": value})
+    if not files and not services:
+        return steps
+    record = {"schema": REVERT_SCHEMA, "root": str(root.resolve()), "cpus": plan.cpu_list,
+              "files": files, "services": services}
+    _write_atomic(revert_file, json.dumps(record, indent=2) + "\n")
+    # irqbalance first: running, it would move the IRQs back as they are written.
+    steps += [_service_step(service, "stop", name) for name in services]
+    steps += [_write_step(root, f["path"], f["new"] + "\n") for f in files]
+    return steps
+
+
+def revert(revert_file: Path | None = None, root: Path = Path("/"),
+           service: Callable[[str, str], None] | None = None) -> list[Step]:
+    """Restore what ``apply`` recorded in ``revert_file``, then rename it ``*.reverted``.
+
+    Parameters
+    ----------
+    revert_file : Path, optional
+        The record written by ``apply`` (default ``default_revert_file(root)``).
+    root : Path
+        The file-system root; must be the one the record was made under.
+    service : callable, optional
+        ``service(action, name)``; default ``systemctl``. Stopped services are started again.
+
+    Returns
+    -------
+    list of Step
+        Every file restored and service started, with its error if it failed.
+
+    Raises
+    ------
+    TuningError
+        When there is no revert file, or it was made under another root (a
+        sandbox's record must never be replayed on the real host, nor the reverse).
+    """
+    root = Path(root)
+    revert_file = Path(revert_file) if revert_file else default_revert_file(root)
+    try:
+        record = json.loads(revert_file.read_text())
+    except FileNotFoundError:
+        raise TuningError(f"no revert file {revert_file}: nothing to revert") from None
+    if record.get("schema") != REVERT_SCHEMA:
+        raise TuningError(f"{revert_file} has schema {record.get('schema')!r}, expected {REVERT_SCHEMA}")
+    if record["root"] != str(root.resolve()):
+        raise TuningError(f"{revert_file} records changes under {record['root']}, not under {root}")
+    service = service or systemctl
+    steps = [_write_step(root, f["path"], f["previous"]) for f in record["files"]]
+    steps += [_service_step(service, "start", name) for name in record["services"]]
+    os.replace(revert_file, revert_file.with_name(revert_file.name + ".reverted"))
+    return steps
+
+
+def format_steps(steps: list[Step]) -> str:
+    """One line per step: ``ok`` or ``FAILED`` with the reason."""
+    lines = []
+    for s in steps:
+        what = f"write {s.value} -> {s.target}" if s.action == "write" else f"{s.action} {s.target}"
+        lines.append(f"FAILED  {what}: {s.error}" if s.error else f"ok      {what}")
+    return "\n".join(lines) or "nothing to change"

@@ -1,0 +1,231 @@
+"""The host audit reads a host's /proc and /sys, judges each E4 item and names the fix.
+
+Fixtures under tests/fixtures/host are fake file-system roots: ``untuned`` is a
+copy of this study's 2-vCPU VM, ``stock`` a default 4-CPU Debian host with SMT,
+``isolated`` the same kind of host tuned as seeds 000 and 004 describe.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rtstudy import audit
+
+FIXTURES = Path(__file__).parent / "fixtures" / "host"
+
+
+def items_by_name(root: Path) -> dict[str, audit.AuditItem]:
+    return {i.name: i for i in audit.audit(root)}
+
+
+def copy_fixture(tmp_path: Path, scenario: str) -> Path:
+    root = tmp_path / scenario
+    shutil.copytree(FIXTURES / scenario, root)
+    return root
+
+
+def test_tuned_host_passes_every_item():
+    items = audit.audit(FIXTURES / "isolated")
+    assert {i.name: i.status for i in items if i.status != "PASS"} == {}
+    by_name = {i.name: i for i in items}
+    assert "2-3" in by_name["isolated CPUs"].evidence
+    assert "housekeeping 0-1" in by_name["isolation consistency"].evidence
+    assert "rcuop/2 on 0-1" in by_name["RCU callback threads"].evidence
+    assert by_name["preemption model"].facts["model"] == "PREEMPT_RT"
+    assert audit.summary(items) == {"counts": {"PASS": len(items), "WARN": 0, "FAIL": 0, "N/A": 0},
+                                    "isolated_cpus": [2, 3], "tuned": True}
+
+
+def test_untuned_vm_is_reported_as_it_is():
+    by_name = items_by_name(FIXTURES / "untuned")
+    assert by_name["isolated CPUs"].status == "WARN"
+    nohz = by_name["nohz_full CPUs"]
+    assert nohz.status == "WARN" and "FileNotFoundError" in nohz.evidence
+    assert "CONFIG_NO_HZ_FULL" in nohz.evidence
+    rt = by_name["sched_rt_runtime_us"]
+    assert rt.status == "WARN" and rt.facts["value"] == 950000
+    assert "SCHED_DEADLINE threads cannot be pinned to one CPU" in rt.evidence
+    assert "sysctl -w kernel.sched_rt_runtime_us=-1" in rt.remedy
+    assert by_name["CPU governor"].status == "N/A"
+    smt = by_name["SMT siblings"]
+    assert smt.status == "PASS" and "notsupported" in smt.evidence
+    for name in ("IRQ counts on isolated CPUs", "IRQ affinity", "kernel threads on isolated CPUs",
+                 "RCU callback threads", "isolation consistency"):
+        assert by_name[name].status == "N/A", name
+    assert by_name["NMI watchdog"].status == "PASS"
+    # This VM leaves only CPU 0 for housekeeping when CPU 1 is isolated.
+    assert ('GRUB_CMDLINE_LINUX="... isolcpus=managed_irq,domain,1 nohz_full=1 rcu_nocbs=1 '
+            'irqaffinity=0"') in by_name["kernel command line"].remedy
+    assert audit.summary(list(by_name.values()))["tuned"] is False
+
+
+def test_stock_host_warns_with_the_exact_commands():
+    by_name = items_by_name(FIXTURES / "stock")
+    expected = {
+        "kernel command line": 'GRUB_CMDLINE_LINUX="... isolcpus=managed_irq,domain,2-3 nohz_full=2-3 '
+                               'rcu_nocbs=2-3 irqaffinity=0-1", then run `update-grub`',
+        "CPU governor": "cpupower -c 0-3 frequency-set -g performance",
+        "C-states": "echo 1 > /sys/devices/system/cpu/cpu3/cpuidle/state3/disable",
+        "transparent hugepages": "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
+        "sched_rt_runtime_us": "sysctl -w kernel.sched_rt_runtime_us=-1",
+        "irqbalance daemon": "systemctl disable --now irqbalance",
+        "tuned daemon": "systemctl disable --now tuned",
+        "NMI watchdog": "sysctl -w kernel.nmi_watchdog=0",
+        "preemption model": "linux-image-rt-amd64",
+    }
+    for name, remedy in expected.items():
+        assert by_name[name].status == "WARN", name
+        assert remedy in by_name[name].remedy, name
+    assert "C6 (133 µs exit latency) on CPUs 0-3" in by_name["C-states"].evidence
+    assert "pid 612" in by_name["irqbalance daemon"].evidence
+    assert "voluntary" in by_name["preemption model"].evidence
+
+
+@pytest.mark.parametrize("scenario", ["untuned", "stock", "isolated", "noisy", "real host"])
+def test_every_warning_and_failure_names_a_remedy(scenario, tmp_path):
+    root = {"real host": Path("/"), "noisy": None}.get(scenario, FIXTURES / scenario)
+    if scenario == "noisy":
+        root = make_noisy(tmp_path)
+    for item in audit.audit(root):
+        assert item.status in audit.STATUSES
+        assert item.evidence, item.name
+        if item.status in ("WARN", "FAIL"):
+            assert item.remedy, item.name
+
+
+def make_noisy(tmp_path: Path) -> Path:
+    """The isolated host with every kind of leak the audit should catch."""
+    root = copy_fixture(tmp_path, "isolated")
+    cpu = root / "sys/devices/system/cpu"
+    (cpu / "nohz_full").write_text("2\n")
+    (cpu / "cpu2/topology/thread_siblings_list").write_text("0,2\n")
+    (root / "proc/irq/124/smp_affinity_list").write_text("0-3\n")
+    (root / "proc/irq/default_smp_affinity").write_text("f\n")
+    interrupts = root / "proc/interrupts"
+    interrupts.write_text(interrupts.read_text().replace(
+        " 124:    1234567          0          0", " 124:    1234567          0        815"))
+    for pid in ("61", "52"):  # kworker/u8:2 and rcuop/3
+        status = root / f"proc/{pid}/status"
+        text = status.read_text().replace("Cpus_allowed_list:\t0-1", "Cpus_allowed_list:\t0-3")
+        status.write_text(text)
+    return root
+
+
+def test_leaks_onto_isolated_cpus_are_found(tmp_path):
+    by_name = items_by_name(make_noisy(tmp_path))
+    consistency = by_name["isolation consistency"]
+    assert consistency.status == "FAIL" and "nohz_full 2," in consistency.evidence
+    assert "nohz_full=2-3" in consistency.remedy
+    irq = by_name["IRQ affinity"]
+    assert irq.status == "WARN" and "124->0-3" in irq.evidence
+    assert "echo 3 > /proc/irq/124/smp_affinity" in irq.remedy
+    assert "echo 3 > /proc/irq/default_smp_affinity" in irq.remedy
+    counts = by_name["IRQ counts on isolated CPUs"]
+    assert counts.status == "WARN" and "815 on CPU2" in counts.evidence
+    kthreads = by_name["kernel threads on isolated CPUs"]
+    assert kthreads.status == "WARN" and "kworker/u8:2-events_unbound (pid 61" in kthreads.evidence
+    assert "taskset -pc 0-1 61" in kthreads.remedy and "workqueue/cpumask" in kthreads.remedy
+    assert "ksoftirqd/2" in kthreads.evidence  # per-CPU threads are listed, not blamed
+    rcu = by_name["RCU callback threads"]
+    assert rcu.status == "WARN" and "taskset -pc 0-1 52" in rcu.remedy
+    smt = by_name["SMT siblings"]
+    assert smt.status == "WARN"
+    assert "isolated CPU 2 shares its core with housekeeping CPU 0" in smt.evidence
+    assert audit.summary(list(by_name.values()))["tuned"] is False
+
+
+def test_isolating_every_cpu_fails(tmp_path):
+    root = copy_fixture(tmp_path, "isolated")
+    for name in ("isolated", "nohz_full"):
+        (root / "sys/devices/system/cpu" / name).write_text("0-3\n")
+    by_name = items_by_name(root)
+    assert by_name["isolated CPUs"].status == "FAIL"
+    assert "none is left" in by_name["isolated CPUs"].evidence
+    assert by_name["isolation consistency"].status == "FAIL"
+
+
+def test_rcu_nocbs_implied_by_nohz_full(tmp_path):
+    root = copy_fixture(tmp_path, "isolated")
+    cmdline = root / "proc/cmdline"
+    cmdline.write_text(cmdline.read_text().replace(" rcu_nocbs=2-3", ""))
+    by_name = items_by_name(root)
+    assert by_name["rcu_nocbs CPUs"].status == "PASS"
+    assert "implied by nohz_full=2-3" in by_name["rcu_nocbs CPUs"].evidence
+    assert by_name["kernel command line"].status == "WARN"
+
+
+def test_a_missing_file_is_reported_not_raised(tmp_path):
+    root = copy_fixture(tmp_path, "untuned")
+    (root / "proc/sys/kernel/sched_rt_runtime_us").unlink()
+    (root / "proc/sys/kernel/nmi_watchdog").unlink()
+    shutil.rmtree(root / "sys/kernel/mm")
+    by_name = items_by_name(root)
+    rt = by_name["sched_rt_runtime_us"]
+    assert rt.status == "WARN"
+    assert rt.evidence == "/proc/sys/kernel/sched_rt_runtime_us: not present (FileNotFoundError)"
+    assert by_name["NMI watchdog"].status == "N/A"
+    assert by_name["transparent hugepages"].status == "N/A"
+
+
+def test_a_permission_error_is_reported_not_raised(monkeypatch):
+    # Tests run as root, so the reader itself is made to refuse.
+    real = audit._read_text
+    denied = ("sched_rt_runtime_us", "cmdline", "nmi_watchdog", "smp_affinity_list")
+
+    def refusing(path: Path) -> str:
+        if path.name in denied:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(audit, "_read_text", refusing)
+    by_name = items_by_name(FIXTURES / "isolated")
+    for name in ("sched_rt_runtime_us", "kernel command line", "NMI watchdog", "IRQ affinity",
+                 "rcu_nocbs CPUs", "isolation consistency"):
+        assert by_name[name].status == "WARN", name
+        assert "permission denied (PermissionError)" in by_name[name].evidence, name
+        assert "root" in by_name[name].remedy, name
+
+
+def test_real_host_audit_reads_without_error():
+    items = audit.audit()
+    summary = audit.summary(items)
+    kernel_isolated = audit.to_cpus(Path("/sys/devices/system/cpu/isolated").read_text())
+    assert summary["isolated_cpus"] == kernel_isolated  # [] on the study's untuned VM
+    assert sum(summary["counts"].values()) == len(items) == len(audit.audit(FIXTURES / "isolated"))
+    rt = Path("/proc/sys/kernel/sched_rt_runtime_us").read_text().strip()
+    by_name = {i.name: i for i in items}
+    assert by_name["sched_rt_runtime_us"].facts["value"] == int(rt)
+    assert by_name["sched_rt_runtime_us"].status == ("PASS" if rt == "-1" else "WARN")
+
+
+def test_json_and_table_carry_every_item():
+    items = audit.audit(FIXTURES / "stock")
+    data = json.loads(audit.to_json(items))
+    assert [i["name"] for i in data["items"]] == [i.name for i in items]
+    assert data["summary"]["counts"]["WARN"] == 12
+    table = audit.format_table(items)
+    for item in items:
+        assert item.name in table
+    assert table.count("fix: ") == 12
+    assert table.splitlines()[-1] == "12 WARN, 6 N/A; isolated CPUs: none; tuned: no"
+
+
+def test_cpu_list_mask_and_cmdline_helpers():
+    assert audit.format_cpu_list([5, 0, 1, 2, 7, 8]) == "0-2,5,7-8"
+    assert audit.format_cpu_list([]) == ""
+    assert audit.cpu_mask([0, 1]) == "3"
+    assert audit.cpu_mask(range(40)) == "ff,ffffffff"
+    assert audit.mask_to_cpus("00000000,0000000c") == [2, 3]
+    assert audit.cmdline_cpus("managed_irq,domain,2-3", [0, 1, 2, 3]) == [2, 3]
+    assert audit.cmdline_cpus("all", [0, 1]) == [0, 1]
+    assert audit.cmdline_value("a=1 isolcpus=2 b isolcpus=3", "isolcpus") == "3"
+
+
+def test_parse_interrupts_names_cpus_by_column():
+    rows = audit.parse_interrupts((FIXTURES / "untuned/proc/interrupts").read_text())
+    assert rows["36"]["counts"] == {0: 0, 1: 156308}
+    assert rows["36"]["what"].endswith("virtio1-req.0")
+    assert "ERR" not in rows and rows["LOC"]["counts"][0] > 0
