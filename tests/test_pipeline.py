@@ -61,17 +61,22 @@ def cells_on_disk(dest: Path) -> int:
 def test_repro_measures_then_renders_the_report(project):
     dest, env = project
     out = sh([str(BIN / "dvc"), "repro"], dest, env)
-    assert ran(out.stdout) == {"host", "e1_async_buffer", "e3_overhead", "report"}
+    assert ran(out.stdout) == {"host", "e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host",
+                               "report"}
     html = (dest / "report" / "report.html").read_text()
     assert "E3 — Scheduler overhead" in html and "seed published" in html
-    assert "E1 — Async lock-free buffer" in html
-    assert html.count("data:image/png;base64") >= 5, "figures must be embedded"
+    for section in ("E1 — Async lock-free buffer", "E2 — Real-time vs normal thread",
+                    "E4 — Host tuning audit"):
+        assert section in html
+    assert html.count("data:image/png;base64") >= 10, "figures must be embedded"
     host_id = json.loads((dest / "data" / "host" / "fingerprint.json").read_text())["host_id"]
     assert "Provenance" in html and host_id in html
     for ext in ("pdf", "png", "svg"):
         assert (dest / "report" / "figures" / f"e3_overhead.{ext}").stat().st_size > 1000
     assert (dest / "experiments" / "e3_overhead.ipynb").is_file()
-    assert cells_on_disk(dest) == 6 + 8  # E3 + E1 at smoke size
+    fp = json.loads((dest / "data" / "host" / "fingerprint.json").read_text())
+    e4_cells = len(fp["cpu"]["online"]) + 2  # jitter per CPU + cyclictest + cyclicdeadline
+    assert cells_on_disk(dest) == 6 + 8 + 6 + e4_cells  # E3, E1, E2, E4 at smoke size
 
 
 def test_second_repro_measures_nothing(project):

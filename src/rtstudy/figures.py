@@ -244,3 +244,143 @@ def e1_emit_period(cells: pd.DataFrame, directory: Path | None = None) -> plt.Fi
     fig.suptitle("What the fixed producer actually did", fontsize="medium")
     save(fig, "e1_emit_period", directory)
     return fig
+
+
+POLICY_ORDER = ["normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE"]
+
+
+def _policies(frames: pd.DataFrame) -> list[str]:
+    present = set(frames["policy"])
+    return [p for p in POLICY_ORDER if p in present]
+
+
+def _e2_top(frames: pd.DataFrame) -> pd.DataFrame:
+    """Frames at the highest load factor with native loads: where contention is strongest."""
+    native = frames[frames["load_work_model"] == "native"]
+    return native[native["load_factor"] == native["load_factor"].max()]
+
+
+def e2_period_histograms(frames: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
+    """Frame-period histograms per policy, full range and zoomed around the nominal period, log y."""
+    style()
+    top = _e2_top(frames)
+    policies = _policies(top)
+    nominal = 1e3 / top["fps"].iloc[0]
+    fig, axes = plt.subplots(2, len(policies), figsize=(2.3 * len(policies), 4.4),
+                             layout="constrained", squeeze=False, sharey="row")
+    lo, hi = top["period_ms"].min(), top["period_ms"].max()
+    for k, policy in enumerate(policies):
+        x = top.loc[top["policy"] == policy, "period_ms"]
+        for row, (rng, bins) in enumerate([((lo, hi), 60), ((nominal - 1, nominal + 1), 80)]):
+            ax = axes[row][k]
+            ax.hist(x.clip(*rng), bins=np.linspace(*rng, bins), color=PALETTE[k % len(PALETTE)])
+            ax.set_yscale("log")
+            ax.axvline(nominal, color="#404040", lw=0.8, ls=":")
+            if row == 0:
+                ax.set_title(policy.replace("SCHED_", ""), fontsize="medium")
+        axes[1][k].set_xlabel("frame period (ms)")
+    axes[0][0].set_ylabel("frames (full range)")
+    axes[1][0].set_ylabel("frames (±1 ms, clipped)")
+    fig.suptitle(f"Frame periods at load factor {top['load_factor'].iloc[0]:g} (native loads), "
+                 f"{top['fps'].iloc[0]} FPS, all repetitions", fontsize="medium")
+    save(fig, "e2_period_histograms", directory)
+    return fig
+
+
+def e2_time_series(frames: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
+    """Frame period against the measured time of each frame (first repetition), per policy."""
+    style()
+    top = _e2_top(frames)
+    top = top[top["repetition"] == top["repetition"].min()]
+    policies = _policies(top)
+    fig, axes = plt.subplots(len(policies), 1, figsize=(7.2, 1.2 * len(policies) + 0.8),
+                             layout="constrained", squeeze=False, sharex=True, sharey=True)
+    for k, policy in enumerate(policies):
+        ax = axes[k][0]
+        g = top[top["policy"] == policy]
+        ax.plot(g["t_s"], g["period_ms"], lw=0.6, color=PALETTE[k % len(PALETTE)])
+        ax.set_ylabel(policy.replace("SCHED_", ""), fontsize="small")
+    axes[-1][0].set_xlabel("time since the first measured frame (s, CLOCK_MONOTONIC)")
+    fig.suptitle("Frame period (ms) over time, measured time stamps, highest load factor",
+                 fontsize="medium")
+    save(fig, "e2_time_series", directory)
+    return fig
+
+
+def e2_std(runs: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
+    """Frame-period std per policy and load factor, every run shown, per load work model."""
+    style()
+    models = [m for m in ("native", "python") if m in set(runs["load_work_model"])]
+    policies = _policies(runs)
+    factors = sorted(runs["load_factor"].unique())
+    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 3.4),
+                             layout="constrained", squeeze=False, sharey=True)
+    width = 0.8 / max(len(factors), 1)
+    for ax, model in zip(axes[0], models):
+        g = runs[runs["load_work_model"] == model]
+        for j, factor in enumerate(factors):
+            for i, policy in enumerate(policies):
+                v = g.loc[(g["policy"] == policy) & (g["load_factor"] == factor), "period_std_ms"]
+                x = i - 0.4 + width * (j + 0.5)
+                ax.scatter([x] * len(v), v, s=12, color=PALETTE[j % len(PALETTE)],
+                           label=f"{factor:g} loads per CPU" if i == 0 else None, zorder=3)
+                if len(v):
+                    ax.plot([x - width / 3, x + width / 3], [v.mean()] * 2, color="#303030", lw=1)
+        ax.set_xticks(range(len(policies)), [p.replace("SCHED_", "").replace("_", "\n")
+                                             for p in policies], fontsize="small")
+        ax.set_yscale("log")
+        ax.set_title(f"{model} loads")
+    axes[0][0].set_ylabel("frame-period std (ms, log)")
+    axes[0][0].legend(fontsize="x-small")
+    fig.suptitle("Jitter of the target operator by policy and contention (each run; bar = mean)",
+                 fontsize="medium")
+    save(fig, "e2_std", directory)
+    return fig
+
+
+def e4_jitter_histograms(hists: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
+    """Loop-to-loop delta histograms of the jitter probe, per CPU and load, log-log."""
+    style()
+    jitter = hists[hists["kind"] == "jitter"]
+    loads = [l for l in ("idle", "stress") if l in set(jitter["load"])]
+    cpus = sorted(jitter["cpu"].dropna().unique())
+    fig, axes = plt.subplots(1, len(loads), figsize=(3.8 * len(loads), 3.2), layout="constrained",
+                             squeeze=False, sharey=True)
+    for ax, load in zip(axes[0], loads):
+        for k, cpu in enumerate(cpus):
+            g = jitter[(jitter["load"] == load) & (jitter["cpu"] == cpu)]
+            g = g.groupby("latency_ns")["count"].sum().sort_index()
+            ax.step(g.index.clip(lower=1), g.values, where="mid", lw=0.8,
+                    color=PALETTE[k % len(PALETTE)], label=f"CPU {int(cpu)}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("loop-to-loop delta (ns)")
+        ax.set_title(load)
+    axes[0][0].set_ylabel("count")
+    axes[0][0].legend(fontsize="small")
+    fig.suptitle("Jitter probe: how long each CPU was taken from a tight loop", fontsize="medium")
+    save(fig, "e4_jitter_histograms", directory)
+    return fig
+
+
+def e4_ladder(stats: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
+    """The percentile ladder (P50 … max) per CPU and load, beside seed 004's untuned and tuned cores."""
+    from rtstudy.seeds import E4_PUBLISHED_NS
+
+    style()
+    jitter = stats[stats["kind"] == "jitter"].sort_values(["load", "cpu"])
+    steps = ["p50", "p99", "p99.9", "p99.99", "max"]
+    fig, ax = plt.subplots(figsize=(5.6, 3.6), layout="constrained")
+    for k, (_, r) in enumerate(jitter.iterrows()):
+        ax.plot(steps, [r[s] for s in steps], marker="o", ms=4, color=PALETTE[k % len(PALETTE)],
+                label=f"CPU {int(r['cpu'])}, {r['load']}")
+    for name, values, ls in (("seed 004 untuned", E4_PUBLISHED_NS["untuned"], "--"),
+                             ("seed 004 tuned", E4_PUBLISHED_NS["tuned"], ":")):
+        ax.plot(steps[:3] + ["max"], [values[s] for s in ("p50", "p99", "p99.9", "max")],
+                ls=ls, color="#707070", marker="s", ms=3, label=name)
+    ax.set_yscale("log")
+    ax.set_ylabel("loop-to-loop delta (ns, log)")
+    ax.legend(fontsize="x-small", ncol=2)
+    ax.set_title("Percentile ladder: a quiet core keeps its tail near its median", fontsize="medium")
+    save(fig, "e4_ladder", directory)
+    return fig

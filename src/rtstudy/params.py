@@ -122,6 +122,37 @@ SCHEMA: dict[str, dict[str, Rule]] = {
         "timeout_margin_s": Rule(_number(1, 3600)),
         "order_seed": Rule(_int(0)),
     },
+    "e2_rt_threads": {
+        "policies": Rule(_list_of(_choice("normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR",
+                                          "SCHED_DEADLINE"))),
+        "fps": Rule(_int(1, 1000)),
+        "duration_s": Rule(_number(0.5, 3600)),
+        "warmup_frames": Rule(_int(0)),
+        "load_factors": Rule(_list_of(_number(0, 16))),
+        "load_work_ms": Rule(_number(0, 1000, lo_open=True)),
+        "load_work_models": Rule(_list_of(_choice("native", "python"))),
+        "target_work_iterations": Rule(_int(0, 100_000_000)),
+        "priority": Rule(_int(1, 99)),
+        "deadline_runtime_fraction": Rule(_number(0, 1, lo_open=True)),
+        "late_threshold_ms": Rule(_number(0)),
+        "pin": Rule(_choice("auto", "always", "never")),
+        "repetitions": Rule(_int(1, 1000)),
+        "timeout_margin_s": Rule(_number(1, 3600)),
+        "order_seed": Rule(_int(0)),
+    },
+    "e4_host": {
+        "jitter_seconds": Rule(_number(0.1, 600)),
+        "jitter_cpus": Rule(lambda v: None if v == "all" else _list_of(_int(0, 4095))(v)),
+        "jitter_fifo_priority": Rule(_int(0, 99)),
+        "loads": Rule(_list_of(_choice("idle", "stress"))),
+        "stress_load_factor": Rule(_number(0.5, 16)),
+        "floor_tools": Rule(_list_of(_choice("cyclictest", "cyclicdeadline"), min_len=0)),
+        "floor_seconds": Rule(_int(1, 3600)),
+        "histogram_us": Rule(_int(10, 1_000_000)),
+        "repetitions": Rule(_int(1, 1000)),
+        "timeout_margin_s": Rule(_number(1, 3600)),
+        "order_seed": Rule(_int(0)),
+    },
     "report": {
         "confidence": Rule(_number(0.5, 0.999)),
         "bootstrap_resamples": Rule(_int(100, 1_000_000)),
@@ -217,6 +248,16 @@ def _cross_checks(name: str, cfg: dict, prof: str) -> list[str]:
             errors.append(f"{where}: discard_head + discard_tail = "
                           f"{cfg['discard_head'] + cfg['discard_tail']} must be below messages = "
                           f"{cfg['messages']}")
+    if name == "e2_rt_threads":
+        if "SCHED_DEADLINE" in cfg["policies"] and cfg["deadline_runtime_fraction"] >= 1:
+            errors.append(f"{where}: deadline_runtime_fraction = {cfg['deadline_runtime_fraction']} "
+                          "makes the SCHED_DEADLINE runtime >= the period; it must be below 1")
+        if "normal" not in cfg["policies"]:
+            errors.append(f"{where}: policies must include 'normal', the baseline every policy is "
+                          "compared with")
+        if cfg["warmup_frames"] + 2 > cfg["duration_s"] * cfg["fps"] + cfg["warmup_frames"] - 1:
+            errors.append(f"{where}: duration_s = {cfg['duration_s']} at fps = {cfg['fps']} "
+                          "leaves fewer than 3 frames")
     return errors
 
 

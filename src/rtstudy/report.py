@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import numpy as np
 import pandas as pd
 
 from rtstudy import host, paths, seeds
@@ -199,3 +200,136 @@ def e3_methods_markdown(runs: pd.DataFrame) -> str:
         "two repetitions is only their range). "
         f"Host(s): `{hosts}`."
     )
+
+
+def _pct(est_row: dict) -> str:
+    ci = (f" [{est_row['low']:.0%}, {est_row['high']:.0%}]"
+          if pd.notna(est_row.get("low")) else " (no CI)")
+    return f"{est_row['reduction']:+.0%}{ci}"
+
+
+def e2_markdown(cfg: dict, runs: pd.DataFrame, red: pd.DataFrame, verdict: dict,
+                floor_std_ms: float, missing: list[str]) -> str:
+    """The E2 section's prose; every figure comes from ``runs``, ``red`` and the floor."""
+    from rtstudy.e2 import RT_POLICIES
+
+    pinned = sorted(runs.loc[runs["pinned"], "policy"].unique())
+    factors = ", ".join(f"{f:g}" for f in sorted(runs["load_factor"].unique()))
+    lines = [
+        "## E2 — Real-time vs normal thread under CPU contention (H2)",
+        "",
+        f"Source: {seeds.E2_SOURCE}. A target operator at {cfg['fps']} FPS stamps the start of "
+        f"every `compute` and times {cfg['target_work_iterations']:,} iterations of fixed native "
+        f"work; load operators with no condition run back to back, {cfg['load_work_ms']:g} ms of "
+        f"work per call, {factors} load(s) per CPU. `normal`: target and loads share the default "
+        "pool (the seed's baseline); `normal_dedicated`: the target alone on its own normal "
+        "thread; FIFO / RR (priority "
+        f"{cfg['priority']}) and DEADLINE (runtime {cfg['deadline_runtime_fraction']:.0%} of the "
+        "period): the target alone on its own real-time thread, verified on that thread in every "
+        f"run. Pinned to one CPU: {', '.join(pinned) or 'none'} (the host decides; DEADLINE "
+        f"cannot be pinned while sched_rt_runtime_us ≠ −1). {len(runs)} runs of "
+        f"{cfg['duration_s']:g} s after {cfg['warmup_frames']} warm-up frames.",
+        "",
+        "**H2 as a number**: the reduction of the frame-period standard deviation against "
+        "`normal`, 1 − std(policy)/std(normal), with a bootstrap CI over frames (repetitions "
+        "pooled). Reproduced when every real-time policy cuts it by at least 50 % with a CI "
+        "above 0 at the highest load factor with native loads.",
+        "",
+    ]
+    if "rows" in verdict:
+        lf = verdict["load_factor"]
+        parts = [f"{r['policy'].replace('SCHED_', '')} {_pct(r)} ({r['rating']}; std "
+                 f"{r['std_ms']:.3f} ms vs {r['std_normal_ms']:.3f} ms)" for r in verdict["rows"]]
+        lines.append(f"- **At {lf:g} loads per CPU, native loads** — {'; '.join(parts)}: "
+                     f"**{verdict['verdict']}**.")
+    else:
+        lines.append(f"- H2: **{verdict['verdict']}** ({verdict.get('why', '')}).")
+    zero = red[(red["load_factor"] == red["load_factor"].min()) & (red["load_work_model"] == "native")]
+    if len(zero):
+        parts = [f"{r['policy'].replace('SCHED_', '')} {_pct(r)}" for r in zero.to_dict("records")]
+        flat = all((r["low"] <= 0 <= r["high"]) or abs(r["reduction"]) < 0.2
+                   for r in zero.to_dict("records") if pd.notna(r["low"]))
+        lines.append(f"- **At {zero['load_factor'].iloc[0]:g} loads per CPU** (no contention) — "
+                     f"{'; '.join(parts)}: "
+                     + ("no meaningful difference, as expected: with no runnable competitor "
+                        "there is nothing for a policy to win." if flat else
+                        "a difference even without contention (see the figures)."))
+    gil = red[(red["load_work_model"] == "python")
+              & (red["load_factor"] == red["load_factor"].max())]
+    if len(gil):
+        parts = [f"{r['policy'].replace('SCHED_', '')} {_pct(r)}" for r in gil.to_dict("records")]
+        late = runs[(runs["load_work_model"] == "python")
+                    & (runs["load_factor"] == runs["load_factor"].max())]
+        lost = late.groupby("policy")["missed"].sum()
+        lines.append(f"- **GIL-holding Python loads** at {gil['load_factor'].iloc[0]:g} per CPU — "
+                     f"{'; '.join(parts)}. Frames missed per policy (summed over runs): "
+                     + ", ".join(f"{p.replace('SCHED_', '')} {int(n)}" for p, n in lost.items())
+                     + ". A real-time thread cannot run Python while a load holds the GIL, so "
+                     "here the policy is limited by the interpreter, not the kernel.")
+    rt_top = red[(red["policy"].isin(RT_POLICIES)) & (red["load_work_model"] == "native")
+                 & (red["load_factor"] == red["load_factor"].max())]
+    if np.isfinite(floor_std_ms) and len(rt_top):
+        ratios = ", ".join(f"{r['policy'].replace('SCHED_', '')} {r['std_ms'] / floor_std_ms:.1f}×"
+                           for r in rt_top.to_dict("records"))
+        lines += ["", f"**Against the platform floor** (E4: cyclictest, SCHED_FIFO at the same "
+                  f"period and priority under stress-ng; latency std {floor_std_ms * 1e3:.1f} µs), "
+                  f"the Holoscan target's frame-period std is {ratios} the floor's."]
+    if missing:
+        lines += ["", f"**Incomplete data**: {len(missing)} planned run(s) are missing; "
+                  "re-run `make study`."]
+    return "\n".join(lines)
+
+
+def e2_seed_table(runs: pd.DataFrame, red: pd.DataFrame) -> pd.DataFrame:
+    """Our normal and real-time frame-period std at the highest native load, beside the seeds'."""
+    rows = [{"source": f"{p['implementation']}", "real-time policy": p["policy"],
+             "normal std ms": p["normal_ms"], "real-time std ms": p["realtime_ms"],
+             "change": p["change"]} for p in seeds.E2_PUBLISHED]
+    top = red[(red["load_work_model"] == "native") & (red["load_factor"] == red["load_factor"].max())]
+    for r in top.to_dict("records"):
+        rows.append({"source": f"this study, {r['load_factor']:g} loads/CPU (n = {r['n_frames']} "
+                               "frames)",
+                     "real-time policy": r["policy"], "normal std ms": round(r["std_normal_ms"], 3),
+                     "real-time std ms": round(r["std_ms"], 3),
+                     "change": f"{-r['reduction']:+.1%} [{-r['high']:+.0%}, {-r['low']:+.0%}]"})
+    return pd.DataFrame(rows)
+
+
+def e4_markdown(record: dict, stats: pd.DataFrame, missing: list[str]) -> str:
+    """The E4 section's prose, from the recorded audit and the measurements."""
+    summary = record.get("summary", {})
+    counts = summary.get("counts", {})
+    iso = summary.get("isolated_cpus") or []
+    osn = record.get("osnoise", {})
+    jitter = stats[stats["kind"] == "jitter"]
+    lines = [
+        "## E4 — Host tuning audit, jitter probe and platform floor (H4)",
+        "",
+        f"Source: {seeds.E4_SOURCE} and seed 000 ('Host CPU Isolation'). The audit is read-only "
+        f"(`rtstudy host audit`): {', '.join(f'{n} {s}' for s, n in counts.items() if n)}; "
+        f"isolated CPUs: {', '.join(map(str, iso)) or 'none'}; this host is "
+        f"**{'tuned' if summary.get('tuned') else 'not tuned'}** for real-time work. "
+        "Each item below names its evidence and the exact remedy.",
+    ]
+    if len(jitter):
+        worst = jitter.loc[jitter["p99"].idxmax()]
+        lines += ["", f"**Jitter probe** (C, pinned per CPU, TSC calibrated against "
+                  f"CLOCK_MONOTONIC_RAW): the worst P99 is {worst['p99']:,.0f} ns against a P50 of "
+                  f"{worst['p50']:,.0f} ns (CPU {int(worst['cpu'])}, {worst['load']}), max "
+                  f"{jitter['max'].max() / 1e3:,.1f} µs over {int(jitter['n'].sum()):,} loops."]
+        if not iso:
+            lines.append("With no isolated CPU, H4's comparison (isolated vs housekeeping) cannot "
+                         "be made on this host: **inconclusive here**; the seed's two ladders are "
+                         "shown for reference. On a tuned host set `e4_host.jitter_cpus` to an "
+                         "isolated and a housekeeping CPU.")
+    lines += ["", "**rtla osnoise**: " + ("measured separately (available)." if osn.get("available")
+                                          else f"N/A — {osn.get('why', 'not recorded')}.")]
+    if missing:
+        lines += ["", f"**Incomplete data**: {len(missing)} planned measurement(s) are missing; "
+                  "re-run `make study`."]
+    return "\n".join(lines)
+
+
+def audit_table(record: dict) -> pd.DataFrame:
+    return pd.DataFrame([{"status": i["status"], "item": i["name"], "evidence": i["evidence"],
+                          "remedy": i.get("remedy", "")} for i in record.get("items", [])])

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rtstudy import e1, e3, host, paths
+from rtstudy import e1, e2, e3, e4, host, params, paths
 from rtstudy.harness import CellOutcome, SweepContext, run_sweep
 
 
@@ -35,6 +35,12 @@ EXPERIMENTS: dict[str, Experiment] = {
         plan=e1.plan,
         realtime=lambda cfg: ("SCHED_DEADLINE",) if "deadline" in cfg["policies"] else (),
         host_problems=e1.host_problems),
+    e2.EXPERIMENT: Experiment(plan=e2.plan, realtime=e2.needed_policies,
+                              host_problems=e2.host_problems),
+    # The floor runs at E2's period and priority, so E4 reads E2's parameters too.
+    e4.EXPERIMENT: Experiment(
+        plan=lambda cfg, fp: e4.plan(cfg, fp, params.stage_config(e2.EXPERIMENT, cfg["profile"])),
+        realtime=e4.needed_policies, host_problems=e4.host_problems),
 }
 
 
