@@ -72,7 +72,9 @@ def plan(cfg: dict, fp: dict) -> list[Cell]:
                                         period_ns=p_ns, cpus=cpus),)
         for factor in cfg["load_factors"]:
             loads = int(round(factor * fp["cpu"]["count"]))
-            for model in cfg["load_work_models"]:
+            # With no loads the load work model is moot: measure it once.
+            models = cfg["load_work_models"] if loads else cfg["load_work_models"][:1]
+            for model in models:
                 config = {
                     "policy": policy, "load_factor": factor, "loads": loads,
                     "load_work_model": model, "load_work_ms": cfg["load_work_ms"],

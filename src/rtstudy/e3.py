@@ -192,3 +192,28 @@ def headline(runs: pd.DataFrame) -> dict:
         "fixed_share": (float(fixed_share.min()), float(fixed_share.max())),
         "startup_ms": (float(runs["startup_ms"].min()), float(runs["startup_ms"].max())),
     }
+
+
+def h3_verdict(runs: pd.DataFrame) -> dict:
+    """H3 against the seed: Greedy's steady cost vs the published ~10 / ~17 µs, and the ordering.
+
+    Reproduced when Greedy is within 0.5–2× of the seed's figure in both apps and
+    the seed's ordering holds (Greedy below every EventBased configuration, the
+    message costing more); partly reproduced when only the ordering holds.
+    """
+    n_max = runs["iterations"].max()
+    steady = runs[runs["iterations"] == n_max].groupby(["app", "scheduler_label"])[
+        "steady_us_per_iter"].mean()
+    ratios = {}
+    for app in ("ops", "ping"):
+        if (app, "Greedy") in steady.index:
+            ratios[app] = float(steady[(app, "Greedy")] / seeds.E3_PUBLISHED_US[(app, "greedy")][0])
+    ordering = all(steady[(app, "Greedy")] < steady[(app, label)]
+                   for (app, label) in steady.index if label != "Greedy" and (app, "Greedy") in steady.index)
+    if ("ops", "Greedy") in steady.index and ("ping", "Greedy") in steady.index:
+        ordering = ordering and steady[("ping", "Greedy")] > steady[("ops", "Greedy")]
+    close = bool(ratios) and all(0.5 <= r <= 2 for r in ratios.values())
+    verdict = "reproduced" if ordering and close else ("partly reproduced" if ordering
+                                                       else "not reproduced")
+    return {"verdict": verdict, "ratios": ratios, "ordering": ordering,
+            "greedy_us": {app: float(steady[(app, "Greedy")]) for app in ratios}}

@@ -176,3 +176,25 @@ def floor_std_ms(stats: pd.DataFrame, kind: str = "cyclictest", load: str = "str
     """The floor's latency standard deviation in ms (mean over repetitions)."""
     sel = stats[(stats["kind"] == kind) & (stats["load"] == load)]
     return float(sel["std"].mean() / 1e6) if len(sel) else float("nan")
+
+
+def h4_verdict(record: dict, stats: pd.DataFrame) -> dict:
+    """H4 needs an isolated CPU to compare with a housekeeping one; tail/median ratios per CPU."""
+    jitter = stats[stats["kind"] == "jitter"]
+    ratios = {f"CPU {int(r['cpu'])}, {r['load']}": float(r["p99.99"] / r["p50"])
+              for _, r in jitter.iterrows() if r["p50"] > 0}
+    isolated = set(record.get("summary", {}).get("isolated_cpus") or [])
+    measured = set(int(c) for c in jitter["cpu"].dropna())
+    if not isolated & measured or not measured - isolated:
+        return {"verdict": "inconclusive", "why": "no isolated CPU was measured beside a "
+                "housekeeping one on this host", "ratios": ratios}
+    idle = jitter[jitter["load"] == jitter["load"].iloc[0]]
+    iso = idle[idle["cpu"].isin(isolated)]
+    hk = idle[~idle["cpu"].isin(isolated)]
+
+    def tail(g: pd.DataFrame) -> float:
+        return float((g["p99.9"] / g["p50"]).mean())
+
+    better = tail(iso) < tail(hk)
+    return {"verdict": "reproduced" if better else "not reproduced", "ratios": ratios,
+            "isolated_tail": tail(iso), "housekeeping_tail": tail(hk)}

@@ -350,7 +350,7 @@ def e4_jitter_histograms(hists: pd.DataFrame, directory: Path | None = None) -> 
         for k, cpu in enumerate(cpus):
             g = jitter[(jitter["load"] == load) & (jitter["cpu"] == cpu)]
             g = g.groupby("latency_ns")["count"].sum().sort_index()
-            ax.step(g.index.clip(lower=1), g.values, where="mid", lw=0.8,
+            ax.step(np.clip(g.index.to_numpy(), 1, None), g.to_numpy(), where="mid", lw=0.8,
                     color=PALETTE[k % len(PALETTE)], label=f"CPU {int(cpu)}")
         ax.set_xscale("log")
         ax.set_yscale("log")
