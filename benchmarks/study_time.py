@@ -5,7 +5,7 @@
 Clones this checkout's HEAD into a temporary directory and runs there, in order:
 
 1. ``make setup``              -> set-up (venv from requirements.lock, native build, apt tools)
-2. ``dvc repro e3_overhead``   -> the measuring stages (host fingerprint + E3)
+2. ``dvc repro <experiments>`` -> the measuring stages (host fingerprint + E1-E4)
 3. ``dvc repro``               -> what remains (the report)
 4. ``make study``              -> a second study with nothing changed
 
@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = ["e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host"]
 
 
 def timed(cmd: list[str], cwd: Path, env: dict) -> float:
@@ -50,13 +51,15 @@ def main() -> int:
         setup = timed(["make", "setup"], clone, env)
         subprocess.run([str(clone / ".venv/bin/rtstudy"), "params", "use", args.profile], cwd=clone,
                        env=env, check=True, stdout=subprocess.DEVNULL)
-        measuring = timed(["dvc", "repro", "e3_overhead"], clone, env)
+        measuring = timed(["dvc", "repro", *EXPERIMENTS], clone, env)
         report = timed(["dvc", "repro"], clone, env)
         second = timed(["make", "study"], clone, env)
 
         sidecars = [json.loads(p.read_text()) for p in
                     (clone / "data" / "raw").glob(f"*/*/{args.profile}/*/cell.json")]
         measured = sum(s["timing"]["measured_s"] for s in sidecars)
+        per_experiment = {e: sum(s["timing"]["measured_s"] for s in sidecars if s["experiment"] == e)
+                          for e in EXPERIMENTS}
         cell_wall = sum(s["timing"]["child_wall_s"] for s in sidecars)
         overhead = measuring - measured
         print(f"Profile `{args.profile}`, {len(sidecars)} cells, {os.cpu_count()} CPUs.\n")
@@ -64,8 +67,9 @@ def main() -> int:
         print("|---|---:|---:|")
         total = setup + measuring + report
         for name, value in [("set-up (`make setup`, fresh venv)", setup),
-                            ("measuring stages (`dvc repro e3_overhead`)", measuring),
-                            ("- measurement (inside Holoscan app runs)", measured),
+                            ("measuring stages (`dvc repro` E1-E4)", measuring),
+                            ("- measurement (inside the measured runs)", measured),
+                            *[(f"  - {e}", v) for e, v in per_experiment.items()],
                             ("- overhead: cell subprocess start, imports, writes", cell_wall - measured),
                             ("- overhead: DVC, host fingerprint, papermill", measuring - cell_wall),
                             ("report (`dvc repro`: notebook, figures, HTML)", report),
