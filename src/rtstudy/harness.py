@@ -21,6 +21,7 @@ and shows a progress bar with ETA.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -252,7 +253,10 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
     log_text = (work / LOG).read_text(errors="replace")
     result = None
     if (work / RESULT).is_file():
-        result = json.loads((work / RESULT).read_text())
+        try:
+            result = json.loads((work / RESULT).read_text())
+        except json.JSONDecodeError as exc:
+            reason = reason or f"the app wrote an unreadable result.json ({exc})"
     if rc is None and cell.realtime and _log_failures(log_text):
         reason += "; " + "; ".join(verify_realtime(cell.realtime, None, log_text))
     if not reason and rc != 0:
@@ -264,8 +268,15 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
         problems = verify_realtime(cell.realtime, result, log_text)
         if problems:
             reason = "real-time policy not verifiably applied: " + "; ".join(problems)
-
     write_started = time.monotonic()
+    if not reason:
+        try:
+            _npz_to_parquet(work / RAW_SAMPLES, work / SAMPLES)
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EROFS, errno.EACCES):
+                raise  # the data directory is the problem: stop the sweep, not just this cell
+            reason = f"the app's samples could not be read: {exc}"
+
     sidecar = {
         "cell_id": cell.cell_id,
         "experiment": cell.experiment,
@@ -291,12 +302,12 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
     failed_dir = out_dir / FAILED_DIR / cell.cell_id
     if reason:
         (work / RAW_SAMPLES).unlink(missing_ok=True)
+        (work / SAMPLES).unlink(missing_ok=True)
         _write_json(work / SIDECAR, sidecar)
         failed_dir.parent.mkdir(exist_ok=True)
         shutil.rmtree(failed_dir, ignore_errors=True)
         os.rename(work, failed_dir)
         return CellOutcome(cell.cell_id, "failed", reason, failed_dir, sidecar["timing"])
-    _npz_to_parquet(work / RAW_SAMPLES, work / SAMPLES)
     sidecar["timing"]["write_s"] = time.monotonic() - write_started
     _write_json(work / SIDECAR, sidecar)
     final = out_dir / cell.cell_id
