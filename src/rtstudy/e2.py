@@ -201,8 +201,3 @@ def h2_verdict(red: pd.DataFrame) -> dict:
     verdict = "reproduced" if ok.all() else ("partly reproduced" if ok.any() else "not reproduced")
     return {"verdict": verdict, "load_factor": float(top["load_factor"].iloc[0]),
             "rows": rt.to_dict("records")}
-
-
-def no_contention(red: pd.DataFrame) -> pd.DataFrame:
-    """Rows at load factor 0 (native): where a policy has nothing to win."""
-    return red[(red["load_factor"] == red["load_factor"].min()) & (red["load_work_model"] == "native")]

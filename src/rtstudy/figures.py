@@ -15,6 +15,7 @@ import seaborn as sns
 
 from rtstudy import paths
 from rtstudy.e3 import label_order, published_range
+from rtstudy.stats import bootstrap_ci
 
 PALETTE = sns.color_palette("colorblind")
 SEED_COLOR = "#b0b0b0"
@@ -150,13 +151,30 @@ def _e1_fixed(cells: pd.DataFrame) -> pd.DataFrame:
                  & (cells["work_model"] == "native")]
 
 
-def _mean_with_range(ax, g: pd.DataFrame, metric: str, color, label: str) -> None:
-    """Every repetition as a point; the mean per period as a line with min–max whiskers."""
+def _e1_scenario_axes(fixed: pd.DataFrame):
+    """One panel per scenario present, sharing y: (figure, axes, scenarios)."""
+    scenarios = [s for s in ("S1", "S2") if s in set(fixed["scenario"])]
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(3.6 * len(scenarios), 3.2),
+                             layout="constrained", squeeze=False, sharey=True)
+    for ax, scenario in zip(axes[0], scenarios):
+        fixed_op, varied_op = ("tx1", "tx2") if scenario == "S1" else ("tx2", "tx1")
+        ax.set_title(f"{scenario}: {fixed_op} (fixed)")
+        ax.set_xlabel(f"{varied_op} period (ms)")
+    return fig, axes, scenarios
+
+
+def _mean_with_ci(ax, g: pd.DataFrame, metric: str, color, label: str) -> None:
+    """Every repetition as a point; the mean per period as a line with its 95 % bootstrap CI."""
     ax.scatter(g["varied_period_ms"], g[metric], s=12, color=color, alpha=0.7, zorder=3)
-    stats = g.groupby("varied_period_ms")[metric].agg(["mean", "min", "max"]).reset_index()
-    ax.errorbar(stats["varied_period_ms"], stats["mean"],
-                yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
-                color=color, lw=1.5, capsize=2, label=label, zorder=2)
+    rows = []
+    for period, h in g.groupby("varied_period_ms"):
+        est = bootstrap_ci(h[metric], np.mean, 0.95, 1000, 0)
+        # With a single repetition there is no interval: draw the point alone.
+        low = est.low if np.isfinite(est.low) else est.value
+        high = est.high if np.isfinite(est.high) else est.value
+        rows.append((period, est.value, est.value - low, high - est.value))
+    x, y, below, above = (np.array(v) for v in zip(*rows))
+    ax.errorbar(x, y, yerr=[below, above], color=color, lw=1.5, capsize=2, label=label, zorder=2)
 
 
 def e1_seed_figures(cells: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
@@ -176,7 +194,7 @@ def e1_seed_figures(cells: pd.DataFrame, directory: Path | None = None) -> plt.F
         for buffer in ("default", "async"):
             h = g[g["buffer"] == buffer]
             if not h.empty:
-                _mean_with_range(ax, h, metric, BUFFER_COLORS[buffer], f"{buffer} buffer")
+                _mean_with_ci(ax, h, metric, BUFFER_COLORS[buffer], f"{buffer} buffer")
         ax.set_xlabel(f"{varied} period (ms)")
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
@@ -186,7 +204,7 @@ def e1_seed_figures(cells: pd.DataFrame, directory: Path | None = None) -> plt.F
     axes[0][0].legend(loc="upper left")
     n = int(fixed["repetition"].nunique()) if len(fixed) else 0
     fig.suptitle(f"Fixed producer vs the other's period, SCHED_DEADLINE (points: {n} repetition(s); "
-                 "whiskers: min–max)", fontsize="medium")
+                 "line: mean, 95 % bootstrap CI)", fontsize="medium")
     save(fig, "e1_seed_figures", directory)
     return fig
 
@@ -195,9 +213,7 @@ def e1_latency_percentiles(cells: pd.DataFrame, directory: Path | None = None) -
     """The fixed producer's latency distribution: P50, P99 and max against the varied period."""
     style()
     fixed = _e1_fixed(cells)
-    scenarios = [s for s in ("S1", "S2") if s in set(fixed["scenario"])]
-    fig, axes = plt.subplots(1, len(scenarios), figsize=(3.6 * len(scenarios), 3.2),
-                             layout="constrained", squeeze=False, sharey=True)
+    fig, axes, scenarios = _e1_scenario_axes(fixed)
     styles = {"latency_p50_ms": ("P50", ":"), "latency_p99_ms": ("P99", "--"),
               "latency_max_ms": ("max", "-")}
     for ax, scenario in zip(axes[0], scenarios):
@@ -207,8 +223,6 @@ def e1_latency_percentiles(cells: pd.DataFrame, directory: Path | None = None) -
             for metric, (name, ls) in styles.items():
                 ax.plot(h.index, h[metric], ls=ls, color=BUFFER_COLORS[buffer], marker="o", ms=3,
                         label=f"{buffer} {name}")
-        ax.set_title(f"{scenario}: {'tx1' if scenario == 'S1' else 'tx2'} (fixed)")
-        ax.set_xlabel(f"{'tx2' if scenario == 'S1' else 'tx1'} period (ms)")
         ax.set_ylim(bottom=0)
     axes[0][0].set_ylabel("latency from t_start (ms)")
     axes[0][-1].legend(fontsize="x-small", ncol=2)
@@ -223,9 +237,7 @@ def e1_emit_period(cells: pd.DataFrame, directory: Path | None = None) -> plt.Fi
     """The fixed producer's actual emit period: the default buffer throttles it to the slower rate."""
     style()
     fixed = _e1_fixed(cells)
-    scenarios = [s for s in ("S1", "S2") if s in set(fixed["scenario"])]
-    fig, axes = plt.subplots(1, len(scenarios), figsize=(3.6 * len(scenarios), 3.2),
-                             layout="constrained", squeeze=False, sharey=True)
+    fig, axes, scenarios = _e1_scenario_axes(fixed)
     for ax, scenario in zip(axes[0], scenarios):
         g = fixed[fixed["scenario"] == scenario]
         xs = np.sort(g["varied_period_ms"].unique())
@@ -236,8 +248,6 @@ def e1_emit_period(cells: pd.DataFrame, directory: Path | None = None) -> plt.Fi
             h = g[g["buffer"] == buffer]
             ax.scatter(h["varied_period_ms"], h["emit_period_ms"], s=14,
                        color=BUFFER_COLORS[buffer], label=f"{buffer} buffer", zorder=3)
-        ax.set_title(f"{scenario}: {'tx1' if scenario == 'S1' else 'tx2'} (fixed)")
-        ax.set_xlabel(f"{'tx2' if scenario == 'S1' else 'tx1'} period (ms)")
         ax.set_ylim(bottom=0)
     axes[0][0].set_ylabel("median emit period (ms)")
     axes[0][0].legend(fontsize="x-small")
@@ -307,8 +317,12 @@ def e2_time_series(frames: pd.DataFrame, directory: Path | None = None) -> plt.F
     return fig
 
 
-def e2_std(runs: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
-    """Frame-period std per policy and load factor, every run shown, per load work model."""
+def _std(x, axis=-1):
+    return np.std(x, ddof=1, axis=axis)
+
+
+def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
+    """Frame-period std per policy and load factor: each run, and all frames pooled with a 95 % CI."""
     style()
     models = [m for m in ("native", "python") if m in set(runs["load_work_model"])]
     policies = _policies(runs)
@@ -318,22 +332,29 @@ def e2_std(runs: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
     width = 0.8 / max(len(factors), 1)
     for ax, model in zip(axes[0], models):
         g = runs[runs["load_work_model"] == model]
+        f = frames[frames["load_work_model"] == model]
         for j, factor in enumerate(factors):
+            color = PALETTE[j % len(PALETTE)]
             for i, policy in enumerate(policies):
-                v = g.loc[(g["policy"] == policy) & (g["load_factor"] == factor), "period_std_ms"]
+                sel = (g["policy"] == policy) & (g["load_factor"] == factor)
                 x = i - 0.4 + width * (j + 0.5)
-                ax.scatter([x] * len(v), v, s=12, color=PALETTE[j % len(PALETTE)],
-                           label=f"{factor:g} loads per CPU" if i == 0 else None, zorder=3)
-                if len(v):
-                    ax.plot([x - width / 3, x + width / 3], [v.mean()] * 2, color="#303030", lw=1)
+                ax.scatter([x - width / 4] * int(sel.sum()), g.loc[sel, "period_std_ms"], s=10,
+                           color=color, alpha=0.6, zorder=3,
+                           label=f"{factor:g} loads per CPU" if i == 0 else None)
+                pooled = f.loc[(f["policy"] == policy) & (f["load_factor"] == factor), "period_ms"]
+                est = bootstrap_ci(pooled, _std, 0.95, 500, 0)
+                if np.isfinite(est.low):
+                    ax.errorbar([x + width / 4], [est.value], yerr=[[est.value - est.low],
+                                                                     [est.high - est.value]],
+                                fmt="D", ms=3, color=color, capsize=2, zorder=4)
         ax.set_xticks(range(len(policies)), [p.replace("SCHED_", "").replace("_", "\n")
                                              for p in policies], fontsize="small")
         ax.set_yscale("log")
         ax.set_title(f"{model} loads")
     axes[0][0].set_ylabel("frame-period std (ms, log)")
     axes[0][0].legend(fontsize="x-small")
-    fig.suptitle("Jitter of the target operator by policy and contention (each run; bar = mean)",
-                 fontsize="medium")
+    fig.suptitle("Jitter of the target operator: each run (dots) and all frames pooled "
+                 "(diamond, 95 % bootstrap CI)", fontsize="medium")
     save(fig, "e2_std", directory)
     return fig
 

@@ -325,8 +325,9 @@ def e4_markdown(record: dict, stats: pd.DataFrame, missing: list[str]) -> str:
                          "be made on this host: **inconclusive here**; the seed's two ladders are "
                          "shown for reference. On a tuned host set `e4_host.jitter_cpus` to an "
                          "isolated and a housekeeping CPU.")
-    lines += ["", "**rtla osnoise**: " + ("measured separately (available)." if osn.get("available")
-                                          else f"N/A — {osn.get('why', 'not recorded')}.")]
+    lines += ["", "**rtla osnoise**: " + (
+        "available on this host, but this version of the study does not run it yet."
+        if osn.get("available") else f"N/A — {osn.get('why', 'not recorded')}.")]
     if missing:
         lines += ["", f"**Incomplete data**: {len(missing)} planned measurement(s) are missing; "
                   "re-run `make study`."]
