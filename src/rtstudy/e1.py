@@ -13,7 +13,7 @@ import pandas as pd
 from rtstudy import data
 from rtstudy.harness import Cell
 from rtstudy.realtime import RealtimeRequest
-from rtstudy.stats import bootstrap_ci, linear_fit, percentiles
+from rtstudy.stats import bootstrap_ci, holm, linear_fit, percentiles, rank_test, spread_test
 
 EXPERIMENT = "e1_async_buffer"
 MS = 1_000_000
@@ -239,6 +239,37 @@ def seed_table(cells: pd.DataFrame, confidence: float, n_resamples: int, seed: i
             row[f"seed {buffer} ms"] = pub or "—"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def buffer_tests(messages: pd.DataFrame) -> pd.DataFrame:
+    """Default vs async buffer: the fixed producer's latencies at each varied period.
+
+    One row per scenario and varied period (DEADLINE, native work; repetitions
+    pooled): median latency of each buffer with its N, the Mann–Whitney p-value
+    for equal location and the Brown–Forsythe p-value for equal spread, each also
+    Holm-adjusted over the whole grid. Messages within a run are not independent
+    (consecutive latencies are correlated), so read the p-values as a screen,
+    and the slopes as the test of H1.
+    """
+    if messages.empty:
+        return pd.DataFrame()
+    sel = messages[(messages["role"] == "fixed") & (messages["policy"] == "deadline")
+                   & (messages["work_model"] == "native")]
+    rows = []
+    for (scenario, varied), g in sel.groupby(["scenario", "varied_period_ms"]):
+        d = g.loc[g["buffer"] == "default", "latency_ms"]
+        a = g.loc[g["buffer"] == "async", "latency_ms"]
+        if d.empty or a.empty:
+            continue
+        rows.append({"scenario": scenario, "varied period (ms)": int(varied),
+                     "default P50 ms": round(float(d.median()), 2), "default N": int(d.size),
+                     "async P50 ms": round(float(a.median()), 2), "async N": int(a.size),
+                     "p location": rank_test(d, a), "p spread": spread_test(d, a)})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["p location (Holm)"] = holm(out["p location"])
+        out["p spread (Holm)"] = holm(out["p spread"])
+    return out
 
 
 def headline(cells: pd.DataFrame, slope_df: pd.DataFrame) -> dict:

@@ -14,7 +14,7 @@ import pandas as pd
 from rtstudy import data
 from rtstudy.harness import Cell
 from rtstudy.realtime import RealtimeRequest
-from rtstudy.stats import Estimate, percentiles
+from rtstudy.stats import Estimate, holm, percentiles, rank_test, spread_test
 
 EXPERIMENT = "e2_rt_threads"
 RT_POLICIES = ("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
@@ -170,7 +170,15 @@ def std_reduction(a, b, confidence: float = 0.95, n_resamples: int = 2000,
 
 
 def reductions(frames: pd.DataFrame, confidence: float, n_resamples: int, seed: int) -> pd.DataFrame:
-    """Std reduction of every policy vs ``normal``, per load factor and load work model."""
+    """Every policy vs ``normal``, per load factor and load work model.
+
+    Columns: ``reduction`` of the frame-period std with its bootstrap CI
+    (``low``, ``high``), the Brown–Forsythe p-value for equal spread
+    (``p_spread``) and the Mann–Whitney p-value for equal location
+    (``p_location``), each also Holm-adjusted over the whole grid
+    (``p_spread_holm``, ``p_location_holm``), since one sweep makes many
+    comparisons at once.
+    """
     rows = []
     for (factor, model), g in frames.groupby(["load_factor", "load_work_model"]):
         base = g.loc[g["policy"] == BASELINE, "period_ms"]
@@ -184,8 +192,14 @@ def reductions(frames: pd.DataFrame, confidence: float, n_resamples: int, seed: 
                          "std_normal_ms": float(base.std(ddof=1)),
                          "std_ms": float(h["period_ms"].std(ddof=1)),
                          "reduction": est.value, "low": est.low, "high": est.high,
-                         "n_frames": est.n, "rating": rating(est.value)})
-    return pd.DataFrame(rows)
+                         "n_frames": est.n, "rating": rating(est.value),
+                         "p_spread": spread_test(base, h["period_ms"]),
+                         "p_location": rank_test(base, h["period_ms"])})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["p_spread_holm"] = holm(out["p_spread"])
+        out["p_location_holm"] = holm(out["p_location"])
+    return out
 
 
 def h2_verdict(red: pd.DataFrame) -> dict:
@@ -201,3 +215,24 @@ def h2_verdict(red: pd.DataFrame) -> dict:
     verdict = "reproduced" if ok.all() else ("partly reproduced" if ok.any() else "not reproduced")
     return {"verdict": verdict, "load_factor": float(top["load_factor"].iloc[0]),
             "rows": rt.to_dict("records")}
+
+
+def comparison_table(red: pd.DataFrame) -> pd.DataFrame:
+    """Every policy against ``normal`` over the whole grid, for the report.
+
+    The reduction of the frame-period std with its CI and the seeds' rating,
+    then the Holm-adjusted p-values of the spread (Brown–Forsythe) and location
+    (Mann–Whitney) tests.
+    """
+    from rtstudy.stats import format_p
+
+    rows = []
+    for r in red.sort_values(["load_work_model", "load_factor", "policy"]).to_dict("records"):
+        ci = f" [{r['low']:+.0%}, {r['high']:+.0%}]" if pd.notna(r["low"]) else ""
+        rows.append({"loads": r["load_work_model"], "loads per CPU": f"{r['load_factor']:g}",
+                     "policy": r["policy"], "std normal ms": f"{r['std_normal_ms']:.3f}",
+                     "std ms": f"{r['std_ms']:.3f}", "std reduction": f"{r['reduction']:+.0%}{ci}",
+                     "rating": r["rating"], "N frames": r["n_frames"],
+                     "p spread (Holm)": format_p(r["p_spread_holm"]),
+                     "p location (Holm)": format_p(r["p_location_holm"])})
+    return pd.DataFrame(rows)

@@ -128,3 +128,74 @@ def percentiles(values, qs=(50, 99, 99.9)) -> dict:
         out[f"p{q:g}"] = float(v)
     out["max"] = float(x.max())
     return out
+
+
+def spread_test(a, b) -> float:
+    """Brown–Forsythe test that ``a`` and ``b`` have equal spread: the two-sided p-value.
+
+    Levene's test centred on the median, which stays valid for the skewed,
+    heavy-tailed distributions that latencies and periods have. NaN when either
+    sample has fewer than two values or both are constant.
+    """
+    a, b = _finite(a), _finite(b)
+    if a.size < 2 or b.size < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0):
+        return float("nan")
+    return float(sps.levene(a, b, center="median").pvalue)
+
+
+def rank_test(a, b) -> float:
+    """Mann–Whitney U test of equal location of ``a`` and ``b``: the two-sided p-value.
+
+    NaN when either sample is empty.
+    """
+    a, b = _finite(a), _finite(b)
+    if a.size == 0 or b.size == 0:
+        return float("nan")
+    return float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm–Bonferroni adjusted p-values, for the tests of one sweep grid taken together.
+
+    Controls the family-wise error rate without assuming the tests are
+    independent. NaN p-values stay NaN and do not count as tests.
+
+    Parameters
+    ----------
+    pvalues : array_like
+        Raw p-values in [0, 1].
+
+    Returns
+    -------
+    ndarray
+        Adjusted p-values in the input's order; reject at level alpha where
+        adjusted <= alpha.
+    """
+    p = np.asarray(pvalues, dtype=float)
+    bad = p[np.isfinite(p) & ((p < 0) | (p > 1))]
+    if bad.size:
+        raise ValueError(f"p-values must lie in [0, 1], got {bad[:3].tolist()}")
+    out = np.full(p.shape, np.nan)
+    idx = np.flatnonzero(np.isfinite(p))
+    m = idx.size
+    if m == 0:
+        return out
+    order = idx[np.argsort(p[idx], kind="stable")]
+    # Step-down: the k-th smallest is multiplied by (m - k), then made monotone.
+    adjusted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+    out[order] = adjusted
+    return out
+
+
+def _finite(values) -> np.ndarray:
+    x = np.asarray(values, dtype=float)
+    return x[np.isfinite(x)]
+
+
+def format_p(p: float) -> str:
+    """A p-value as a reader scans it: ``< 0.001``, ``0.012``, ``0.43``; ``n/a`` for NaN."""
+    if not np.isfinite(p):
+        return "n/a"
+    if p < 0.001:
+        return "< 0.001"
+    return f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
