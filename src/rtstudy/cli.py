@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 
 from rtstudy import host, params, paths
@@ -224,6 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     except (params.ParamError, PreflightError, SweepError, DataError, TuningError) as exc:
         print(f"rtstudy: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # The harness has killed the running cell and removed its partial files. The
+        # notebook client's abandoned task would add a traceback at exit: keep it quiet.
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        print("rtstudy: interrupted; completed cells are kept, and the next run resumes where "
+              "this one stopped", file=sys.stderr)
+        return 130
     except Exception as exc:
         # papermill wraps a notebook's exception; show the notebook's own message.
         if type(exc).__name__ == "PapermillExecutionError":

@@ -17,10 +17,15 @@ its stdout and stderr (Holoscan's log, CUDA warnings included) go to
    with its log and the reason, and the sweep goes on.
 
 A sweep runs its cells in a seeded random order, skips cells already on disk,
-and shows a progress bar with ETA.
+and shows a progress bar with ETA. Interrupted (Ctrl-C), it kills the running
+app and removes its work directory; killed outright, its app dies with it (see
+:func:`rtstudy.host.set_child_limits`) and the next sweep removes the leftover
+``.tmp-*`` folder. A data directory that cannot be written (full, read-only, not
+permitted) stops the sweep at once with :class:`DataDirError`.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -51,10 +56,31 @@ SAMPLES = "samples.parquet"
 RAW_SAMPLES = "samples.npz"
 LOG = "run.log"
 RESULT = "result.json"
+# Errors that mean the data directory itself cannot be written: they stop the sweep.
+STORAGE_FIXES = {
+    errno.ENOSPC: "free space on its file system (`df -h {d}`), or move the checkout to a larger disk",
+    errno.EDQUOT: "free space, or raise your disk quota",
+    errno.EROFS: "its file system is mounted read-only: remount it read-write, or run from a "
+                 "checkout on a writable disk",
+    errno.EACCES: "make it writable by this user (`ls -ld {d}` shows its owner and mode), or run "
+                  "from a checkout you own",
+}
+# Below this much free space (bytes) after an app failed, the full disk is taken as the cause:
+# the app's own traceback may not even have reached run.log.
+MIN_FREE_BYTES = 1 << 20
+HOST_FILE = "host.json"  # the fingerprint of the host that measured a dataset
 
 
 class SweepError(RuntimeError):
     """Some cells of a sweep failed; completed cells are kept on disk."""
+
+
+class DataDirError(SweepError):
+    """The data directory cannot be written (full, read-only, not permitted); the sweep stopped.
+
+    Nothing partial is left behind and completed cells are kept, so a re-run
+    after the fix resumes.
+    """
 
 
 @dataclass(frozen=True)
@@ -123,10 +149,17 @@ def git_state() -> dict:
     return {"commit": commit or "unknown", "dirty": bool(status) if status is not None else None}
 
 
-def _write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: dict) -> None:
+    """Write ``data`` as JSON atomically (temporary file, then rename)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        # A full disk leaves a truncated temporary file: never leave it behind.
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def _npz_to_parquet(npz: Path, parquet: Path) -> None:
@@ -225,12 +258,26 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int = 0) -> CellOutcome:
-    """Run one cell in a subprocess and store it atomically; never raises for a failed run."""
+    """Run one cell in a subprocess and store it atomically; never raises for a failed run.
+
+    It raises only when it cannot go on: an interrupt (KeyboardInterrupt) or a
+    data directory it cannot write (OSError). The app is then killed and the
+    cell's work directory removed, so nothing half-written is left.
+    """
     work = out_dir / f".tmp-{cell.cell_id}-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
+    try:
+        return _run_cell(work, cell, out_dir, context, order_index)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
+              order_index: int) -> CellOutcome:
     work.mkdir(parents=True)
     spec_path = work / "spec.json"
-    _write_json(spec_path, cell.spec)
+    write_json(spec_path, cell.spec)
     cmd = [sys.executable, "-m", f"rtstudy.apps.{cell.app}", str(spec_path), str(work)]
     started = time.monotonic()
     reason = ""
@@ -247,7 +294,6 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
                       "refused its policy hangs this way)")
         except BaseException:
             _kill_group(proc)
-            shutil.rmtree(work, ignore_errors=True)
             raise
     child_wall = time.monotonic() - started
     log_text = (work / LOG).read_text(errors="replace")
@@ -264,6 +310,9 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
         reason = f"the app exited with status {rc}: " + " | ".join(last)
     if not reason and (result is None or not (work / RAW_SAMPLES).is_file()):
         reason = "the app exited without writing its results"
+    if reason and shutil.disk_usage(out_dir).free < MIN_FREE_BYTES:
+        # Stop the sweep instead of failing every remaining cell the same way.
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out_dir))
     if not reason:
         problems = verify_realtime(cell.realtime, result, log_text)
         if problems:
@@ -273,7 +322,7 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
         try:
             _npz_to_parquet(work / RAW_SAMPLES, work / SAMPLES)
         except (OSError, ValueError) as exc:
-            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EROFS, errno.EACCES):
+            if isinstance(exc, OSError) and exc.errno in STORAGE_FIXES:
                 raise  # the data directory is the problem: stop the sweep, not just this cell
             reason = f"the app's samples could not be read: {exc}"
 
@@ -303,14 +352,17 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
     if reason:
         (work / RAW_SAMPLES).unlink(missing_ok=True)
         (work / SAMPLES).unlink(missing_ok=True)
-        _write_json(work / SIDECAR, sidecar)
+        write_json(work / SIDECAR, sidecar)
         failed_dir.parent.mkdir(exist_ok=True)
         shutil.rmtree(failed_dir, ignore_errors=True)
         os.rename(work, failed_dir)
         return CellOutcome(cell.cell_id, "failed", reason, failed_dir, sidecar["timing"])
     sidecar["timing"]["write_s"] = time.monotonic() - write_started
-    _write_json(work / SIDECAR, sidecar)
+    write_json(work / SIDECAR, sidecar)
     final = out_dir / cell.cell_id
+    if final.exists():
+        # A folder without a sidecar (damaged, or copied in part) is not a cell: replace it.
+        shutil.rmtree(final)
     os.rename(work, final)
     shutil.rmtree(failed_dir, ignore_errors=True)
     return CellOutcome(cell.cell_id, "ok", "", final, sidecar["timing"])
@@ -336,7 +388,7 @@ def write_plan(out_dir: Path, cells: list[Cell], context: SweepContext, seed: in
         "cells": [{"cell_id": c.cell_id, "label": c.label, "repetition": c.repetition,
                    "config": c.config} for c in run_order(cells, seed)],
     }
-    _write_json(out_dir / PLAN_FILE, plan)
+    write_json(out_dir / PLAN_FILE, plan)
 
 
 def run_sweep(cells: list[Cell], out_dir: Path, context: SweepContext, order_seed: int,
@@ -365,10 +417,35 @@ def run_sweep(cells: list[Cell], out_dir: Path, context: SweepContext, order_see
     ------
     SweepError
         After the sweep, if any cell failed; it names each one and its log.
+    DataDirError
+        At once, if the data directory cannot be written (full, read-only, not
+        permitted); it names the directory, the problem and the fix.
+    KeyboardInterrupt
+        On Ctrl-C, once the running cell is killed and its work directory removed.
     """
     ids = [c.cell_id for c in cells]
     if len(set(ids)) != len(ids):
         raise ValueError("the plan holds duplicate cells; check the parameter lists for repeats")
+    try:
+        outcomes = _run_cells(cells, out_dir, context, order_seed, progress)
+    except OSError as exc:
+        if exc.errno not in STORAGE_FIXES:
+            raise
+        fix = STORAGE_FIXES[exc.errno].format(d=out_dir)
+        raise DataDirError(
+            f"{out_dir}: cannot write the data directory: {exc.strerror}. The sweep stopped; no "
+            "partial cell was kept and completed cells are untouched, so a re-run resumes where "
+            f"it stopped. Fix: {fix}") from exc
+    failed = [o for o in outcomes if o.status == "failed"]
+    if failed:
+        lines = [f"{o.cell_id}: {o.reason} (log: {o.path / LOG})" for o in failed]
+        raise SweepError(f"{len(failed)} of {len(cells)} cells failed; completed cells are kept "
+                         "and a re-run retries only the failed ones:\n  " + "\n  ".join(lines))
+    return outcomes
+
+
+def _run_cells(cells: list[Cell], out_dir: Path, context: SweepContext, order_seed: int,
+               progress: IO | None) -> list[CellOutcome]:
     out_dir.mkdir(parents=True, exist_ok=True)
     for leftover in out_dir.glob(".tmp-*"):
         # Work directories of an interrupted run: never complete, safe to drop.
@@ -394,9 +471,4 @@ def run_sweep(cells: list[Cell], out_dir: Path, context: SweepContext, order_see
             bar.update(1)
     finally:
         bar.close()
-    failed = [o for o in outcomes if o.status == "failed"]
-    if failed:
-        lines = [f"{o.cell_id}: {o.reason} (log: {o.path / LOG})" for o in failed]
-        raise SweepError(f"{len(failed)} of {len(cells)} cells failed; completed cells are kept "
-                         "and a re-run retries only the failed ones:\n  " + "\n  ".join(lines))
     return outcomes

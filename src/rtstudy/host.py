@@ -9,6 +9,8 @@ every measuring DVC stage depends on it, and the host id is derived from it.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import importlib.metadata
 import json
@@ -17,6 +19,7 @@ import platform
 import re
 import resource
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -246,13 +249,32 @@ def holoscan_check() -> Check:
     return Check("holoscan import", "PASS", f"holoscan {proc.stdout.strip()} (CPU-only is expected)")
 
 
+# prctl(2), looked up once in the parent: a child between fork and exec should not load libraries.
+_prctl = ctypes.CDLL(None, use_errno=True).prctl
+_PR_SET_PDEATHSIG = 1
+
+
 def set_child_limits() -> None:
-    """In a child process before exec: 32 MiB stack (Holoscan's minimum), own process group."""
+    """In a child process before exec: 32 MiB stack (Holoscan's minimum), own process group,
+    killed when the thread that started it dies.
+
+    The own process group lets the harness kill a cell with everything it
+    started. It also keeps signals sent to the parent's group away from the
+    child, so when the parent dies without cleaning up (SIGKILL, or a papermill
+    kernel shut down) the kernel sends the child SIGKILL; otherwise it would run
+    on unsupervised, a real-time thread included, until its own time limit.
+    """
     soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
     want = STACK_BYTES if hard == resource.RLIM_INFINITY else min(STACK_BYTES, hard)
     if soft == resource.RLIM_INFINITY or soft < want:
         resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
     os.setpgrp()
+    die_with_parent()
+
+
+def die_with_parent() -> None:
+    """In a child process before exec: the kernel sends it SIGKILL when its parent thread dies."""
+    _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
 
 
 def stack_check() -> Check:
@@ -272,8 +294,15 @@ def writable_check(directory: Path, min_free_mb: int = 200) -> Check:
         with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-test-"):
             pass
     except OSError as exc:
+        fixes = {errno.EROFS: "its file system is mounted read-only: remount it read-write, or run "
+                              "from a checkout on a writable disk",
+                 errno.ENOSPC: "free disk space, or move the checkout to a larger disk"}
+        # The deepest folder that exists is the one whose permissions stop us.
+        existing = next((p for p in (directory, *directory.parents) if p.exists()), directory)
         return Check(name, "FAIL", f"not writable: {exc.strerror}",
-                     f"make {directory} writable by this user, or run from a checkout you own")
+                     fixes.get(exc.errno, f"make {existing} writable by this user (`ls -ld "
+                                          f"{existing}` shows its owner and mode), or run from a "
+                                          "checkout you own"))
     free_mb = shutil.disk_usage(directory).free // 2**20
     if free_mb < min_free_mb:
         return Check(name, "FAIL", f"only {free_mb} MiB free (need {min_free_mb} MiB)",

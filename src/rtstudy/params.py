@@ -10,6 +10,7 @@ measured, with a message that names the key, the value and what is allowed.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,8 @@ def _number(lo: float | None = None, hi: float | None = None,
         if hi is not None:
             bound += f" and <= {hi}"
         expected = "a number" + bound
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
+        # NaN passes every comparison and inf every lower bound; YAML writes them as .nan / .inf.
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             return expected
         if lo is not None and (v <= lo if lo_open else v < lo):
             return expected

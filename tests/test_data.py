@@ -1,0 +1,258 @@
+"""The dataset API on real smoke data: finding and loading datasets, and every damaged file named.
+
+A tiny E3 sweep (two cells) is measured once into a temporary project
+(``RTSTUDY_ROOT``); each damage test works on its own copy of it.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import require_policy
+from rtstudy import data, e1, e2, e3, e4, params, paths
+from rtstudy.data import DataError
+from rtstudy.harness import SweepContext, run_sweep
+
+OTHER_HOST = "otherhost-0123abcd"
+
+
+@pytest.fixture(scope="module")
+def e3_root(tmp_path_factory, fingerprint):
+    """A project root holding an E3 smoke dataset of two cells (Greedy and EventBased x1)."""
+    root = tmp_path_factory.mktemp("root")
+    shutil.copy2(paths.params_file(), root / "params.yaml")
+    params.use_profile("smoke", root / "params.yaml")
+    cfg = params.stage_config(e3.EXPERIMENT, "smoke")
+    cfg.update(apps=["ops"], event_based_workers=[1])
+    cells = e3.plan(cfg)
+    out = root / "data" / "raw" / e3.EXPERIMENT / fingerprint["host_id"] / "smoke"
+    with open("/dev/null", "w") as devnull:
+        run_sweep(cells, out, SweepContext.from_fingerprint(fingerprint, "smoke"), cfg["order_seed"],
+                  progress=devnull)
+    return root, out, cells, cfg
+
+
+@pytest.fixture()
+def damaged(e3_root, tmp_path):
+    """A copy of the E3 dataset to damage, and the folder of its first planned cell."""
+    _, out, _, _ = e3_root
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    first = data.plan(copy)["cells"][0]["cell_id"]
+    return copy, copy / first
+
+
+def test_datasets_lists_every_hosts_folder_sorted(e3_root, fingerprint, monkeypatch):
+    root, out, _, _ = e3_root
+    monkeypatch.setenv("RTSTUDY_ROOT", str(root))
+    other = out.parents[1] / OTHER_HOST / "smoke"
+    shutil.copytree(out, other, dirs_exist_ok=True)
+    try:
+        (out.parents[1] / "nohost" / "smoke").mkdir(parents=True)  # no plan.json: not a dataset
+        expected = sorted([out, other], key=lambda d: d.parent.name)
+        assert data.datasets("e3_overhead", "smoke") == expected
+        assert data.datasets("e3_overhead") == expected, "profile None is params.yaml's (smoke)"
+        assert data.datasets("e3_overhead", "default") == []
+        assert data.datasets("e2_rt_threads", "smoke") == []
+    finally:
+        shutil.rmtree(other.parent)
+        shutil.rmtree(out.parents[1] / "nohost")
+
+
+def test_load_concatenates_hosts_into_tidy_frames(e3_root, fingerprint, monkeypatch):
+    root, out, cells, cfg = e3_root
+    monkeypatch.setenv("RTSTUDY_ROOT", str(root))
+    other = out.parents[1] / OTHER_HOST / "smoke"
+    shutil.copytree(out, other)
+    try:
+        tables = data.load("e3_overhead")
+        assert list(tables) == ["runs"]
+        runs = tables["runs"]
+        per_host = len(cells) * len(cfg["iterations"])
+        assert len(runs) == 2 * per_host
+        assert runs.groupby("host_id").size().to_dict() == {fingerprint["host_id"]: per_host,
+                                                            OTHER_HOST: per_host}
+        for column in ("app", "scheduler", "workers", "iterations", "repetition", "profile",
+                       "whole_app_us_per_iter", "steady_us_per_iter"):
+            assert column in runs.columns, column
+        assert set(runs["profile"]) == {"smoke"}
+        assert (runs["steady_us_per_iter"] > 0).all()
+        one = data.load("e3_overhead", "smoke", hosts=OTHER_HOST)["runs"]
+        assert len(one) == per_host and set(one["host_id"]) == {OTHER_HOST}
+    finally:
+        shutil.rmtree(other.parent)
+
+
+def test_load_warns_about_cells_not_measured_yet(e3_root, monkeypatch, tmp_path):
+    root, out, _, _ = e3_root
+    fake = tmp_path / "root"
+    shutil.copytree(root, fake)
+    monkeypatch.setenv("RTSTUDY_ROOT", str(fake))
+    d = paths.raw_dir("e3_overhead", out.parent.name, "smoke")
+    shutil.rmtree(d / data.plan(d)["cells"][0]["cell_id"])
+    with pytest.warns(UserWarning, match="1 cell\\(s\\) of the plan not measured yet"):
+        runs = data.load("e3_overhead", "smoke")["runs"]
+    assert runs["cell_id"].nunique() == 1
+
+
+def test_unknown_experiment_profile_or_host_is_named_with_what_is_allowed(e3_root, monkeypatch):
+    root, _, _, _ = e3_root
+    monkeypatch.setenv("RTSTUDY_ROOT", str(root))
+    with pytest.raises(ValueError, match="unknown experiment 'e5_magic'; allowed: e1_async_buffer, "
+                                         "e2_rt_threads, e3_overhead, e4_host"):
+        data.load("e5_magic")
+    with pytest.raises(ValueError, match="profile = 'quick': expected one of smoke, default, seed"):
+        data.datasets("e3_overhead", "quick")
+    with pytest.raises(ValueError, match="from host\\(s\\) \\['nohost'\\]; available: "):
+        data.load("e3_overhead", hosts=["nohost"])
+
+
+def test_no_dataset_names_the_folder_and_the_fix(e3_root, monkeypatch):
+    root, _, _, _ = e3_root
+    monkeypatch.setenv("RTSTUDY_ROOT", str(root))
+    with pytest.raises(DataError) as info:
+        data.load("e2_rt_threads", "smoke")
+    message = str(info.value)
+    assert str(root / "data" / "raw" / "e2_rt_threads") in message
+    assert "make study" in message and "make pull" in message
+
+
+def _rewrite(path, transform) -> None:
+    table = pq.read_table(path)
+    pq.write_table(transform(table), path)
+
+
+DAMAGE = {
+    "truncated parquet": (lambda cell: _truncate(cell / "samples.parquet"),
+                          "samples.parquet", ["unreadable Parquet"]),
+    "garbage parquet": (lambda cell: (cell / "samples.parquet").write_bytes(b"\x00garbage" * 500),
+                        "samples.parquet", ["unreadable Parquet"]),
+    "missing sidecar": (lambda cell: (cell / "cell.json").unlink(),
+                        "", ["without its sidecar cell.json", "re-run its stage"]),
+    "sidecar not JSON": (lambda cell: (cell / "cell.json").write_text("{\"status\": "),
+                         "cell.json", ["not valid JSON"]),
+    "sidecar without a key": (lambda cell: _drop_key(cell / "cell.json", "summary"),
+                              "cell.json", ["['summary'] missing"]),
+    "dropped column": (lambda cell: _rewrite(cell / "samples.parquet",
+                                             lambda t: t.drop_columns(["t_ns"])),
+                       "samples.parquet", ["column 't_ns' missing (expected type int64)"]),
+    "wrong dtype": (lambda cell: _rewrite(cell / "samples.parquet",
+                                          lambda t: t.set_column(t.schema.get_field_index("t_ns"),
+                                                                 "t_ns", t["t_ns"].cast(pa.float64()))),
+                    "samples.parquet", ["column 't_ns' has type double, expected int64"]),
+    "text column as numbers": (lambda cell: _rewrite(
+        cell / "samples.parquet",
+        lambda t: t.set_column(t.schema.get_field_index("op"), "op",
+                               pa.array(np.zeros(len(t), dtype=np.int64)))),
+        "samples.parquet", ["column 'op' has type int64, expected string"]),
+}
+
+
+def _truncate(path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _drop_key(path, key) -> None:
+    record = json.loads(path.read_text())
+    del record[key]
+    path.write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize("case", list(DAMAGE))
+def test_a_damaged_file_is_named_with_what_is_wrong(damaged, case):
+    copy, cell = damaged
+    damage, name, words = DAMAGE[case]
+    damage(cell)
+    with pytest.raises(DataError) as info:
+        e3.load_runs(copy)
+    message = str(info.value)
+    assert str(cell / name) in message, message
+    for word in words:
+        assert word in message, f"{word!r} missing from: {message}"
+
+
+def test_load_reports_damage_too(e3_root, monkeypatch, tmp_path):
+    root, out, _, _ = e3_root
+    fake = tmp_path / "root"
+    shutil.copytree(root, fake)
+    monkeypatch.setenv("RTSTUDY_ROOT", str(fake))
+    d = paths.raw_dir("e3_overhead", out.parent.name, "smoke")
+    victim = d / data.plan(d)["cells"][1]["cell_id"] / "samples.parquet"
+    _rewrite(victim, lambda t: t.drop_columns(["op"]))
+    with pytest.raises(DataError, match=re.escape(f"{victim}: not a e3_overhead samples file")):
+        data.load("e3_overhead", "smoke")
+
+
+def test_an_empty_samples_file_is_checked_for_its_columns_only(tmp_path):
+    # E4's cyclicdeadline keeps no histogram: the app writes empty float64 columns.
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"latency_ns": np.array([]), "count": np.array([])}), empty)
+    data.check_schema(empty, "e4_host")
+    pq.write_table(pa.table({"latency_ns": np.array([])}), empty)
+    with pytest.raises(DataError, match="column 'count' missing"):
+        data.check_schema(empty, "e4_host")
+
+
+def test_the_schema_is_what_every_app_writes(tmp_path, fingerprint, monkeypatch):
+    """One real cell per experiment, without real-time policies (any host), against SAMPLE_SCHEMAS."""
+    e1_cfg = dict(params.stage_config(e1.EXPERIMENT, "smoke"), scenarios=["S1"], buffers=["default"],
+                  policies=["none"], periods_ms=[20], messages=10)
+    e2_cfg = dict(params.stage_config(e2.EXPERIMENT, "smoke"), policies=["normal"], load_factors=[0],
+                  duration_s=0.5)
+    e4_cfg = dict(params.stage_config(e4.EXPERIMENT, "smoke"), jitter_cpus=[0], jitter_seconds=0.2,
+                  floor_tools=[])
+    e3_cfg = dict(params.stage_config(e3.EXPERIMENT, "smoke"), apps=["ping"], schedulers=["greedy"])
+    monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))  # E4 compiles its probe under <root>/build
+    plans = {e1.EXPERIMENT: e1.plan(e1_cfg, fingerprint), e2.EXPERIMENT: e2.plan(e2_cfg, fingerprint),
+             e3.EXPERIMENT: e3.plan(e3_cfg), e4.EXPERIMENT: e4.plan(e4_cfg, fingerprint, e2_cfg)}
+    assert set(plans) == set(data.SAMPLE_SCHEMAS)
+    context = SweepContext.from_fingerprint(fingerprint, "smoke")
+    for experiment, cells in plans.items():
+        assert len(cells) == 1, experiment
+        out = tmp_path / experiment
+        with open("/dev/null", "w") as devnull:
+            run_sweep(cells, out, context, 1, progress=devnull)
+        samples = out / cells[0].cell_id / "samples.parquet"
+        schema = pq.read_schema(samples)
+        assert schema.names == list(data.SAMPLE_SCHEMAS[experiment]), experiment
+        assert pq.read_metadata(samples).num_rows > 0, experiment
+        data.check_schema(samples, experiment)
+        sidecars, missing = data.completed_cells(out)
+        assert missing == [] and set(data.SIDECAR_KEYS) <= set(sidecars[0]), experiment
+
+
+def test_the_floor_without_a_histogram_passes_the_check(tmp_path, fingerprint, monkeypatch):
+    """cyclicdeadline writes a samples file with no rows; it must still load."""
+    if shutil.which("cyclicdeadline") is None:
+        pytest.skip("cyclicdeadline (Debian rt-tests) is not installed")
+    require_policy(fingerprint, "SCHED_DEADLINE")
+    e2_cfg = params.stage_config(e2.EXPERIMENT, "smoke")
+    cfg = dict(params.stage_config(e4.EXPERIMENT, "smoke"), jitter_cpus=[],
+               floor_tools=["cyclicdeadline"], floor_seconds=1)
+    monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))
+    cells = e4.plan(cfg, fingerprint, e2_cfg)
+    assert [c.config["kind"] for c in cells] == ["cyclicdeadline"]
+    out = tmp_path / "e4"
+    with open("/dev/null", "w") as devnull:
+        run_sweep(cells, out, SweepContext.from_fingerprint(fingerprint, "smoke"), 1, progress=devnull)
+    _, stats, missing = e4.load(out)
+    assert missing == [] and len(stats) == 1 and stats["n"].iloc[0] > 0
+
+
+def test_the_readme_documents_every_column_and_sidecar_key():
+    readme = (paths.root() / "data" / "README.md").read_text()
+    for experiment, columns in data.SAMPLE_SCHEMAS.items():
+        section = readme.split(f"### {experiment}", 1)
+        assert len(section) == 2, f"data/README.md has no '### {experiment}' section"
+        body = section[1].split("###", 1)[0]
+        for column, kind in columns.items():
+            assert re.search(rf"`{column}`\s*\|\s*{kind}\b", body), (experiment, column, kind)
+    for key in data.SIDECAR_KEYS:
+        assert f"`{key}`" in readme, key
+    assert "data.load(" in readme and "data.datasets(" in readme
