@@ -9,13 +9,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.rtstudy-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: study test setup sysdeps report profile lock clean-venv help
+.PHONY: study test setup sysdeps report profile push pull lab lock clean-venv help
 
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
 	@echo "make test           set up, then run every test (real Holoscan runs at smoke size)"
 	@echo "make report         render report/report.html from the data present (measures nothing)"
 	@echo "make profile P=NAME choose the parameter profile: smoke | default | seed"
+	@echo "make push           send the measured data to the DVC remote (see .dvc/config)"
+	@echo "make pull           fetch the data of dvc.lock from the DVC remote (then: make report)"
+	@echo "make lab            JupyterLab on 127.0.0.1 with a token and the rtstudy kernel"
 	@echo "make lock           re-resolve requirements.lock from pyproject.toml"
 
 setup: $(STAMP) sysdeps
@@ -43,6 +46,29 @@ report: $(STAMP)
 
 profile: $(STAMP)
 	$(BIN)/rtstudy params use $(P)
+
+# Sharing data: DVC moves what dvc.lock names between the cache and the remote
+# (.dvc/config; README "Sharing data"). dvc.lock travels with git.
+push: $(STAMP)
+	$(BIN)/dvc push
+	@echo "Pushed to DVC remote '$$($(BIN)/dvc remote default)'. Commit and push dvc.lock with git so others can pull this data."
+
+pull: $(STAMP)
+	$(BIN)/dvc pull
+	@echo "Pulled the data of dvc.lock. Render it without measuring: make report"
+
+# JupyterLab on this machine only, always with a token: $JUPYTER_TOKEN if set
+# and non-empty, else a fresh random one. The token reaches Jupyter through the
+# environment, not the command line, so `ps` does not show it. LAB_PORT reaches
+# the recipe through the environment too, so its value is never parsed as shell.
+export LAB_PORT ?= 8888
+lab: $(STAMP)
+	@token="$${JUPYTER_TOKEN:-$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(32))')}"; \
+	echo "JupyterLab: http://127.0.0.1:$$LAB_PORT/lab?token=$$token  (this machine only; Ctrl-C stops it)"; \
+	JUPYTER_TOKEN="$$token" exec $(BIN)/jupyter lab --no-browser \
+	  --ServerApp.ip=127.0.0.1 --ServerApp.port="$$LAB_PORT" --ServerApp.port_retries=0 \
+	  --ServerApp.root_dir="$(CURDIR)" --MappingKernelManager.default_kernel_name=rtstudy \
+	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lock:
 	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv

@@ -1,12 +1,21 @@
-"""Shared fixtures: a smoke-sized configuration and a sweep context for tmp output dirs."""
+"""Shared fixtures: a smoke-sized configuration, a sweep context, and a copy of the project."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from rtstudy import host, params
+from rtstudy import host, params, paths
 from rtstudy.harness import SweepContext
+
+BIN = Path(sys.executable).parent
+
+# Outputs of the pipeline: a copy of the project starts without them, as a fresh clone does.
+OUTPUTS = ("data/raw/", "experiments/", "report/")
 
 
 @pytest.fixture(scope="session")
@@ -35,3 +44,59 @@ def require_policy(fp: dict, name: str) -> None:
 def devnull():
     with open(os.devnull, "w") as f:
         yield f
+
+
+def copy_checkout(dest: Path) -> dict:
+    """Copy the working tree's files (tracked and untracked, not ignored) to ``dest``.
+
+    Pipeline outputs and ``dvc.lock`` are left out, so ``dest`` looks like a
+    fresh clone of the working tree.
+
+    Parameters
+    ----------
+    dest : Path
+        An empty directory.
+
+    Returns
+    -------
+    dict
+        An environment that points the installed package at ``dest``
+        (``RTSTUDY_ROOT``), puts the venv first on ``PATH`` and gives git an
+        identity for commits.
+    """
+    root = paths.root()
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           cwd=root, capture_output=True, text=True, check=True,
+                           timeout=60).stdout.split("\n")
+    for rel in filter(None, files):
+        if (root / rel).is_file() and not rel.startswith(OUTPUTS):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, dest / rel)
+    (dest / "dvc.lock").unlink(missing_ok=True)
+    return dict(os.environ, RTSTUDY_ROOT=str(dest), PATH=f"{BIN}:{os.environ['PATH']}",
+                GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@localhost", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@localhost")
+
+
+@pytest.fixture(scope="session")
+def checkout_copy(tmp_path_factory):
+    """A function ``name -> (dest, env)``: a fresh copy of the working tree (:func:`copy_checkout`)."""
+    def make(name: str) -> tuple[Path, dict]:
+        dest = tmp_path_factory.mktemp(name)
+        return dest, copy_checkout(dest)
+    return make
+
+
+@pytest.fixture(scope="session")
+def project(checkout_copy):
+    """A git repository holding a copy of the working tree, smoke profile, not yet measured.
+
+    Session-scoped: tests/test_pipeline.py measures it with ``dvc repro`` and
+    tests/test_sharing.py reuses that data instead of measuring again. Tests
+    that must not change what others see work on their own copy of it.
+    """
+    dest, env = checkout_copy("project")
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"],
+                 [str(BIN / "rtstudy"), "params", "use", "smoke"]):
+        subprocess.run(args, cwd=dest, env=env, capture_output=True, check=True, timeout=120)
+    return dest, env

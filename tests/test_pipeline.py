@@ -2,21 +2,17 @@
 
 `dvc repro` measures E3 and renders the report; a second repro re-measures
 nothing; changing one E3 parameter re-runs E3 and the report only; a wrong
-parameter stops before anything is measured, naming the key.
+parameter stops before anything is measured, naming the key. The project is
+the session-scoped ``project`` fixture of conftest.py; tests/test_sharing.py
+reuses the data measured here.
 """
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
-
-from rtstudy import paths
 
 BIN = Path(sys.executable).parent
 
@@ -30,28 +26,6 @@ def sh(args, cwd, env, check=True):
 
 def ran(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([\w-]+)'", output))
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    """A git clone-like copy of the working tree, pointed at by RTSTUDY_ROOT."""
-    root = paths.root()
-    dest = tmp_path_factory.mktemp("project")
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                           cwd=root, capture_output=True, text=True, check=True).stdout.split("\n")
-    for rel in filter(None, files):
-        if (root / rel).is_file() and not rel.startswith(("data/raw/", "experiments/", "report/")):
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / rel, dest / rel)
-    (dest / "dvc.lock").unlink(missing_ok=True)
-    env = dict(os.environ, RTSTUDY_ROOT=str(dest), PATH=f"{BIN}:{os.environ['PATH']}",
-               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@localhost", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@localhost")
-    sh(["git", "init", "-q"], dest, env)
-    sh(["git", "add", "-A"], dest, env)
-    sh(["git", "commit", "-qm", "copy"], dest, env)
-    sh([str(BIN / "rtstudy"), "params", "use", "smoke"], dest, env)
-    return dest, env
 
 
 def cells_on_disk(dest: Path) -> int:

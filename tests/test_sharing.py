@@ -1,0 +1,225 @@
+"""Sharing data with DVC: push, clone, pull, and render the report there without measuring.
+
+The data is the smoke dataset tests/test_pipeline.py measured in the session's
+``project`` (measured here only if that test did not run). It is copied to an
+"origin" repository, pushed with ``make push`` to a temporary remote, cloned
+with git into a folder of its own and pulled there with ``make pull``. The
+clone then renders the report without real-time rights (as ``nobody``, or as
+root without CAP_SYS_NICE where nobody cannot reach the venv's interpreter):
+nothing may be measured and no data file may change. A second host's dataset
+(the first one copied under another host id) is then pushed and pulled, and
+both host ids must reach the report.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+VENV = Path(sys.prefix)
+# `make push` / `make pull` run in copies of the project that have no .venv of
+# their own: point the Makefile at this venv and never let it reinstall it.
+MAKE = ["make", "--no-print-directory", f"VENV={VENV}", "-o", f"{VENV}/.rtstudy-installed"]
+STAGES = ("e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host")
+SECTIONS = ("E1 — Async lock-free buffer", "E2 — Real-time vs normal thread",
+            "E3 — Scheduler overhead", "E4 — Host tuning audit")
+OTHER_HOST = "colleague-0badc0de"
+ROOT = os.geteuid() == 0
+
+
+def sh(args, cwd, env, timeout=600, **kwargs) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+    if proc.returncode != 0:
+        raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def make_env(env: dict) -> dict:
+    """``env`` without an outer make's variables (`make test` runs pytest from make)."""
+    return {k: v for k, v in env.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+
+
+def files(raw: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``raw`` with its size and modification time."""
+    return {str(p.relative_to(raw)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in raw.rglob("*") if p.is_file()}
+
+
+def host_ids(project: Path, stage: str) -> set[str]:
+    return {p.parent.parent.name for p in (project / "data" / "raw" / stage).glob("*/smoke/plan.json")}
+
+
+# Without real-time rights: as nobody, or, when nobody cannot run this venv's interpreter
+# (pyenv's under /root, mode 0700, say), as root without CAP_SYS_NICE. Either way with no
+# rtprio limit (set by preexec_fn), so the kernel refuses every real-time policy.
+AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+WITHOUT_SYS_NICE = ["setpriv", "--bounding-set", "-sys_nice", "--"]
+
+
+def no_realtime_limit() -> None:
+    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
+
+
+@pytest.fixture(scope="module")
+def unprivileged() -> list[str]:
+    """The command prefix that drops real-time rights (empty when we are not root)."""
+    if not ROOT:
+        return []
+    # The interpreter the venv's python links to, not the link: that is what exec needs.
+    reach = subprocess.run([*AS_NOBODY, "test", "-x", os.path.realpath(sys.executable)],
+                           capture_output=True, timeout=60)
+    return AS_NOBODY if reach.returncode == 0 else WITHOUT_SYS_NICE
+
+
+def chown(path: Path, owner: str) -> None:
+    """Hand ``path`` to ``owner`` (git refuses to work in a repository owned by someone else)."""
+    sh(["chown", "-R", owner, path], "/", os.environ)
+
+
+def publish(origin: Path, env: dict, message: str) -> None:
+    """What a host does after measuring: record the data in dvc.lock, commit it, push the data."""
+    # `dvc commit` records data/raw/ as it is now. Through the API, not the command line, for
+    # allow_missing: test_pipeline.py's failed repro deleted E3's lab book (an uncached output).
+    sh([BIN / "python", "-c", "import sys; from dvc.repo import Repo\n"
+        "with Repo('.') as repo:\n"
+        "    for stage in sys.argv[1:]:\n"
+        "        repo.commit(stage, force=True, allow_missing=True)", *STAGES], origin, env)
+    sh(["git", "add", "-A"], origin, env)
+    sh(["git", "commit", "-qm", message], origin, env)
+    sh([*MAKE, "push"], origin, make_env(env))
+
+
+@pytest.fixture(scope="module")
+def origin(project, tmp_path_factory):
+    """A copy of the measured project with a temporary default remote, pushed once.
+
+    A copy, so the session's ``project`` stays as tests/test_pipeline.py left it.
+    """
+    src, env = project
+    base = tmp_path_factory.mktemp("sharing")
+    dest, remote = base / "origin", base / "remote"
+    # .dvc/tmp holds locks and a state database tied to the original's inodes.
+    shutil.copytree(src, dest, symlinks=True,
+                    ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
+    env = dict(env, RTSTUDY_ROOT=str(dest))
+    if not (dest / "dvc.lock").is_file() or not all(host_ids(dest, s) for s in STAGES):
+        sh([BIN / "dvc", "repro"], dest, env, timeout=900)  # test_pipeline.py did not run
+    name = sh([BIN / "dvc", "remote", "default"], dest, env).stdout.strip()
+    # --local: .dvc/config.local, which git ignores: the committed default stays as it is.
+    sh([BIN / "dvc", "remote", "modify", "--local", name, "url", remote], dest, env)
+    publish(dest, env, "measured on this host")
+    return dest, env, name, remote
+
+
+@pytest.fixture(scope="module")
+def clone(origin):
+    """``git clone`` of the origin in a folder ``nobody`` can reach, then ``make pull``."""
+    src, env, name, remote = origin
+    # Not under pytest's tmp_path: that is private to root (mode 0700).
+    base = Path(tempfile.mkdtemp(prefix="rtstudy-clone-"))
+    try:
+        dest, home = base / "clone", base / "home"
+        home.mkdir()
+        sh(["git", "clone", "-q", src, dest], base, env)
+        sh([BIN / "dvc", "remote", "modify", "--local", name, "url", remote], dest, env)
+        sh([*MAKE, "pull"], dest, make_env(env))
+        os.chmod(base, 0o755)
+        clone_env = {k: v for k, v in env.items()
+                     if not k.startswith(("JUPYTER_", "XDG_", "MPL", "IPYTHON"))}
+        clone_env.update(RTSTUDY_ROOT=str(dest), HOME=str(home), TMPDIR=str(home))
+        yield dest, clone_env
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def render_report_unprivileged(dest: Path, env: dict, prefix: list[str]) -> str:
+    """``rtstudy report`` in the clone without real-time rights; the HTML.
+
+    Checks on the way that the kernel really refused every real-time policy to
+    that user and that rendering neither added nor changed a data file.
+    """
+    def run(args) -> subprocess.CompletedProcess:
+        return subprocess.run([*prefix, *map(str, args)], cwd=dest, env=env, capture_output=True,
+                              text=True, timeout=600, preexec_fn=no_realtime_limit)
+
+    as_nobody = prefix == AS_NOBODY
+    if as_nobody:
+        chown(dest.parent, "nobody:nogroup")
+    try:
+        probe = run([BIN / "python", "-c", "import json; from rtstudy import host; "
+                     "print(json.dumps(host.probe_realtime()))"])
+        assert probe.returncode == 0, probe.stderr
+        if ROOT:
+            allowed = [k for k, v in json.loads(probe.stdout).items() if v == "ok"]
+            assert not allowed, f"the report must render without real-time rights, got {allowed}"
+        raw = dest / "data" / "raw"
+        before = files(raw)
+        out = run([BIN / "rtstudy", "report"])
+        assert out.returncode == 0, f"rtstudy report failed:\n{out.stdout}\n{out.stderr}"
+        assert files(raw) == before, "rendering the report changed or added data files"
+    finally:
+        if as_nobody:
+            chown(dest.parent, "0:0")
+    # Only the report notebook ran: a measuring stage's notebook would be in experiments/.
+    assert sorted(p.name for p in (dest / "experiments").glob("*.ipynb")) == ["report.ipynb"]
+    html = (dest / "report" / "report.html").read_text()
+    for section in SECTIONS:
+        assert section in html
+    return html
+
+
+def test_the_committed_default_remote_is_a_folder_outside_the_checkout(clone):
+    dest, env = clone
+    # --project: .dvc/config as committed, without the test's --local override.
+    name = sh([BIN / "dvc", "config", "--project", "core.remote"], dest, env).stdout.strip()
+    url = sh([BIN / "dvc", "config", "--project", f"remote.{name}.url"], dest, env).stdout.strip()
+    assert url
+    # DVC resolves a relative local remote against .dvc/.
+    where = (dest / ".dvc" / url).resolve()
+    assert not where.is_relative_to(dest.resolve()), where
+
+
+def test_a_clone_pulls_the_data_and_renders_the_report_without_measuring(origin, clone,
+                                                                        unprivileged):
+    src, _, _, _ = origin
+    dest, env = clone
+    # Every data file of the origin reached the clone.
+    assert files(dest / "data" / "raw").keys() == files(src / "data" / "raw").keys()
+    assert not (dest / "report" / "report.html").exists()
+    html = render_report_unprivileged(dest, env, unprivileged)
+    (host_id,) = host_ids(dest, "e3_overhead")
+    assert host_id in html and "Provenance" in html
+
+
+def test_datasets_of_two_hosts_coexist_and_both_reach_the_report(origin, clone, unprivileged):
+    src, src_env, _, _ = origin
+    dest, env = clone
+    # The second host's dataset: this host's, copied under another host id.
+    for stage in STAGES:
+        (first,) = host_ids(src, stage)
+        copy = src / "data" / "raw" / stage / OTHER_HOST
+        shutil.copytree(src / "data" / "raw" / stage / first, copy)
+        for path in copy.rglob("*.json"):
+            record = json.loads(path.read_text())
+            if isinstance(record, dict) and "host_id" in record:
+                record["host_id"] = OTHER_HOST
+                path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    publish(src, src_env, "measured on a second host")
+
+    sh(["git", "pull", "-q"], dest, env)
+    sh([*MAKE, "pull"], dest, make_env(env))
+    for stage in STAGES:
+        assert host_ids(dest, stage) == host_ids(src, stage) and OTHER_HOST in host_ids(dest, stage)
+    html = render_report_unprivileged(dest, env, unprivileged)
+    # The contract of the report: every host id that has data is printed.
+    for host_id in host_ids(dest, "e3_overhead"):
+        assert host_id in html, f"host {host_id} has data but is not in the report"
