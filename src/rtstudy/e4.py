@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import audit, data, paths
+from rtstudy import audit, data
 from rtstudy.harness import Cell
 
 EXPERIMENT = "e4_host"
@@ -28,14 +28,13 @@ def plan(cfg: dict, fp: dict, e2_cfg: dict) -> list[Cell]:
     cpus = fp["cpu"]["online"] if cfg["jitter_cpus"] == "all" else cfg["jitter_cpus"]
     stress_workers = int(round(cfg["stress_load_factor"] * fp["cpu"]["count"]))
     interval_us = round(1e6 / e2_cfg["fps"])
-    build_dir = str(paths.root() / "build")
     cells = []
     for rep in range(cfg["repetitions"]):
         for load in cfg["loads"]:
             common = {"load": load, "stress_workers": stress_workers}
             for cpu in cpus:
                 config = {**common, "kind": "jitter", "cpu": cpu, "seconds": cfg["jitter_seconds"],
-                          "fifo_priority": cfg["jitter_fifo_priority"], "build_dir": build_dir}
+                          "fifo_priority": cfg["jitter_fifo_priority"]}
                 cells.append(Cell(EXPERIMENT, "e4_floor", f"jitter-cpu{cpu}-{load}", config, rep,
                                   cfg["jitter_seconds"] + cfg["timeout_margin_s"]))
             for tool in cfg["floor_tools"]:
@@ -72,15 +71,39 @@ def host_problems(cfg: dict, fp: dict) -> list[str]:
     return problems
 
 
+def kernel_config(option: str) -> str | None:
+    """``y``/``m``/``n`` for a kernel build option, or None when the config cannot be read."""
+    import gzip
+    import platform
+
+    for path in (Path("/proc/config.gz"), Path(f"/boot/config-{platform.release()}")):
+        try:
+            text = (gzip.open(path, "rt") if path.suffix == ".gz" else open(path)).read()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith(f"{option}="):
+                return line.split("=", 1)[1]
+        return "n"
+    return None
+
+
 def osnoise_status() -> dict:
-    """Whether ``rtla osnoise`` can run here; measuring it is left for hosts that have it."""
-    tracers = Path("/sys/kernel/tracing/available_tracers")
+    """Whether ``rtla osnoise`` can run here, and if not, exactly why.
+
+    Measuring it is left for hosts that have it; the study records the reason.
+    """
+    if kernel_config("CONFIG_OSNOISE_TRACER") == "n":
+        return {"available": False, "why": "the kernel is built without CONFIG_OSNOISE_TRACER "
+                "(no osnoise tracer to run)"}
     if shutil.which("rtla") is None:
         return {"available": False, "why": "rtla is not installed (Debian package rtla)"}
+    tracers = Path("/sys/kernel/tracing/available_tracers")
     try:
         have = "osnoise" in tracers.read_text()
     except OSError as exc:
-        return {"available": False, "why": f"cannot read {tracers}: {exc.strerror}"}
+        return {"available": False, "why": f"cannot read {tracers} ({exc.strerror}); tracefs "
+                "may not be mounted: mount -t tracefs nodev /sys/kernel/tracing"}
     return {"available": have, "why": "" if have else "the kernel has no osnoise tracer"}
 
 

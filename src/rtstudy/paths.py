@@ -34,6 +34,11 @@ def executed_notebook(name: str) -> Path:
     return root() / "experiments" / f"{name}.ipynb"
 
 
+def build_dir() -> Path:
+    """Where the pipeline compiles native tools (E4's jitter probe); not tracked."""
+    return root() / "build"
+
+
 def data_dir() -> Path:
     return root() / "data"
 

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from rtstudy import paths
+from rtstudy.host import die_with_parent
 from rtstudy.apps._child import main
 from rtstudy.realtime import POLICIES
 
@@ -42,9 +44,10 @@ def start_load(config: dict) -> subprocess.Popen | None:
         return None
     # Longer than the measurement; it is stopped as soon as the measurement ends.
     seconds = int(config["seconds"] + 30)
+    # die_with_parent: a cell killed from outside must not leave its load running.
     return subprocess.Popen(["stress-ng", "--cpu", str(config["stress_workers"]), "--timeout",
                              f"{seconds}s", "--quiet"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
 
 
 def stop_load(proc: subprocess.Popen | None) -> None:
@@ -58,9 +61,11 @@ def stop_load(proc: subprocess.Popen | None) -> None:
 
 
 def run_jitter(config: dict) -> tuple[dict, dict]:
-    binary = probe_binary(Path(config["build_dir"]))
+    # Not from the config: a cell's identity must not depend on where the checkout is.
+    binary = probe_binary(paths.build_dir())
     cmd = [str(binary), str(config["cpu"]), str(config["seconds"]), str(config["fifo_priority"])]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                         preexec_fn=die_with_parent).stdout
     result = json.loads(out)
     per_ns = result["ticks_per_ns"]
     latency = [round(d / per_ns) for d, _ in result["hist"]] + \
@@ -86,7 +91,7 @@ def run_rt_tests(config: dict) -> tuple[dict, dict]:
         else:
             cmd = ["cyclicdeadline", "-q", "-t", "1", "-i", str(config["interval_us"]),
                    "-D", f"{int(config['seconds'])}s", f"--json={json_path}"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=die_with_parent)
         if proc.returncode != 0 or not json_path.exists():
             raise RuntimeError(f"{tool} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
         result = json.loads(json_path.read_text())
