@@ -20,7 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
+from pathlib import Path
 
 from rtstudy import host, params, paths
 
@@ -48,8 +50,6 @@ def _params_use(args) -> int:
 
 
 def _host_fingerprint(args) -> int:
-    from pathlib import Path
-
     record = host.write_fingerprint(Path(args.out) if args.out else None)
     print(f"host id {record['host_id']}; fingerprint in {args.out or paths.fingerprint_file()}")
     return 0
@@ -67,8 +67,6 @@ def _host_check(args) -> int:
 
 
 def _host_audit(args) -> int:
-    from pathlib import Path
-
     from rtstudy import audit
 
     items = audit.audit(Path(args.root))
@@ -85,8 +83,6 @@ def _host_plan(args) -> int:
 
 
 def _host_apply(args) -> int:
-    from pathlib import Path
-
     from rtstudy import tuning
 
     plan = tuning.plan(args.cpus)
@@ -104,8 +100,6 @@ def _host_apply(args) -> int:
 
 
 def _host_revert(args) -> int:
-    from pathlib import Path
-
     from rtstudy import tuning
 
     revert_file = Path(args.revert_file) if args.revert_file else tuning.default_revert_file()
@@ -142,20 +136,46 @@ def _report(args) -> int:
 
 
 def render_html(executed_notebook) -> str:
-    """Render an executed notebook to ``report/report.html``: code hidden, images embedded."""
+    """Render an executed notebook to ``report/report.html``.
+
+    Code hidden, images embedded, no script fetched from the network, and a
+    table of contents built from the section headings.
+    """
     import nbformat
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True,
+    templates = Path(__file__).parent / "templates"
+    exporter = HTMLExporter(template_name="rtstudy_report", extra_template_basedirs=[str(templates)],
+                            exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True)
     nb = nbformat.read(str(executed_notebook), as_version=4)
+    nb.metadata["title"] = "Real-time scheduling for NVIDIA Holoscan applications"
     body, _ = exporter.from_notebook_node(nb)
+    body = add_toc(body)
     out = paths.report_html()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".html.tmp")
     tmp.write_text(body)
     tmp.replace(out)
     return str(out)
+
+
+_HEADING = re.compile(r'<h([23]) id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
+
+
+def add_toc(html: str) -> str:
+    """Insert a table of contents of the h2/h3 headings after the report's title (h1)."""
+    entries = [f'<li class="h{level}"><a href="#{anchor}">{text.strip()}</a></li>'
+               for level, anchor, text in _HEADING.findall(html)]
+    if not entries:
+        return html
+    nav = '<nav class="toc"><strong>Contents</strong><ul>' + "".join(entries) + "</ul></nav>"
+    # Between the title's cell and the next one: inside a cell the output area is a
+    # flex row that would squeeze the list to nothing.
+    cut = html.find('<div class="jp-Cell ', max(html.find("</h1>"), 0))
+    if cut < 0:
+        cut = html.find("<main>") + len("<main>")
+    return html[:cut] + nav + html[cut:]
 
 
 def build_parser() -> argparse.ArgumentParser:

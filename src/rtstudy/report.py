@@ -9,6 +9,7 @@ import pandas as pd
 
 from rtstudy import host, paths, seeds
 from rtstudy.harness import git_state
+from rtstudy.stats import bootstrap_ci
 
 
 def provenance(profile: str, sidecars_host_ids: list[str] | None = None) -> dict:
@@ -45,13 +46,16 @@ def footer_markdown(prov: dict) -> str:
     )
 
 
-def table_html(df: pd.DataFrame) -> str:
-    """A plain HTML table (no index) that nbconvert keeps when code is hidden."""
-    return df.to_html(index=False, escape=True, border=0, classes="rtstudy-table")
+def table_html(df: pd.DataFrame, caption: str = "") -> str:
+    """A plain HTML table (no index) with its caption, which nbconvert keeps when code is hidden."""
+    if df.empty:
+        return ""
+    head = f'<p class="table-caption">{caption}</p>' if caption else ""
+    return head + df.to_html(index=False, escape=True, border=0, classes="rtstudy-table")
 
 
 def data_dir(experiment: str, profile: str):
-    """The dataset the report shows for ``experiment``: this host's, else the only one present."""
+    """The dataset the report shows for ``experiment``: this host's, else the first host's."""
     from rtstudy.data import DataError
 
     fp_file = paths.fingerprint_file()
@@ -64,9 +68,9 @@ def data_dir(experiment: str, profile: str):
         return others[0]
     if not others:
         raise DataError(f"no {experiment} data for profile {profile!r} under "
-                        f"{paths.raw_root(experiment)}; run `make study` (or `dvc pull`)")
-    raise DataError(f"{experiment} has data from several hosts for profile {profile!r} "
-                    f"({', '.join(p.parent.name for p in others)}) and none from this host")
+                        f"{paths.raw_root(experiment)}; run `make study` (or `make pull`)")
+    # Several other hosts and none of this one: show the first; "Hosts compared" shows them all.
+    return others[0]
 
 
 def title_markdown(profile: str) -> str:
@@ -249,11 +253,18 @@ def e2_markdown(cfg: dict, runs: pd.DataFrame, red: pd.DataFrame, verdict: dict,
         parts = [f"{r['policy'].replace('SCHED_', '')} {_pct(r)}" for r in zero.to_dict("records")]
         flat = all((r["low"] <= 0 <= r["high"]) or abs(r["reduction"]) < 0.2
                    for r in zero.to_dict("records") if pd.notna(r["low"]))
+        base_ms = float(zero["std_normal_ms"].iloc[0])
+        lo_ms, hi_ms = float(zero["std_ms"].min()), float(zero["std_ms"].max())
+        nominal_ms = 1e3 / cfg["fps"]
         lines.append(f"- **At {zero['load_factor'].iloc[0]:g} loads per CPU** (no contention) — "
                      f"{'; '.join(parts)}: "
                      + ("no meaningful difference, as expected: with no runnable competitor "
                         "there is nothing for a policy to win." if flat else
-                        "a difference even without contention (see the figures)."))
+                        f"even without loads the policies change the std, from {base_ms:.3f} ms "
+                        f"(normal) to {lo_ms:.3f}–{hi_ms:.3f} ms, but all of these are below "
+                        f"{max(base_ms, hi_ms) / nominal_ms:.1%} of the {nominal_ms:.1f} ms period — small "
+                        "in absolute terms, and plausibly the host's own background activity "
+                        "(the harness, other processes), which a real-time thread preempts."))
     gil = red[(red["load_work_model"] == "python")
               & (red["load_factor"] == red["load_factor"].max())]
     if len(gil):
@@ -375,3 +386,229 @@ def summary_markdown(h1: dict, h2: dict, h3: dict, h4: dict) -> str:
     lines += ["", "Each verdict's criterion is stated in its section. *Inconclusive* means this "
               "host cannot test the claim (it says why), not that the claim failed."]
     return "\n".join(lines)
+
+
+def p_columns_formatted(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every p-value column (named ``p …``) formatted for reading."""
+    from rtstudy.stats import format_p
+
+    out = df.copy()
+    for col in out.columns:
+        if str(col).startswith("p "):
+            out[col] = out[col].map(format_p)
+    return out
+
+
+def methods_markdown(fp: dict, profile: str, cfgs: dict, e1_cells: pd.DataFrame, e2_runs: pd.DataFrame,
+                     e3_runs: pd.DataFrame, e4_stats: pd.DataFrame) -> str:
+    """The report's methods: host, profile, what was run and how often, run order, statistics.
+
+    Parameters
+    ----------
+    fp : dict
+        Fingerprint of the host that measured the data (:func:`data_fingerprint`).
+    profile : str
+        The parameter profile the data was measured with.
+    cfgs : dict
+        Resolved parameters per stage (``params.stage_config``), keyed by stage name.
+    e1_cells, e2_runs, e3_runs, e4_stats : DataFrame
+        The loaded data; every count below comes from them.
+    """
+    e1c, e2c, e3c, e4c, rep = (cfgs[k] for k in ("e1_async_buffer", "e2_rt_threads",
+                                                 "e3_overhead", "e4_host", "report"))
+    jitter = e4_stats[e4_stats["kind"] == "jitter"] if len(e4_stats) else e4_stats
+    floor = e4_stats[e4_stats["kind"] != "jitter"] if len(e4_stats) else e4_stats
+    lines = [
+        "## Methods",
+        "",
+        f"**Host.** `{fp['host_id']}`: {fp['cpu']['count']} × {fp['cpu']['model']}, kernel "
+        f"{fp['kernel']['release']} ({fp['kernel']['preempt_model']}), sched_rt_runtime_us "
+        f"{fp['sched']['rt_runtime_us']}; policies this process may use: "
+        + ", ".join(f"{k} {v.split(':')[0]}" for k, v in fp["realtime"].items()) + ".",
+        "",
+        f"**Profile** `{profile}` (sizes in `params.yaml`). What was measured:",
+        "",
+        f"- **E1**: {e1_cells['cell_id'].nunique() if len(e1_cells) else 0} runs "
+        f"({len(e1c['scenarios'])} scenario(s) × {len(e1c['buffers'])} buffer(s) × "
+        f"{len(e1c['periods_ms'])} periods × {e1c['repetitions']} repetition(s)), "
+        f"{e1c['messages']} messages per producer, first {e1c['discard_head']} and last "
+        f"{e1c['discard_tail']} discarded.",
+        f"- **E2**: {len(e2_runs)} runs of {e2c['duration_s']:g} s at {e2c['fps']} FPS "
+        f"after {e2c['warmup_frames']} warm-up frames; "
+        f"{int(e2_runs['n'].sum()) if len(e2_runs) else 0:,} frame periods kept.",
+        f"- **E3**: {len(e3_runs)} timed app runs in "
+        f"{e3_runs['cell_id'].nunique() if len(e3_runs) else 0} cells, N = "
+        f"{', '.join(f'{n:,}' for n in e3c['iterations'])}, {e3c['warmup_iterations']} warm-up "
+        "iterations.",
+        f"- **E4**: jitter probe {e4c['jitter_seconds']:g} s per CPU and load "
+        f"({int(jitter['n'].sum()) if len(jitter) else 0:,} loops); rt-tests floor "
+        f"{e4c['floor_seconds']:g} s per tool and load "
+        f"({int(floor['n'].sum()) if len(floor) else 0:,} cycles).",
+        "",
+        "**Procedure.** Every run is its own subprocess (fresh Holoscan state, 32 MiB stack, a "
+        "hard timeout), in a seeded random order (seeds in `params.yaml`), so slow drift of the "
+        "host is not confounded with a configuration. Intervals are CLOCK_MONOTONIC. A run that "
+        "asked for a real-time policy counts only if every operator read that policy back on its "
+        "own thread. Every sample is kept in `data/raw/` with the effective configuration.",
+        "",
+        f"**Statistics.** Confidence intervals are {rep['confidence']:.0%}: BCa bootstrap "
+        f"({rep['bootstrap_resamples']:,} resamples, seed {rep['random_seed']}) for means, "
+        "standard deviations and percentiles, percentile bootstrap for ratios, t-based for "
+        "regression slopes. Spread is compared with the Brown–Forsythe test (Levene's, centred "
+        "on the median), location with the Mann–Whitney U test; p-values over a sweep grid are "
+        "Holm-adjusted. Consecutive frames and messages of one run are correlated, so CIs and "
+        "p-values that treat them as independent are too narrow; effects are judged by their "
+        "size and by agreement across repetitions, and p-values are a screen. *max* is always "
+        "quoted with its N.",
+    ]
+    return "\n".join(lines)
+
+
+def limitations(fp: dict, record: dict, e1_cells: pd.DataFrame, e2_runs: pd.DataFrame) -> list[str]:
+    """What limits this dataset, derived from the host fingerprint, the audit and the data."""
+    from rtstudy.e2 import RT_POLICIES
+
+    out = []
+    n_cpu = fp["cpu"]["count"]
+    if n_cpu <= 4:
+        out.append(f"The host has {n_cpu} CPUs: the operating system, the loads and the measured "
+                   "threads share them, so contention is hard to avoid and hard to isolate.")
+    iso = fp["isolation"]["isolated"]
+    if not iso:
+        out.append("No CPU is isolated (no isolcpus / nohz_full / rcu_nocbs): every measured "
+                   "thread shares its CPU with the tick, RCU callbacks, IRQs and kernel threads. "
+                   "H4 cannot be tested here.")
+    if fp["sched"]["rt_runtime_us"] != -1:
+        out.append(f"sched_rt_runtime_us = {fp['sched']['rt_runtime_us']}: real-time threads are "
+                   "throttled for the rest of each second, SCHED_DEADLINE admission is capped at "
+                   f"{fp['sched']['rt_runtime_us'] / fp['sched']['rt_period_us']:.2f} × CPUs, and "
+                   "a DEADLINE thread cannot be pinned to one CPU.")
+    if "RT" not in fp["kernel"]["preempt_model"].replace("PREEMPT_DYNAMIC", ""):
+        out.append(f"The kernel is not PREEMPT_RT ({fp['kernel']['preempt_model']}): "
+                   "long non-preemptible kernel sections add to every tail.")
+    if len(e1_cells) and not e1_cells["pinned"].any():
+        out.append("E1's SCHED_DEADLINE threads ran unpinned (the host refused pinning); the "
+                   "kernel's global EDF placed them.")
+    if len(e2_runs):
+        pinned = set(e2_runs.loc[e2_runs["pinned"], "policy"])
+        unpinned = [p for p in RT_POLICIES if p in set(e2_runs["policy"]) and p not in pinned]
+        if unpinned:
+            out.append(f"E2's {', '.join(unpinned)} target ran unpinned; the pinned policies "
+                       f"({', '.join(sorted(pinned)) or 'none'}) had one CPU to themselves only "
+                       "as far as the loads allowed.")
+    warn = [i["name"] for i in record.get("items", []) if i["status"] in ("WARN", "FAIL")]
+    if warn:
+        out.append("The host audit (E4) flags: " + ", ".join(warn) + "; remedies are in the "
+                   "audit table.")
+    if (record.get("osnoise") or {}).get("available") is False:
+        out.append(f"rtla osnoise could not run: {record['osnoise'].get('why', 'not available')}.")
+    return out
+
+
+def limitations_markdown(fp_items: list[str]) -> str:
+    lines = ["## Limitations", "", "Derived from the host fingerprint, the audit and the data:", ""]
+    lines += [f"- {item}" for item in fp_items] or ["- none found"]
+    return "\n".join(lines)
+
+
+def _fingerprint() -> dict:
+    fp_file = paths.fingerprint_file()
+    return json.loads(fp_file.read_text()) if fp_file.exists() else host.current()
+
+
+def data_fingerprint(data_dirs: list) -> dict:
+    """The fingerprint of the host that measured the data in ``data_dirs``.
+
+    Each dataset carries its host's fingerprint (``host.json``); data measured
+    before that was recorded falls back to this host's, when the host ids agree.
+    """
+    from rtstudy.harness import HOST_FILE
+
+    for d in data_dirs:
+        if (d / HOST_FILE).is_file():
+            return json.loads((d / HOST_FILE).read_text())
+    return _fingerprint()
+
+
+def cross_host(profile: str, cfgs: dict, confidence: float, n_resamples: int,
+               seed: int) -> pd.DataFrame:
+    """Each experiment's headline figure per host that has data for ``profile``.
+
+    Returns a tidy frame, one row per host and quantity: ``host_id``,
+    ``experiment``, ``quantity``, ``value``, ``low``, ``high`` (CI, NaN where
+    there is none), ``unit`` and ``n``. Empty when only one host has data.
+    """
+    from rtstudy import data, e1, e2, e3, e4
+
+    dirs = {exp: {d.parent.name: d for d in data.datasets(exp, profile)}
+            for exp in (e1.EXPERIMENT, e2.EXPERIMENT, e3.EXPERIMENT, e4.EXPERIMENT)}
+    hosts = sorted(set().union(*dirs.values()))
+    if len(hosts) < 2:
+        return pd.DataFrame()
+    rows = []
+
+    def add(host_id, experiment, quantity, value, low=np.nan, high=np.nan, unit="", n=0):
+        rows.append({"host_id": host_id, "experiment": experiment, "quantity": quantity,
+                     "value": value, "low": low, "high": high, "unit": unit, "n": n})
+
+    for h in hosts:
+        if h in dirs[e1.EXPERIMENT]:
+            c = cfgs[e1.EXPERIMENT]
+            _, cells, _ = e1.load(dirs[e1.EXPERIMENT][h], c["discard_head"], c["discard_tail"])
+            for r in e1.slopes(cells, confidence).to_dict("records"):
+                if r["policy"] == "deadline" and r["work_model"] == "native":
+                    add(h, "E1", f"{r['scenario']} {r['buffer']}: max-latency slope", r["slope"],
+                        r["low"], r["high"], "ms/ms", r["n"])
+        if h in dirs[e2.EXPERIMENT]:
+            c = cfgs[e2.EXPERIMENT]
+            frames, _, _ = e2.load(dirs[e2.EXPERIMENT][h], c["warmup_frames"], c["late_threshold_ms"])
+            red = e2.reductions(frames, confidence, n_resamples, seed)
+            top = red[(red["load_work_model"] == "native")
+                      & (red["load_factor"] == red["load_factor"].max())] if len(red) else red
+            for r in top.to_dict("records"):
+                add(h, "E2", f"{r['policy']}: std reduction at {r['load_factor']:g} loads/CPU",
+                    r["reduction"] * 100, r["low"] * 100, r["high"] * 100, "%", r["n_frames"])
+        if h in dirs[e3.EXPERIMENT]:
+            runs, _ = e3.load_runs(dirs[e3.EXPERIMENT][h])
+            at_max = runs[runs["iterations"] == runs["iterations"].max()]
+            for (app, label), g in at_max.groupby(["app", "scheduler_label"]):
+                est = bootstrap_ci(g["steady_us_per_iter"], np.mean, confidence, n_resamples, seed)
+                add(h, "E3", f"{app}, {label}: steady cost", est.value, est.low, est.high, "µs",
+                    est.n)
+        if h in dirs[e4.EXPERIMENT]:
+            _, stats, _ = e4.load(dirs[e4.EXPERIMENT][h])
+            for r in stats[stats["kind"] == "jitter"].to_dict("records"):
+                add(h, "E4", f"CPU {int(r['cpu'])}, {r['load']}: P99.99 / P50", r["p99.99"] / r["p50"],
+                    unit="×", n=r["n"])
+            for r in stats[stats["kind"] != "jitter"].to_dict("records"):
+                add(h, "E4", f"{r['kind']}, {r['load']}: latency P99", r["p99"] / 1e3, unit="µs",
+                    n=r["n"])
+    return pd.DataFrame(rows)
+
+
+def cross_host_markdown(xh: pd.DataFrame, profile: str) -> str:
+    """The cross-host section's text: which hosts, and how to add one."""
+    lines = ["## Hosts compared", ""]
+    if xh.empty:
+        lines.append(f"Only one host has data for profile `{profile}`. Datasets measured on other "
+                     "hosts and pulled into `data/raw/` (`make pull`, see the README's *Sharing "
+                     "data*) appear here side by side.")
+        return "\n".join(lines)
+    hosts = sorted(xh["host_id"].unique())
+    lines.append(f"Data for profile `{profile}` from {len(hosts)} hosts: "
+                 + ", ".join(f"`{h}`" for h in hosts) + ". The sections above show this host's "
+                 "data (or, when this host measured nothing, the first host's); here each "
+                 "experiment's headline figure is shown per host, with its CI where it has one.")
+    return "\n".join(lines)
+
+
+def cross_host_table(xh: pd.DataFrame) -> pd.DataFrame:
+    """``xh`` (:func:`cross_host`) as a wide table: one row per quantity, one column per host."""
+    if xh.empty:
+        return xh
+    def cell(r) -> str:
+        ci = f" [{r['low']:.3g}, {r['high']:.3g}]" if np.isfinite(r["low"]) else ""
+        return f"{r['value']:.3g}{ci} {r['unit']} (n = {int(r['n']):,})"
+    wide = xh.assign(text=xh.apply(cell, axis=1)).pivot_table(
+        index=["experiment", "quantity"], columns="host_id", values="text", aggfunc="first")
+    return wide.reset_index().fillna("—")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from rtstudy import e1, e2, e3, e4, host, params, paths
-from rtstudy.harness import CellOutcome, SweepContext, run_sweep
+from rtstudy.harness import HOST_FILE, CellOutcome, SweepContext, run_sweep, write_json
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,12 @@ def run_experiment(stage: str, cfg: dict, progress: str = "terminal") -> list[Ce
     fp = host.current()
     preflight(stage, cfg, fp)
     stream = sys.__stderr__ if progress == "terminal" else sys.stderr
-    return run_sweep(EXPERIMENTS[stage].plan(cfg, fp), out_dir(stage, cfg["profile"], fp),
+    out = out_dir(stage, cfg["profile"], fp)
+    # The measuring host travels with its data, so a report rendered elsewhere
+    # (after `dvc pull`) describes the host that measured, not the one rendering.
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / HOST_FILE, fp)
+    return run_sweep(EXPERIMENTS[stage].plan(cfg, fp), out,
                      SweepContext.from_fingerprint(fp, cfg["profile"]), cfg["order_seed"],
                      progress=stream)
 
@@ -97,7 +102,8 @@ def execute_notebook(name: str, parameters: dict) -> Path:
     papermill.execute_notebook(str(paths.notebook(name)), str(output), parameters=parameters,
                                cwd=str(paths.notebooks_dir()), progress_bar=False,
                                kernel_name="rtstudy",
-                               # The kernel's own start-up warning about TCP transport is noise
-                               # on a terminal; errors still show.
-                               extra_arguments=["--IPKernelApp.log_level=ERROR"])
+                               # The kernel's own log (a TCP-transport warning at start, a ZMQ
+                               # error when an interrupt shuts it down) is noise on a terminal;
+                               # the notebook's errors still reach the user through papermill.
+                               extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
     return output
