@@ -272,11 +272,19 @@ def e2_markdown(cfg: dict, runs: pd.DataFrame, red: pd.DataFrame, verdict: dict,
         late = runs[(runs["load_work_model"] == "python")
                     & (runs["load_factor"] == runs["load_factor"].max())]
         lost = late.groupby("policy")["missed"].sum()
-        lines.append(f"- **GIL-holding Python loads** at {gil['load_factor'].iloc[0]:g} per CPU — "
-                     f"{'; '.join(parts)}. Frames missed per policy (summed over runs): "
-                     + ", ".join(f"{p.replace('SCHED_', '')} {int(n)}" for p, n in lost.items())
-                     + ". A real-time thread cannot run Python while a load holds the GIL, so "
-                     "here the policy is limited by the interpreter, not the kernel.")
+        text = (f"- **GIL-holding Python loads** at {gil['load_factor'].iloc[0]:g} per CPU — "
+                f"{'; '.join(parts)}. Frames missed per policy (summed over runs): "
+                + ", ".join(f"{p.replace('SCHED_', '')} {int(n)}" for p, n in lost.items()) + ".")
+        rt_py = gil[gil["policy"].isin(RT_POLICIES)]
+        rt_native = red[(red["load_work_model"] == "native") & red["policy"].isin(RT_POLICIES)
+                        & (red["load_factor"] == gil["load_factor"].iloc[0])]
+        if len(rt_py) and len(rt_native):
+            text += (f" The real-time target's std stays at {rt_py['std_ms'].min():.2f}–"
+                     f"{rt_py['std_ms'].max():.2f} ms, {rt_py['std_ms'].min() / rt_native['std_ms'].max():.0f}"
+                     f"–{rt_py['std_ms'].max() / rt_native['std_ms'].min():.0f}× its std with native "
+                     "loads: the policy puts the thread on a CPU, but it cannot run Python until a "
+                     "load releases the GIL, so the interpreter, not the kernel, sets the jitter.")
+        lines.append(text)
     rt_top = red[(red["policy"].isin(RT_POLICIES)) & (red["load_work_model"] == "native")
                  & (red["load_factor"] == red["load_factor"].max())]
     if np.isfinite(floor_std_ms) and len(rt_top):
