@@ -171,10 +171,14 @@ def add_toc(html: str) -> str:
         return html
     nav = '<nav class="toc"><strong>Contents</strong><ul>' + "".join(entries) + "</ul></nav>"
     # Between the title's cell and the next one: inside a cell the output area is a
-    # flex row that would squeeze the list to nothing.
-    cut = html.find('<div class="jp-Cell ', max(html.find("</h1>"), 0))
+    # flex row that would squeeze the list to nothing. Without a title, at the top.
+    title_end = html.find("</h1>")
+    cut = html.find('<div class="jp-Cell ', title_end) if title_end >= 0 else -1
     if cut < 0:
-        cut = html.find("<main>") + len("<main>")
+        main = html.find("<main>")
+        cut = main + len("<main>") if main >= 0 else html.find(">", html.find("<body")) + 1
+    if cut <= 0:
+        return html  # not a page this renderer made: leave it as it is
     return html[:cut] + nav + html[cut:]
 
 

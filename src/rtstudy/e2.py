@@ -14,7 +14,7 @@ import pandas as pd
 from rtstudy import data
 from rtstudy.harness import Cell
 from rtstudy.realtime import RealtimeRequest
-from rtstudy.stats import Estimate, holm, percentiles, rank_test, spread_test
+from rtstudy.stats import Estimate, format_p, holm, percentiles, rank_test, spread_test
 
 EXPERIMENT = "e2_rt_threads"
 RT_POLICIES = ("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
@@ -224,14 +224,15 @@ def comparison_table(red: pd.DataFrame) -> pd.DataFrame:
     then the Holm-adjusted p-values of the spread (Brown–Forsythe) and location
     (Mann–Whitney) tests.
     """
-    from rtstudy.stats import format_p
-
+    if red.empty:
+        return pd.DataFrame()
     rows = []
     for r in red.sort_values(["load_work_model", "load_factor", "policy"]).to_dict("records"):
         ci = f" [{r['low']:+.0%}, {r['high']:+.0%}]" if pd.notna(r["low"]) else ""
+        reduction = f"{r['reduction']:+.0%}{ci}" if pd.notna(r["reduction"]) else "n/a"
         rows.append({"loads": r["load_work_model"], "loads per CPU": f"{r['load_factor']:g}",
                      "policy": r["policy"], "std normal ms": f"{r['std_normal_ms']:.3f}",
-                     "std ms": f"{r['std_ms']:.3f}", "std reduction": f"{r['reduction']:+.0%}{ci}",
+                     "std ms": f"{r['std_ms']:.3f}", "std reduction": reduction,
                      "rating": r["rating"], "N frames": r["n_frames"],
                      "p spread (Holm)": format_p(r["p_spread_holm"]),
                      "p location (Holm)": format_p(r["p_location_holm"])})

@@ -18,6 +18,8 @@ from rtstudy.e3 import label_order, published_range
 from rtstudy.stats import bootstrap_ci
 
 PALETTE = sns.color_palette("colorblind")
+MIN_CI_N = 3  # fewer values per point: whiskers show their range, not a CI
+DEFAULT_CI = {"confidence": 0.95, "n_resamples": 2000, "seed": 7}
 SEED_COLOR = "#b0b0b0"
 
 
@@ -163,28 +165,44 @@ def _e1_scenario_axes(fixed: pd.DataFrame):
     return fig, axes, scenarios
 
 
-def _mean_with_ci(ax, g: pd.DataFrame, metric: str, color, label: str) -> None:
-    """Every repetition as a point; the mean per period as a line with its 95 % bootstrap CI."""
+def _mean_with_ci(ax, g: pd.DataFrame, metric: str, color, label: str, ci: dict) -> None:
+    """Every repetition as a point; the mean per period as a line with whiskers.
+
+    Whiskers are the bootstrap CI (``ci``: confidence, n_resamples, seed) where a
+    period has at least :data:`MIN_CI_N` repetitions, else the repetitions' range:
+    a bootstrap of two values is only their range, not a CI.
+    """
     ax.scatter(g["varied_period_ms"], g[metric], s=12, color=color, alpha=0.7, zorder=3)
     rows = []
     for period, h in g.groupby("varied_period_ms"):
-        est = bootstrap_ci(h[metric], np.mean, 0.95, 1000, 0)
-        # With a single repetition there is no interval: draw the point alone.
-        low = est.low if np.isfinite(est.low) else est.value
-        high = est.high if np.isfinite(est.high) else est.value
-        rows.append((period, est.value, est.value - low, high - est.value))
+        values = h[metric].to_numpy(dtype=float)
+        if len(values) >= MIN_CI_N:
+            est = bootstrap_ci(values, np.mean, ci["confidence"], ci["n_resamples"], ci["seed"])
+            value, low, high = est.value, est.low, est.high
+        else:
+            value, low, high = values.mean(), values.min(), values.max()
+        low = low if np.isfinite(low) else value
+        high = high if np.isfinite(high) else value
+        rows.append((period, value, value - low, high - value))
     x, y, below, above = (np.array(v) for v in zip(*rows))
     ax.errorbar(x, y, yerr=[below, above], color=color, lw=1.5, capsize=2, label=label, zorder=2)
 
 
-def e1_seed_figures(cells: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
+def e1_seed_figures(cells: pd.DataFrame, directory: Path | None = None,
+                    ci: dict | None = None) -> plt.Figure:
     """The seed's four figures: the fixed producer's max latency and max interval vs the varied period.
 
     Parameters
     ----------
     cells : DataFrame
         :func:`rtstudy.e1.load` per-cell rows (latencies and intervals in ms).
+    directory : Path, optional
+        Where to write the files (default ``report/figures``).
+    ci : dict, optional
+        ``confidence``, ``n_resamples`` and ``seed`` of the bootstrap CIs
+        (the report's parameters; default :data:`DEFAULT_CI`).
     """
+    ci = ci or DEFAULT_CI
     style()
     fixed = _e1_fixed(cells)
     fig, axes = plt.subplots(2, 2, figsize=(7.2, 5.6), layout="constrained", squeeze=False)
@@ -194,7 +212,7 @@ def e1_seed_figures(cells: pd.DataFrame, directory: Path | None = None) -> plt.F
         for buffer in ("default", "async"):
             h = g[g["buffer"] == buffer]
             if not h.empty:
-                _mean_with_ci(ax, h, metric, BUFFER_COLORS[buffer], f"{buffer} buffer")
+                _mean_with_ci(ax, h, metric, BUFFER_COLORS[buffer], f"{buffer} buffer", ci)
         ax.set_xlabel(f"{varied} period (ms)")
         ax.set_ylabel(ylabel)
         ax.set_ylim(bottom=0)
@@ -203,8 +221,10 @@ def e1_seed_figures(cells: pd.DataFrame, directory: Path | None = None) -> plt.F
                          f"{g['nominal_period_ms'].iloc[0]:g} ms")
     axes[0][0].legend(loc="upper left")
     n = int(fixed["repetition"].nunique()) if len(fixed) else 0
+    whiskers = (f"{ci['confidence']:.0%} bootstrap CI" if n >= MIN_CI_N
+                else "whiskers: range of the repetitions")
     fig.suptitle(f"Fixed producer vs the other's period, SCHED_DEADLINE (points: {n} repetition(s); "
-                 "line: mean, 95 % bootstrap CI)", fontsize="medium")
+                 f"line: mean, {whiskers})", fontsize="medium")
     save(fig, "e1_seed_figures", directory)
     return fig
 
@@ -321,8 +341,21 @@ def _std(x, axis=-1):
     return np.std(x, ddof=1, axis=axis)
 
 
-def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
-    """Frame-period std per policy and load factor: each run, and all frames pooled with a 95 % CI."""
+def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, directory: Path | None = None,
+           ci: dict | None = None) -> plt.Figure:
+    """Frame-period std per policy and load factor: each run, and all frames pooled with a CI.
+
+    Parameters
+    ----------
+    frames, runs : DataFrame
+        :func:`rtstudy.e2.load` output (periods and std in ms).
+    directory : Path, optional
+        Where to write the files (default ``report/figures``).
+    ci : dict, optional
+        ``confidence``, ``n_resamples`` and ``seed`` of the bootstrap CI of each
+        pooled std (default :data:`DEFAULT_CI`).
+    """
+    ci = ci or DEFAULT_CI
     style()
     models = [m for m in ("native", "python") if m in set(runs["load_work_model"])]
     policies = _policies(runs)
@@ -342,7 +375,7 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, directory: Path | None = No
                            color=color, alpha=0.6, zorder=3,
                            label=f"{factor:g} loads per CPU" if i == 0 else None)
                 pooled = f.loc[(f["policy"] == policy) & (f["load_factor"] == factor), "period_ms"]
-                est = bootstrap_ci(pooled, _std, 0.95, 500, 0)
+                est = bootstrap_ci(pooled, _std, ci["confidence"], ci["n_resamples"], ci["seed"])
                 if np.isfinite(est.low):
                     ax.errorbar([x + width / 4], [est.value], yerr=[[est.value - est.low],
                                                                      [est.high - est.value]],
@@ -354,7 +387,7 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, directory: Path | None = No
     axes[0][0].set_ylabel("frame-period std (ms, log)")
     axes[0][0].legend(fontsize="x-small")
     fig.suptitle("Jitter of the target operator: each run (dots) and all frames pooled "
-                 "(diamond, 95 % bootstrap CI)", fontsize="medium")
+                 f"(diamond, {ci['confidence']:.0%} bootstrap CI)", fontsize="medium")
     save(fig, "e2_std", directory)
     return fig
 
@@ -443,7 +476,7 @@ def cross_host(xh: pd.DataFrame, directory: Path | None = None) -> plt.Figure | 
         units = ", ".join(dict.fromkeys(g["unit"]))
         ax.set_title(f"{experiment} ({units})", loc="left")
     axes[0, 0].legend(title="host", fontsize="small", loc="best")
-    fig.suptitle("Hosts compared: each experiment's headline, 95 % CI where defined",
+    fig.suptitle("Hosts compared: each experiment's headline, with its CI where defined",
                  fontsize="medium")
     save(fig, "cross_host", directory)
     return fig

@@ -119,10 +119,12 @@ class SweepContext:
     profile: str
     versions: dict
     git: dict
+    fingerprint: dict = field(default_factory=dict)
 
     @classmethod
     def from_fingerprint(cls, fp: dict, profile: str) -> "SweepContext":
-        return cls(host_id=fp["host_id"], profile=profile, versions=fp["versions"], git=git_state())
+        return cls(host_id=fp["host_id"], profile=profile, versions=fp["versions"], git=git_state(),
+                   fingerprint=fp)
 
 
 @dataclass
@@ -145,7 +147,9 @@ def git_state() -> dict:
         return proc.stdout.strip() if proc.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
+    # dvc.lock is the pipeline's own record, rewritten by earlier stages of the same
+    # `dvc repro`: a change there does not make the code or parameters dirty.
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)dvc.lock")
     return {"commit": commit or "unknown", "dirty": bool(status) if status is not None else None}
 
 
@@ -389,6 +393,10 @@ def write_plan(out_dir: Path, cells: list[Cell], context: SweepContext, seed: in
                    "config": c.config} for c in run_order(cells, seed)],
     }
     write_json(out_dir / PLAN_FILE, plan)
+    if context.fingerprint:
+        # The measuring host travels with its data, so a report rendered elsewhere
+        # (after `make pull`) describes the host that measured, not the one rendering.
+        write_json(out_dir / HOST_FILE, context.fingerprint)
 
 
 def run_sweep(cells: list[Cell], out_dir: Path, context: SweepContext, order_seed: int,

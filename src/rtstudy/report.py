@@ -8,14 +8,15 @@ import numpy as np
 import pandas as pd
 
 from rtstudy import host, paths, seeds
+
+EXPERIMENTS = ("e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host")
 from rtstudy.harness import git_state
-from rtstudy.stats import bootstrap_ci
+from rtstudy.stats import bootstrap_ci, format_p
 
 
 def provenance(profile: str, sidecars_host_ids: list[str] | None = None) -> dict:
     """Git commit, host id(s), versions, profile and the digest of dvc.lock, for the footer."""
-    fp_file = paths.fingerprint_file()
-    fp = json.loads(fp_file.read_text()) if fp_file.exists() else host.current()
+    fp = _fingerprint()
     lock = paths.root() / "dvc.lock"
     return {
         "git": git_state(),
@@ -54,23 +55,37 @@ def table_html(df: pd.DataFrame, caption: str = "") -> str:
     return head + df.to_html(index=False, escape=True, border=0, classes="rtstudy-table")
 
 
-def data_dir(experiment: str, profile: str):
-    """The dataset the report shows for ``experiment``: this host's, else the first host's."""
+def report_host(profile: str) -> str:
+    """The host whose data every section shows: this host if it measured ``profile``.
+
+    Otherwise the host with data for the most experiments (ties: the first id),
+    so all sections show one host; "Hosts compared" shows every host.
+    """
+    from rtstudy import data
     from rtstudy.data import DataError
 
-    fp_file = paths.fingerprint_file()
-    this_host = json.loads(fp_file.read_text())["host_id"] if fp_file.exists() else host.current()["host_id"]
-    mine = paths.raw_dir(experiment, this_host, profile)
-    if (mine / "plan.json").exists():
-        return mine
-    others = sorted(p.parent for p in paths.raw_root(experiment).glob(f"*/{profile}/plan.json"))
-    if len(others) == 1:
-        return others[0]
-    if not others:
-        raise DataError(f"no {experiment} data for profile {profile!r} under "
-                        f"{paths.raw_root(experiment)}; run `make study` (or `make pull`)")
-    # Several other hosts and none of this one: show the first; "Hosts compared" shows them all.
-    return others[0]
+    counts: dict[str, int] = {}
+    for experiment in EXPERIMENTS:
+        for d in data.datasets(experiment, profile):
+            counts[d.parent.name] = counts.get(d.parent.name, 0) + 1
+    if not counts:
+        raise DataError(f"no data for profile {profile!r} under {paths.data_dir() / 'raw'}; run "
+                        "`make study` (or `make pull`)")
+    this_host = _fingerprint()["host_id"]
+    if this_host in counts:
+        return this_host
+    return sorted(counts, key=lambda h: (-counts[h], h))[0]
+
+
+def data_dir(experiment: str, profile: str):
+    """The dataset of ``experiment`` that the report shows (:func:`report_host`'s)."""
+    from rtstudy.data import DataError
+
+    d = paths.raw_dir(experiment, report_host(profile), profile)
+    if not (d / "plan.json").exists():
+        raise DataError(f"{d}: no {experiment} data from host {d.parent.name} for profile "
+                        f"{profile!r}; run `make study` there (or `make pull`)")
+    return d
 
 
 def title_markdown(profile: str) -> str:
@@ -251,20 +266,22 @@ def e2_markdown(cfg: dict, runs: pd.DataFrame, red: pd.DataFrame, verdict: dict,
     zero = red[red["load_factor"] == red["load_factor"].min()]
     if len(zero):
         parts = [f"{r['policy'].replace('SCHED_', '')} {_pct(r)}" for r in zero.to_dict("records")]
-        flat = all((r["low"] <= 0 <= r["high"]) or abs(r["reduction"]) < 0.2
-                   for r in zero.to_dict("records") if pd.notna(r["low"]))
+        with_ci = [r for r in zero.to_dict("records") if pd.notna(r["low"])]
         base_ms = float(zero["std_normal_ms"].iloc[0])
-        lo_ms, hi_ms = float(zero["std_ms"].min()), float(zero["std_ms"].max())
         nominal_ms = 1e3 / cfg["fps"]
+        if not with_ci:
+            verdict_text = "no CI could be computed, so no statement is made."
+        elif all(r["low"] <= 0 <= r["high"] for r in with_ci):
+            verdict_text = ("no difference the data can resolve (every CI covers 0): with no "
+                            "runnable competitor there is little for a policy to win.")
+        else:
+            verdict_text = (f"the std still changes, from {base_ms:.3f} ms (normal) to "
+                            f"{zero['std_ms'].min():.3f}–{zero['std_ms'].max():.3f} ms; every "
+                            f"one of these is at most "
+                            f"{max(base_ms, zero['std_ms'].max()) / nominal_ms:.1%} of the "
+                            f"{nominal_ms:.1f} ms period.")
         lines.append(f"- **At {zero['load_factor'].iloc[0]:g} loads per CPU** (no contention) — "
-                     f"{'; '.join(parts)}: "
-                     + ("no meaningful difference, as expected: with no runnable competitor "
-                        "there is nothing for a policy to win." if flat else
-                        f"even without loads the policies change the std, from {base_ms:.3f} ms "
-                        f"(normal) to {lo_ms:.3f}–{hi_ms:.3f} ms, but all of these are below "
-                        f"{max(base_ms, hi_ms) / nominal_ms:.1%} of the {nominal_ms:.1f} ms period — small "
-                        "in absolute terms, and plausibly the host's own background activity "
-                        "(the harness, other processes), which a real-time thread preempts."))
+                     f"{'; '.join(parts)}: {verdict_text}")
     gil = red[(red["load_work_model"] == "python")
               & (red["load_factor"] == red["load_factor"].max())]
     if len(gil):
@@ -275,24 +292,37 @@ def e2_markdown(cfg: dict, runs: pd.DataFrame, red: pd.DataFrame, verdict: dict,
         text = (f"- **GIL-holding Python loads** at {gil['load_factor'].iloc[0]:g} per CPU — "
                 f"{'; '.join(parts)}. Frames missed per policy (summed over runs): "
                 + ", ".join(f"{p.replace('SCHED_', '')} {int(n)}" for p, n in lost.items()) + ".")
-        rt_py = gil[gil["policy"].isin(RT_POLICIES)]
-        rt_native = red[(red["load_work_model"] == "native") & red["policy"].isin(RT_POLICIES)
-                        & (red["load_factor"] == gil["load_factor"].iloc[0])]
-        if len(rt_py) and len(rt_native):
-            text += (f" The real-time target's std stays at {rt_py['std_ms'].min():.2f}–"
-                     f"{rt_py['std_ms'].max():.2f} ms, {rt_py['std_ms'].min() / rt_native['std_ms'].max():.0f}"
-                     f"–{rt_py['std_ms'].max() / rt_native['std_ms'].min():.0f}× its std with native "
-                     "loads: the policy puts the thread on a CPU, but it cannot run Python until a "
-                     "load releases the GIL, so the interpreter, not the kernel, sets the jitter.")
+        native = red[(red["load_work_model"] == "native")
+                     & (red["load_factor"] == gil["load_factor"].iloc[0])].set_index("policy")
+        ratios = {r["policy"]: r["std_ms"] / native.loc[r["policy"], "std_ms"]
+                  for r in gil.to_dict("records")
+                  if r["policy"] in RT_POLICIES and r["policy"] in native.index
+                  and native.loc[r["policy"], "std_ms"] > 0}
+        if ratios:
+            text += (" With Python loads the real-time target's std is "
+                     + ", ".join(f"{p.replace('SCHED_', '')} {v:.1f}×" for p, v in ratios.items())
+                     + " its std with native loads at the same load factor")
+            if min(ratios.values()) > 2:
+                text += (": the policy puts the thread on a CPU, but it cannot run Python until "
+                         "a load releases the GIL, so the interpreter, not the kernel, sets the "
+                         "jitter.")
+            else:
+                text += "."
         lines.append(text)
     rt_top = red[(red["policy"].isin(RT_POLICIES)) & (red["load_work_model"] == "native")
                  & (red["load_factor"] == red["load_factor"].max())]
-    if np.isfinite(floor_std_ms) and len(rt_top):
-        ratios = ", ".join(f"{r['policy'].replace('SCHED_', '')} {r['std_ms'] / floor_std_ms:.1f}×"
+    if np.isfinite(floor_std_ms) and floor_std_ms > 0 and len(rt_top):
+        # A period is the difference of two wake-ups: with independent wake-up latencies of
+        # std s its std is sqrt(2) s, so that is the floor a frame period can reach.
+        period_floor_ms = np.sqrt(2) * floor_std_ms
+        ratios = ", ".join(f"{r['policy'].replace('SCHED_', '')} {r['std_ms'] / period_floor_ms:.0f}×"
                            for r in rt_top.to_dict("records"))
         lines += ["", f"**Against the platform floor** (E4: cyclictest, SCHED_FIFO at the same "
-                  f"period and priority under stress-ng; latency std {floor_std_ms * 1e3:.1f} µs), "
-                  f"the Holoscan target's frame-period std is {ratios} the floor's."]
+                  f"period and priority under stress-ng): its wake-up latency std is "
+                  f"{floor_std_ms * 1e3:.1f} µs, so a period between two such wake-ups would "
+                  f"have a std of about √2 × that, {period_floor_ms * 1e3:.1f} µs (if successive "
+                  f"latencies are independent). The Holoscan target's frame-period std at "
+                  f"{rt_top['load_factor'].iloc[0]:g} native loads per CPU is {ratios} that floor."]
     if missing:
         lines += ["", f"**Incomplete data**: {len(missing)} planned run(s) are missing; "
                   "re-run `make study`."]
@@ -398,8 +428,6 @@ def summary_markdown(h1: dict, h2: dict, h3: dict, h4: dict) -> str:
 
 def p_columns_formatted(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with every p-value column (named ``p …``) formatted for reading."""
-    from rtstudy.stats import format_p
-
     out = df.copy()
     for col in out.columns:
         if str(col).startswith("p "):
@@ -413,7 +441,7 @@ def methods_markdown(fp: dict, profile: str, cfgs: dict, e1_cells: pd.DataFrame,
 
     Parameters
     ----------
-    fp : dict
+    fp : dict or None
         Fingerprint of the host that measured the data (:func:`data_fingerprint`).
     profile : str
         The parameter profile the data was measured with.
@@ -426,19 +454,27 @@ def methods_markdown(fp: dict, profile: str, cfgs: dict, e1_cells: pd.DataFrame,
                                                  "e3_overhead", "e4_host", "report"))
     jitter = e4_stats[e4_stats["kind"] == "jitter"] if len(e4_stats) else e4_stats
     floor = e4_stats[e4_stats["kind"] != "jitter"] if len(e4_stats) else e4_stats
+    if fp:
+        host_line = (f"**Host.** `{fp['host_id']}`: {fp['cpu']['count']} × {fp['cpu']['model']}, "
+                     f"kernel {fp['kernel']['release']} ({fp['kernel']['preempt_model']}), "
+                     f"sched_rt_runtime_us {fp['sched']['rt_runtime_us']}; policies the study "
+                     "could use there: "
+                     + ", ".join(f"{k} {v.split(':')[0]}" for k, v in fp["realtime"].items()) + ".")
+    else:
+        host_line = ("**Host.** The measuring host's fingerprint was not recorded with this data "
+                     "(measured before the study kept it).")
+    e1_factors = " × ".join(f"{len(e1c[k])} {name}" for k, name in (
+        ("scenarios", "scenario(s)"), ("buffers", "buffer(s)"), ("policies", "policy(ies)"),
+        ("work_models", "work model(s)"), ("periods_ms", "periods")))
     lines = [
         "## Methods",
         "",
-        f"**Host.** `{fp['host_id']}`: {fp['cpu']['count']} × {fp['cpu']['model']}, kernel "
-        f"{fp['kernel']['release']} ({fp['kernel']['preempt_model']}), sched_rt_runtime_us "
-        f"{fp['sched']['rt_runtime_us']}; policies this process may use: "
-        + ", ".join(f"{k} {v.split(':')[0]}" for k, v in fp["realtime"].items()) + ".",
+        host_line,
         "",
         f"**Profile** `{profile}` (sizes in `params.yaml`). What was measured:",
         "",
         f"- **E1**: {e1_cells['cell_id'].nunique() if len(e1_cells) else 0} runs "
-        f"({len(e1c['scenarios'])} scenario(s) × {len(e1c['buffers'])} buffer(s) × "
-        f"{len(e1c['periods_ms'])} periods × {e1c['repetitions']} repetition(s)), "
+        f"({e1_factors} × {e1c['repetitions']} repetition(s)), "
         f"{e1c['messages']} messages per producer, first {e1c['discard_head']} and last "
         f"{e1c['discard_tail']} discarded.",
         f"- **E2**: {len(e2_runs)} runs of {e2c['duration_s']:g} s at {e2c['fps']} FPS "
@@ -472,10 +508,30 @@ def methods_markdown(fp: dict, profile: str, cfgs: dict, e1_cells: pd.DataFrame,
     return "\n".join(lines)
 
 
-def limitations(fp: dict, record: dict, e1_cells: pd.DataFrame, e2_runs: pd.DataFrame) -> list[str]:
-    """What limits this dataset, derived from the host fingerprint, the audit and the data."""
+def limitations(fp: dict | None, record: dict, e1_cells: pd.DataFrame,
+                e2_runs: pd.DataFrame) -> list[str]:
+    """What limits this dataset, derived from the host fingerprint, the audit and the data.
+
+    Parameters
+    ----------
+    fp : dict or None
+        The measuring host's fingerprint (:func:`data_fingerprint`); None when it
+        was not recorded, which is itself stated.
+    record : dict
+        E4's recorded audit (:func:`rtstudy.e4.read_audit`).
+    e1_cells, e2_runs : DataFrame
+        The loaded E1 and E2 data (their ``pinned`` and ``policy`` columns).
+
+    Returns
+    -------
+    list of str
+        One sentence per limitation; empty for a tuned host with nothing to flag.
+    """
     from rtstudy.e2 import RT_POLICIES
 
+    if not fp:
+        return ["The measuring host's fingerprint was not recorded with this data, so its "
+                "limitations cannot be derived; re-measure to record it."]
     out = []
     n_cpu = fp["cpu"]["count"]
     if n_cpu <= 4:
@@ -486,15 +542,19 @@ def limitations(fp: dict, record: dict, e1_cells: pd.DataFrame, e2_runs: pd.Data
         out.append("No CPU is isolated (no isolcpus / nohz_full / rcu_nocbs): every measured "
                    "thread shares its CPU with the tick, RCU callbacks, IRQs and kernel threads. "
                    "H4 cannot be tested here.")
-    if fp["sched"]["rt_runtime_us"] != -1:
-        out.append(f"sched_rt_runtime_us = {fp['sched']['rt_runtime_us']}: real-time threads are "
-                   "throttled for the rest of each second, SCHED_DEADLINE admission is capped at "
-                   f"{fp['sched']['rt_runtime_us'] / fp['sched']['rt_period_us']:.2f} × CPUs, and "
-                   "a DEADLINE thread cannot be pinned to one CPU.")
+    runtime, period = fp["sched"]["rt_runtime_us"], fp["sched"]["rt_period_us"]
+    if runtime != -1 and period > 0:
+        out.append(f"sched_rt_runtime_us = {runtime}: real-time threads are throttled for the rest "
+                   f"of each period, and SCHED_DEADLINE admission is capped at "
+                   f"{runtime / period:.2f} × CPUs.")
+    pinned_dl = fp["realtime"].get("SCHED_DEADLINE pinned", "not probed")
+    if pinned_dl != "ok":
+        out.append(f"A SCHED_DEADLINE thread pinned to one CPU was refused here ({pinned_dl}).")
     if "RT" not in fp["kernel"]["preempt_model"].replace("PREEMPT_DYNAMIC", ""):
         out.append(f"The kernel is not PREEMPT_RT ({fp['kernel']['preempt_model']}): "
                    "long non-preemptible kernel sections add to every tail.")
-    if len(e1_cells) and not e1_cells["pinned"].any():
+    e1_dl = e1_cells[e1_cells["policy"] == "deadline"] if len(e1_cells) else e1_cells
+    if len(e1_dl) and not e1_dl["pinned"].any():
         out.append("E1's SCHED_DEADLINE threads ran unpinned (the host refused pinning); the "
                    "kernel's global EDF placed them.")
     if len(e2_runs):
@@ -513,9 +573,11 @@ def limitations(fp: dict, record: dict, e1_cells: pd.DataFrame, e2_runs: pd.Data
     return out
 
 
-def limitations_markdown(fp_items: list[str]) -> str:
-    lines = ["## Limitations", "", "Derived from the host fingerprint, the audit and the data:", ""]
-    lines += [f"- {item}" for item in fp_items] or ["- none found"]
+def limitations_markdown(items: list[str]) -> str:
+    """The Limitations section from :func:`limitations`' sentences."""
+    lines = ["## Limitations", "", "Derived from the measuring host's fingerprint, the audit and "
+             "the data:", ""]
+    lines += [f"- {item}" for item in items] or ["- none found"]
     return "\n".join(lines)
 
 
@@ -524,18 +586,22 @@ def _fingerprint() -> dict:
     return json.loads(fp_file.read_text()) if fp_file.exists() else host.current()
 
 
-def data_fingerprint(data_dirs: list) -> dict:
-    """The fingerprint of the host that measured the data in ``data_dirs``.
+def data_fingerprint(profile: str) -> dict | None:
+    """The fingerprint of the host whose data the report shows, or None if not recorded.
 
-    Each dataset carries its host's fingerprint (``host.json``); data measured
-    before that was recorded falls back to this host's, when the host ids agree.
+    Each dataset carries its measuring host's fingerprint (``host.json``); for
+    data measured before that was recorded, this host's fingerprint is used only
+    when it is the same host.
     """
     from rtstudy.harness import HOST_FILE
 
-    for d in data_dirs:
-        if (d / HOST_FILE).is_file():
-            return json.loads((d / HOST_FILE).read_text())
-    return _fingerprint()
+    host_id = report_host(profile)
+    for experiment in EXPERIMENTS:
+        f = paths.raw_dir(experiment, host_id, profile) / HOST_FILE
+        if f.is_file():
+            return json.loads(f.read_text())
+    fp = _fingerprint()
+    return fp if fp["host_id"] == host_id else None
 
 
 def cross_host(profile: str, cfgs: dict, confidence: float, n_resamples: int,
@@ -585,7 +651,7 @@ def cross_host(profile: str, cfgs: dict, confidence: float, n_resamples: int,
                     est.n)
         if h in dirs[e4.EXPERIMENT]:
             _, stats, _ = e4.load(dirs[e4.EXPERIMENT][h])
-            for r in stats[stats["kind"] == "jitter"].to_dict("records"):
+            for r in stats[(stats["kind"] == "jitter") & (stats["p50"] > 0)].to_dict("records"):
                 add(h, "E4", f"CPU {int(r['cpu'])}, {r['load']}: P99.99 / P50", r["p99.99"] / r["p50"],
                     unit="×", n=r["n"])
             for r in stats[stats["kind"] != "jitter"].to_dict("records"):
@@ -604,9 +670,9 @@ def cross_host_markdown(xh: pd.DataFrame, profile: str) -> str:
         return "\n".join(lines)
     hosts = sorted(xh["host_id"].unique())
     lines.append(f"Data for profile `{profile}` from {len(hosts)} hosts: "
-                 + ", ".join(f"`{h}`" for h in hosts) + ". The sections above show this host's "
-                 "data (or, when this host measured nothing, the first host's); here each "
-                 "experiment's headline figure is shown per host, with its CI where it has one.")
+                 + ", ".join(f"`{h}`" for h in hosts) + f". The sections above show host "
+                 f"`{report_host(profile)}`'s data; here each experiment's headline figure is "
+                 "shown per host, with its CI where it has one.")
     return "\n".join(lines)
 
 

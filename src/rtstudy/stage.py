@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from rtstudy import e1, e2, e3, e4, host, params, paths
-from rtstudy.harness import HOST_FILE, CellOutcome, SweepContext, run_sweep, write_json
+from rtstudy.harness import CellOutcome, SweepContext, run_sweep
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,7 @@ def run_experiment(stage: str, cfg: dict, progress: str = "terminal") -> list[Ce
     fp = host.current()
     preflight(stage, cfg, fp)
     stream = sys.__stderr__ if progress == "terminal" else sys.stderr
-    out = out_dir(stage, cfg["profile"], fp)
-    # The measuring host travels with its data, so a report rendered elsewhere
-    # (after `dvc pull`) describes the host that measured, not the one rendering.
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / HOST_FILE, fp)
-    return run_sweep(EXPERIMENTS[stage].plan(cfg, fp), out,
+    return run_sweep(EXPERIMENTS[stage].plan(cfg, fp), out_dir(stage, cfg["profile"], fp),
                      SweepContext.from_fingerprint(fp, cfg["profile"]), cfg["order_seed"],
                      progress=stream)
 
