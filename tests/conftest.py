@@ -100,3 +100,17 @@ def project(checkout_copy):
                  [str(BIN / "rtstudy"), "params", "use", "smoke"]):
         subprocess.run(args, cwd=dest, env=env, capture_output=True, check=True, timeout=120)
     return dest, env
+
+
+@pytest.fixture(scope="session")
+def measured_project(project):
+    """``project`` after its first ``dvc repro`` (smoke): ``(dest, env, stdout of that repro)``.
+
+    Measured once per session, whichever test asks first, so the tests that
+    need smoke data never depend on the order they run in.
+    """
+    dest, env = project
+    proc = subprocess.run([str(BIN / "dvc"), "repro"], cwd=dest, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, f"dvc repro failed:\n{proc.stdout}\n{proc.stderr}"
+    return dest, env, proc.stdout

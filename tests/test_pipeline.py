@@ -32,10 +32,9 @@ def cells_on_disk(dest: Path) -> int:
     return len(list((dest / "data" / "raw").glob("*/*/smoke/*/cell.json")))
 
 
-def test_repro_measures_then_renders_the_report(project):
-    dest, env = project
-    out = sh([str(BIN / "dvc"), "repro"], dest, env)
-    assert ran(out.stdout) == {"host", "e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host",
+def test_repro_measures_then_renders_the_report(measured_project):
+    dest, env, first_repro = measured_project
+    assert ran(first_repro) == {"host", "e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host",
                                "report"}
     html = (dest / "report" / "report.html").read_text()
     assert "E3 — Scheduler overhead" in html and "seed published" in html
@@ -53,16 +52,16 @@ def test_repro_measures_then_renders_the_report(project):
     assert cells_on_disk(dest) == 6 + 8 + 6 + e4_cells  # E3, E1, E2, E4 at smoke size
 
 
-def test_second_repro_measures_nothing(project):
-    dest, env = project
+def test_second_repro_measures_nothing(measured_project):
+    dest, env, _ = measured_project
     before = cells_on_disk(dest)
     out = sh([str(BIN / "dvc"), "repro"], dest, env)
     assert ran(out.stdout) <= {"host"}, out.stdout
     assert cells_on_disk(dest) == before
 
 
-def test_changing_one_e3_parameter_reruns_e3_and_the_report_only(project):
-    dest, env = project
+def test_changing_one_e3_parameter_reruns_e3_and_the_report_only(measured_project):
+    dest, env, _ = measured_project
     params = dest / "params.yaml"
     text = params.read_text()
     params.write_text(text.replace("      warmup_iterations: 20\n", "      warmup_iterations: 21\n"))
@@ -71,8 +70,8 @@ def test_changing_one_e3_parameter_reruns_e3_and_the_report_only(project):
     assert ran(out.stdout) - {"host"} == {"e3_overhead", "report"}
 
 
-def test_a_wrong_parameter_stops_before_measuring(project):
-    dest, env = project
+def test_a_wrong_parameter_stops_before_measuring(measured_project):
+    dest, env, _ = measured_project
     params = dest / "params.yaml"
     good = params.read_text()
     before = cells_on_disk(dest)
