@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -17,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import websocket  # websocket-client, a dependency of jupyter_server
+import websocket  # websocket-client
 
 # Every image in the page: how many, and which did not decode (empty src or no pixels).
 _IMAGES_JS = """JSON.stringify({
@@ -119,9 +120,11 @@ def check_page(html: Path, screenshot: Path | None = None, width: int = 1366, he
     if not html.is_file():
         raise FileNotFoundError(f"{html}: no such page (render it with `make report`)")
     profile = Path(tempfile.mkdtemp(prefix="rtstudy-chromium-"))
-    # --no-sandbox: Chromium's sandbox refuses to run as root, which is how the study runs here.
+    # Chromium's sandbox refuses to run as root (how the study runs real-time work);
+    # any other user keeps it.
+    no_sandbox = ["--no-sandbox"] if os.geteuid() == 0 else []
     proc = subprocess.Popen(
-        [find_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        [find_chromium(), "--headless", *no_sandbox, "--disable-gpu", "--no-first-run",
          "--disable-extensions", "--remote-debugging-address=127.0.0.1",
          "--remote-debugging-port=0", f"--user-data-dir={profile}",
          f"--window-size={width},{height}", "about:blank"],
