@@ -41,7 +41,7 @@ def main() -> int:
         times.append(time.monotonic() - start)
     html = root / "report" / "report.html"
     print(f"project: {root}")
-    print(f"`rtstudy report` wall time (s): {', '.join(f'{t:.1f}' for t in times)}; "
+    print(f"`rtstudy report` wall time (s): {', '.join(f'{t:.2f}' for t in times)}; "
           f"median {statistics.median(times):.1f} (target <= 60)")
     print(f"report.html: {html.stat().st_size / 1e6:.1f} MB, "
           f"{len(list((root / 'report' / 'figures').glob('*.png')))} figures")
