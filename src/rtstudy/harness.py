@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from rtstudy import paths
-from rtstudy.host import canonical, set_child_limits
+from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits
 from rtstudy.realtime import POLICY_NAMES, RealtimeRequest
 
 FAILED_DIR = "_failed"
@@ -56,15 +56,6 @@ SAMPLES = "samples.parquet"
 RAW_SAMPLES = "samples.npz"
 LOG = "run.log"
 RESULT = "result.json"
-# Errors that mean the data directory itself cannot be written: they stop the sweep.
-STORAGE_FIXES = {
-    errno.ENOSPC: "free space on its file system (`df -h {d}`), or move the checkout to a larger disk",
-    errno.EDQUOT: "free space, or raise your disk quota",
-    errno.EROFS: "its file system is mounted read-only: remount it read-write, or run from a "
-                 "checkout on a writable disk",
-    errno.EACCES: "make it writable by this user (`ls -ld {d}` shows its owner and mode), or run "
-                  "from a checkout you own",
-}
 # Below this much free space (bytes) after an app failed, the full disk is taken as the cause:
 # the app's own traceback may not even have reached run.log.
 MIN_FREE_BYTES = 1 << 20

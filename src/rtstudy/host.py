@@ -286,6 +286,18 @@ def stack_check() -> Check:
                  "`--ulimit stack=33554432`")
 
 
+# Errors that mean the data directory itself cannot be written, and how to fix each ({d}: the
+# folder). The preflight names them before measuring; the harness stops a sweep on them.
+STORAGE_FIXES = {
+    errno.ENOSPC: "free space on its file system (`df -h {d}`), or move the checkout to a larger disk",
+    errno.EDQUOT: "free space, or raise your disk quota",
+    errno.EROFS: "its file system is mounted read-only: remount it read-write, or run from a "
+                 "checkout on a writable disk",
+    errno.EACCES: "make {d} writable by this user (`ls -ld {d}` shows its owner and mode), or "
+                  "run from a checkout you own",
+}
+
+
 def writable_check(directory: Path, min_free_mb: int = 200) -> Check:
     """Can cells be written under ``directory`` (created if needed), with room to spare?"""
     name = f"data directory {directory}"
@@ -294,15 +306,10 @@ def writable_check(directory: Path, min_free_mb: int = 200) -> Check:
         with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-test-"):
             pass
     except OSError as exc:
-        fixes = {errno.EROFS: "its file system is mounted read-only: remount it read-write, or run "
-                              "from a checkout on a writable disk",
-                 errno.ENOSPC: "free disk space, or move the checkout to a larger disk"}
         # The deepest folder that exists is the one whose permissions stop us.
         existing = next((p for p in (directory, *directory.parents) if p.exists()), directory)
-        return Check(name, "FAIL", f"not writable: {exc.strerror}",
-                     fixes.get(exc.errno, f"make {existing} writable by this user (`ls -ld "
-                                          f"{existing}` shows its owner and mode), or run from a "
-                                          "checkout you own"))
+        fix = STORAGE_FIXES.get(exc.errno, STORAGE_FIXES[errno.EACCES])
+        return Check(name, "FAIL", f"not writable: {exc.strerror}", fix.format(d=existing))
     free_mb = shutil.disk_usage(directory).free // 2**20
     if free_mb < min_free_mb:
         return Check(name, "FAIL", f"only {free_mb} MiB free (need {min_free_mb} MiB)",
