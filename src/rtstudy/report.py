@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 
 from rtstudy import host, paths, seeds
-
-EXPERIMENTS = ("e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host")
+from rtstudy.data import EXPERIMENTS
 from rtstudy.harness import git_state
 from rtstudy.stats import bootstrap_ci, format_p
 
@@ -604,8 +603,7 @@ def data_fingerprint(profile: str) -> dict | None:
     return fp if fp["host_id"] == host_id else None
 
 
-def cross_host(profile: str, cfgs: dict, confidence: float, n_resamples: int,
-               seed: int) -> pd.DataFrame:
+def cross_host(profile: str, confidence: float, n_resamples: int, seed: int) -> pd.DataFrame:
     """Each experiment's headline figure per host that has data for ``profile``.
 
     Returns a tidy frame, one row per host and quantity: ``host_id``,
@@ -614,9 +612,8 @@ def cross_host(profile: str, cfgs: dict, confidence: float, n_resamples: int,
     """
     from rtstudy import data, e1, e2, e3, e4
 
-    dirs = {exp: {d.parent.name: d for d in data.datasets(exp, profile)}
-            for exp in (e1.EXPERIMENT, e2.EXPERIMENT, e3.EXPERIMENT, e4.EXPERIMENT)}
-    hosts = sorted(set().union(*dirs.values()))
+    measured = [exp for exp in EXPERIMENTS if data.datasets(exp, profile)]
+    hosts = {d.parent.name for exp in measured for d in data.datasets(exp, profile)}
     if len(hosts) < 2:
         return pd.DataFrame()
     rows = []
@@ -625,32 +622,30 @@ def cross_host(profile: str, cfgs: dict, confidence: float, n_resamples: int,
         rows.append({"host_id": host_id, "experiment": experiment, "quantity": quantity,
                      "value": value, "low": low, "high": high, "unit": unit, "n": n})
 
-    for h in hosts:
-        if h in dirs[e1.EXPERIMENT]:
-            c = cfgs[e1.EXPERIMENT]
-            _, cells, _ = e1.load(dirs[e1.EXPERIMENT][h], c["discard_head"], c["discard_tail"])
+    # data.load concatenates every host's tables (host_id column), with the stages' discards.
+    if e1.EXPERIMENT in measured:
+        for h, cells in data.load(e1.EXPERIMENT, profile)["cells"].groupby("host_id"):
             for r in e1.slopes(cells, confidence).to_dict("records"):
                 if r["policy"] == "deadline" and r["work_model"] == "native":
                     add(h, "E1", f"{r['scenario']} {r['buffer']}: max-latency slope", r["slope"],
                         r["low"], r["high"], "ms/ms", r["n"])
-        if h in dirs[e2.EXPERIMENT]:
-            c = cfgs[e2.EXPERIMENT]
-            frames, _, _ = e2.load(dirs[e2.EXPERIMENT][h], c["warmup_frames"], c["late_threshold_ms"])
+    if e2.EXPERIMENT in measured:
+        for h, frames in data.load(e2.EXPERIMENT, profile)["frames"].groupby("host_id"):
             red = e2.reductions(frames, confidence, n_resamples, seed)
             top = red[(red["load_work_model"] == "native")
                       & (red["load_factor"] == red["load_factor"].max())] if len(red) else red
             for r in top.to_dict("records"):
                 add(h, "E2", f"{r['policy']}: std reduction at {r['load_factor']:g} loads/CPU",
                     r["reduction"] * 100, r["low"] * 100, r["high"] * 100, "%", r["n_frames"])
-        if h in dirs[e3.EXPERIMENT]:
-            runs, _ = e3.load_runs(dirs[e3.EXPERIMENT][h])
+    if e3.EXPERIMENT in measured:
+        for h, runs in data.load(e3.EXPERIMENT, profile)["runs"].groupby("host_id"):
             at_max = runs[runs["iterations"] == runs["iterations"].max()]
             for (app, label), g in at_max.groupby(["app", "scheduler_label"]):
                 est = bootstrap_ci(g["steady_us_per_iter"], np.mean, confidence, n_resamples, seed)
                 add(h, "E3", f"{app}, {label}: steady cost", est.value, est.low, est.high, "µs",
                     est.n)
-        if h in dirs[e4.EXPERIMENT]:
-            _, stats, _ = e4.load(dirs[e4.EXPERIMENT][h])
+    if e4.EXPERIMENT in measured:
+        for h, stats in data.load(e4.EXPERIMENT, profile)["stats"].groupby("host_id"):
             for r in stats[(stats["kind"] == "jitter") & (stats["p50"] > 0)].to_dict("records"):
                 add(h, "E4", f"CPU {int(r['cpu'])}, {r['load']}: P99.99 / P50", r["p99.99"] / r["p50"],
                     unit="×", n=r["n"])
