@@ -26,8 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from rtstudy.experiments import REGISTRY as EXPERIMENTS
+
 ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = ["e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host"]
 
 
 def timed(cmd: list[str], cwd: Path, env: dict) -> float:

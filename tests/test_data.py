@@ -15,8 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import require_policy
-from rtstudy import data, e1, e2, e3, e4, params, paths
+from rtstudy import data, experiments, io, params, paths
 from rtstudy.data import DataError
+from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan
+from rtstudy.experiments.e4_host import analysis as e4_analysis, plan as e4_plan
 from rtstudy.harness import SweepContext, run_sweep
 
 OTHER_HOST = "otherhost-0123abcd"
@@ -28,10 +30,10 @@ def e3_root(tmp_path_factory, fingerprint):
     root = tmp_path_factory.mktemp("root")
     shutil.copy2(paths.params_file(), root / "params.yaml")
     params.use_profile("smoke", root / "params.yaml")
-    cfg = params.stage_config(e3.EXPERIMENT, "smoke")
+    cfg = params.stage_config("e3_overhead", "smoke")
     cfg.update(apps=["ops"], event_based_workers=[1])
-    cells = e3.plan(cfg)
-    out = root / "data" / "raw" / e3.EXPERIMENT / fingerprint["host_id"] / "smoke"
+    cells = e3_plan.plan(cfg, fingerprint, {})
+    out = root / "data" / "raw" / "e3_overhead" / fingerprint["host_id"] / "smoke"
     with open("/dev/null", "w") as devnull:
         run_sweep(cells, out, SweepContext.from_fingerprint(fingerprint, "smoke"), cfg["order_seed"],
                   progress=devnull)
@@ -44,7 +46,7 @@ def damaged(e3_root, tmp_path):
     _, out, _, _ = e3_root
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
-    first = data.plan(copy)["cells"][0]["cell_id"]
+    first = io.read_plan(copy)["cells"][0]["cell_id"]
     return copy, copy / first
 
 
@@ -94,8 +96,8 @@ def test_load_warns_about_cells_not_measured_yet(e3_root, monkeypatch, tmp_path)
     fake = tmp_path / "root"
     shutil.copytree(root, fake)
     monkeypatch.setenv("RTSTUDY_ROOT", str(fake))
-    d = paths.raw_dir("e3_overhead", out.parent.name, "smoke")
-    shutil.rmtree(d / data.plan(d)["cells"][0]["cell_id"])
+    d = paths.dataset_dir("e3_overhead", out.parent.name, "smoke")
+    shutil.rmtree(d / io.read_plan(d)["cells"][0]["cell_id"])
     with pytest.warns(UserWarning, match="1 cell\\(s\\) of the plan not measured yet"):
         runs = data.load("e3_overhead", "smoke")["runs"]
     assert runs["cell_id"].nunique() == 1
@@ -104,7 +106,7 @@ def test_load_warns_about_cells_not_measured_yet(e3_root, monkeypatch, tmp_path)
 def test_unknown_experiment_profile_or_host_is_named_with_what_is_allowed(e3_root, monkeypatch):
     root, _, _, _ = e3_root
     monkeypatch.setenv("RTSTUDY_ROOT", str(root))
-    with pytest.raises(ValueError, match="unknown experiment 'e5_magic'; allowed: e1_async_buffer, "
+    with pytest.raises(ValueError, match="unknown experiment 'e5_magic'; registered: e1_async_buffer, "
                                          "e2_rt_threads, e3_overhead, e4_host"):
         data.load("e5_magic")
     with pytest.raises(ValueError, match="profile = 'quick': expected one of smoke, default, seed"):
@@ -170,7 +172,7 @@ def test_a_damaged_file_is_named_with_what_is_wrong(damaged, case):
     damage, name, words = DAMAGE[case]
     damage(cell)
     with pytest.raises(DataError) as info:
-        e3.load_runs(copy)
+        e3_analysis.load(copy, {})
     message = str(info.value)
     assert str(cell / name) in message, message
     for word in words:
@@ -182,8 +184,8 @@ def test_load_reports_damage_too(e3_root, monkeypatch, tmp_path):
     fake = tmp_path / "root"
     shutil.copytree(root, fake)
     monkeypatch.setenv("RTSTUDY_ROOT", str(fake))
-    d = paths.raw_dir("e3_overhead", out.parent.name, "smoke")
-    victim = d / data.plan(d)["cells"][1]["cell_id"] / "samples.parquet"
+    d = paths.dataset_dir("e3_overhead", out.parent.name, "smoke")
+    victim = d / io.read_plan(d)["cells"][1]["cell_id"] / "samples.parquet"
     _rewrite(victim, lambda t: t.drop_columns(["op"]))
     with pytest.raises(DataError, match=re.escape(f"{victim}: not a e3_overhead samples file")):
         data.load("e3_overhead", "smoke")
@@ -193,25 +195,24 @@ def test_an_empty_samples_file_is_checked_for_its_columns_only(tmp_path):
     # E4's cyclicdeadline keeps no histogram: the app writes empty float64 columns.
     empty = tmp_path / "empty.parquet"
     pq.write_table(pa.table({"latency_ns": np.array([]), "count": np.array([])}), empty)
-    data.check_schema(empty, "e4_host")
+    io.check_schema(empty, e4_analysis.SAMPLES, "e4_host")
     pq.write_table(pa.table({"latency_ns": np.array([])}), empty)
     with pytest.raises(DataError, match="column 'count' missing"):
-        data.check_schema(empty, "e4_host")
+        io.check_schema(empty, e4_analysis.SAMPLES, "e4_host")
 
 
 def test_the_schema_is_what_every_app_writes(tmp_path, fingerprint, monkeypatch):
-    """One real cell per experiment, without real-time policies (any host), against SAMPLE_SCHEMAS."""
-    e1_cfg = dict(params.stage_config(e1.EXPERIMENT, "smoke"), scenarios=["S1"], buffers=["default"],
-                  policies=["none"], periods_ms=[20], messages=10)
-    e2_cfg = dict(params.stage_config(e2.EXPERIMENT, "smoke"), policies=["normal"], load_factors=[0],
-                  duration_s=0.5)
-    e4_cfg = dict(params.stage_config(e4.EXPERIMENT, "smoke"), jitter_cpus=[0], jitter_seconds=0.2,
-                  floor_tools=[])
-    e3_cfg = dict(params.stage_config(e3.EXPERIMENT, "smoke"), apps=["ping"], schedulers=["greedy"])
+    """One real cell per experiment, without real-time policies (any host), against its SAMPLES."""
+    smaller = {"e1_async_buffer": dict(scenarios=["S1"], buffers=["default"], policies=["none"],
+                                       periods_ms=[20], messages=10),
+               "e2_rt_threads": dict(policies=["normal"], load_factors=[0], duration_s=0.5),
+               "e3_overhead": dict(apps=["ping"], schedulers=["greedy"]),
+               "e4_host": dict(jitter_cpus=[0], jitter_seconds=0.2, floor_tools=[])}
+    assert set(smaller) == set(experiments.REGISTRY), "a new experiment needs its smallest cell here"
+    configs = {name: dict(params.stage_config(name, "smoke"), **small)
+               for name, small in smaller.items()}
     monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))  # E4 compiles its probe under <root>/build
-    plans = {e1.EXPERIMENT: e1.plan(e1_cfg, fingerprint), e2.EXPERIMENT: e2.plan(e2_cfg, fingerprint),
-             e3.EXPERIMENT: e3.plan(e3_cfg), e4.EXPERIMENT: e4.plan(e4_cfg, fingerprint, e2_cfg)}
-    assert set(plans) == set(data.SAMPLE_SCHEMAS)
+    plans = {e.name: e.plan.plan(configs[e.name], fingerprint, configs) for e in experiments.every()}
     context = SweepContext.from_fingerprint(fingerprint, "smoke")
     for experiment, cells in plans.items():
         assert len(cells) == 1, experiment
@@ -220,11 +221,12 @@ def test_the_schema_is_what_every_app_writes(tmp_path, fingerprint, monkeypatch)
             run_sweep(cells, out, context, 1, progress=devnull)
         samples = out / cells[0].cell_id / "samples.parquet"
         schema = pq.read_schema(samples)
-        assert schema.names == list(data.SAMPLE_SCHEMAS[experiment]), experiment
+        expected = experiments.get(experiment).analysis.SAMPLES
+        assert schema.names == list(expected), experiment
         assert pq.read_metadata(samples).num_rows > 0, experiment
-        data.check_schema(samples, experiment)
-        sidecars, missing = data.completed_cells(out)
-        assert missing == [] and set(data.SIDECAR_KEYS) <= set(sidecars[0]), experiment
+        io.check_schema(samples, expected, experiment)
+        sidecars, missing = io.completed_cells(out, expected)
+        assert missing == [] and set(io.SIDECAR_KEYS) <= set(sidecars[0]), experiment
 
 
 def test_the_floor_without_a_histogram_passes_the_check(tmp_path, fingerprint, monkeypatch):
@@ -232,27 +234,46 @@ def test_the_floor_without_a_histogram_passes_the_check(tmp_path, fingerprint, m
     if shutil.which("cyclicdeadline") is None:
         pytest.skip("cyclicdeadline (Debian rt-tests) is not installed")
     require_policy(fingerprint, "SCHED_DEADLINE")
-    e2_cfg = params.stage_config(e2.EXPERIMENT, "smoke")
-    cfg = dict(params.stage_config(e4.EXPERIMENT, "smoke"), jitter_cpus=[],
+    e2_cfg = params.stage_config("e2_rt_threads", "smoke")
+    cfg = dict(params.stage_config("e4_host", "smoke"), jitter_cpus=[],
                floor_tools=["cyclicdeadline"], floor_seconds=1)
     monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))
-    cells = e4.plan(cfg, fingerprint, e2_cfg)
+    cells = e4_plan.plan(cfg, fingerprint, {"e2_rt_threads": e2_cfg})
     assert [c.config["kind"] for c in cells] == ["cyclicdeadline"]
     out = tmp_path / "e4"
     with open("/dev/null", "w") as devnull:
         run_sweep(cells, out, SweepContext.from_fingerprint(fingerprint, "smoke"), 1, progress=devnull)
-    _, stats, missing = e4.load(out)
-    assert missing == [] and len(stats) == 1 and stats["n"].iloc[0] > 0
+    ds = e4_analysis.load(out, cfg)
+    stats = ds.tables["stats"]
+    assert ds.missing == [] and len(stats) == 1 and stats["n"].iloc[0] > 0
 
 
 def test_the_readme_documents_every_column_and_sidecar_key():
     readme = (paths.root() / "data" / "README.md").read_text()
-    for experiment, columns in data.SAMPLE_SCHEMAS.items():
+    for experiment in experiments.REGISTRY:
+        columns = experiments.get(experiment).analysis.SAMPLES
         section = readme.split(f"### {experiment}", 1)
         assert len(section) == 2, f"data/README.md has no '### {experiment}' section"
         body = section[1].split("###", 1)[0]
         for column, kind in columns.items():
             assert re.search(rf"`{column}`\s*\|\s*{kind}\b", body), (experiment, column, kind)
-    for key in data.SIDECAR_KEYS:
+    for key in io.SIDECAR_KEYS:
         assert f"`{key}`" in readme, key
     assert "data.load(" in readme and "data.datasets(" in readme
+
+
+def test_every_damaged_cell_is_listed_at_once(e3_root, tmp_path):
+    """One pass over a damaged dataset names every damaged file, each with its fix."""
+    _, out, _, _ = e3_root
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    cells = [c["cell_id"] for c in io.read_plan(copy)["cells"]]
+    (copy / cells[0] / "cell.json").write_text("{ not json")
+    (copy / cells[1] / "samples.parquet").unlink()
+    with pytest.raises(DataError) as info:
+        e3_analysis.load(copy, {})
+    message = str(info.value)
+    assert "2 damaged cells" in message
+    assert str(copy / cells[0] / "cell.json") in message
+    assert str(copy / cells[1] / "samples.parquet") in message
+    assert message.count("re-run its stage") == 2

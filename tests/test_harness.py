@@ -9,13 +9,16 @@ from conftest import require_policy
 from rtstudy import harness
 from rtstudy.harness import Cell, RealtimeRequest, run_sweep
 
+PROBE = "rtstudy.apps.rt_probe"
+
 PERIOD_NS = 5_000_000
 
 
 def probe_cell(label: str, request: RealtimeRequest | None, max_duration_ms: int = 5000,
                timeout_s: float = 60, ticks: int = 20) -> Cell:
     config = {"ticks": ticks, "period_ns": PERIOD_NS, "max_duration_ms": max_duration_ms}
-    return Cell("probe", "rt_probe", label, config, 0, timeout_s, (request,) if request else ())
+    return Cell("probe", "rt_probe", label, config, 0, timeout_s, (request,) if request else (),
+                module=PROBE)
 
 
 FIFO = RealtimeRequest("target", "SCHED_FIFO", priority=10)

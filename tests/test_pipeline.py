@@ -70,6 +70,30 @@ def test_changing_one_e3_parameter_reruns_e3_and_the_report_only(measured_projec
     assert ran(out.stdout) - {"host"} == {"e3_overhead", "report"}
 
 
+def test_editing_a_verdict_reruns_the_report_only(measured_project):
+    """Analysis and words are the report stage's; only app and plan decide what is measured."""
+    dest, env, _ = measured_project
+    sh([str(BIN / "dvc"), "repro"], dest, env)  # whatever the tests before left to re-run
+    for part in ("analysis.py", "report.md.j2"):
+        edited = dest / "src" / "rtstudy" / "experiments" / "e1_async_buffer" / part
+        original = edited.read_text()
+        try:
+            edited.write_text(original + "\n")
+            status = sh([str(BIN / "dvc"), "status"], dest, env).stdout
+            assert "report:" in status, status
+            assert "e1_async_buffer:" not in status, f"{part} must not re-measure E1:\n{status}"
+        finally:
+            edited.write_text(original)
+    edited = dest / "src" / "rtstudy" / "experiments" / "e1_async_buffer" / "plan.py"
+    original = edited.read_text()
+    try:
+        edited.write_text(original + "\n")
+        status = sh([str(BIN / "dvc"), "status"], dest, env).stdout
+        assert "e1_async_buffer:" in status, "the plan decides what is measured"
+    finally:
+        edited.write_text(original)
+
+
 def test_a_wrong_parameter_stops_before_measuring(measured_project):
     dest, env, _ = measured_project
     params = dest / "params.yaml"

@@ -4,40 +4,13 @@ from __future__ import annotations
 import copy
 import re
 
-import numpy as np
-import pandas as pd
 import pytest
 
-from rtstudy import browser, report
-from rtstudy.cli import add_toc
-from rtstudy.stats import format_p, holm, rank_test, spread_test
-
-# ---------------------------------------------------------------------------
-# Statistics
-
-def test_holm_matches_a_hand_computed_example_and_keeps_nans():
-    # Sorted 0.01, 0.03, 0.04, 0.5 over m = 4 tests: ×4, ×3, ×2, ×1, then made monotone.
-    adjusted = holm([0.01, 0.04, 0.03, np.nan, 0.5])
-    np.testing.assert_allclose(adjusted, [0.04, 0.09, 0.09, np.nan, 0.5])
-    assert np.all(holm([0.2, 0.9, 0.6]) <= 1)
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        holm([0.5, 1.5])
-
-
-def test_spread_and_rank_tests_tell_spread_from_location():
-    rng = np.random.default_rng(1)
-    a = rng.normal(10, 1, 400)
-    wide = rng.normal(10, 4, 400)       # same centre, larger spread
-    shifted = rng.normal(12, 1, 400)    # same spread, other centre
-    assert spread_test(a, wide) < 0.001 and spread_test(a, shifted) > 0.01
-    assert rank_test(a, shifted) < 0.001 and rank_test(a, wide) > 0.01
-    assert np.isnan(spread_test([1.0], [2.0, 3.0])) and np.isnan(rank_test([], [1.0]))
-
-
-def test_p_values_read_as_a_reader_expects():
-    assert [format_p(p) for p in (1e-9, 0.0123, 0.43, np.nan)] == ["< 0.001", "0.012", "0.43",
-                                                                     "n/a"]
-
+from rtstudy import browser
+from rtstudy.report.render import add_toc
+from rtstudy.report.section import Section
+from rtstudy.report.study import Study
+from rtstudy.stats import CI
 
 # ---------------------------------------------------------------------------
 # What the report derives
@@ -49,22 +22,20 @@ FP = {"host_id": "vm-test", "cpu": {"count": 2, "model": "x", "online": [0, 1]},
       "realtime": {"SCHED_FIFO": "ok", "SCHED_DEADLINE pinned": "refused: Operation not permitted"}}
 
 
-def test_limitations_follow_the_host_and_the_data():
-    record = {"items": [{"name": "isolated CPUs", "status": "WARN"},
-                        {"name": "NMI watchdog", "status": "PASS"}],
-              "osnoise": {"available": False, "why": "tracefs is not mounted"}}
-    e1_cells = pd.DataFrame({"policy": ["deadline", "none"], "pinned": [False, False]})
-    e2_runs = pd.DataFrame({"policy": ["normal", "SCHED_FIFO", "SCHED_DEADLINE"],
-                            "pinned": [False, True, False]})
-    text = " ".join(report.limitations(FP, record, e1_cells, e2_runs))
+def study(fp: dict | None, *limitations: str) -> Study:
+    """A study of ``fp``'s host whose one section reports ``limitations``."""
+    section = Section("x", "EX", "a claim", limitations=list(limitations))
+    return Study("smoke", CI(0.95, 100, 0), {}, "vm-test", fp, {"x": section})
+
+
+def test_limitations_follow_the_host_and_then_each_section():
+    text = " ".join(study(FP, "E1's own limitation.").limitations())
     for words in ("2 CPUs", "No CPU is isolated", "950000", "0.95 × CPUs", "not PREEMPT_RT",
-                  "pinned to one CPU was refused here (refused: Operation not permitted)",
-                  "E1's SCHED_DEADLINE threads ran unpinned", "E2's SCHED_DEADLINE target ran "
-                  "unpinned", "isolated CPUs", "tracefs is not mounted"):
+                  "pinned to one CPU was refused here (refused: Operation not permitted)"):
         assert words in text
-    assert "NMI watchdog" not in text
+    assert text.endswith("E1's own limitation.")
     # A dataset without its host's fingerprint says so instead of describing another host.
-    unknown = report.limitations(None, record, e1_cells, e2_runs)
+    unknown = study(None, "E1's own limitation.").limitations()
     assert len(unknown) == 1 and "not recorded" in unknown[0]
 
     tuned = copy.deepcopy(FP)
@@ -73,9 +44,14 @@ def test_limitations_follow_the_host_and_the_data():
                  kernel={"preempt_model": "PREEMPT_RT", "release": "6.1-rt"},
                  sched={"rt_runtime_us": -1, "rt_period_us": 1000000},
                  realtime={"SCHED_FIFO": "ok", "SCHED_DEADLINE pinned": "ok"})
-    assert report.limitations(tuned, {"items": []},
-                              pd.DataFrame({"policy": ["deadline"], "pinned": [True]}),
-                              pd.DataFrame({"policy": ["SCHED_FIFO"], "pinned": [True]})) == []
+    assert study(tuned).limitations() == []
+    assert "- none found" in study(tuned).limitations_markdown()
+
+
+def test_the_summary_states_the_report_confidence_level():
+    s = study(FP)
+    s.ci = CI(0.9, 100, 0)
+    assert "this study (90 % CI)" in s.summary() and "95" not in s.summary()
 
 
 def test_table_of_contents_links_every_section():

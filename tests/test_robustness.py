@@ -31,12 +31,14 @@ import pytest
 import yaml
 
 import rtstudy
-from rtstudy import data, e3, params, paths
+from rtstudy import io, params, paths
+from rtstudy.experiments.e3_overhead import plan as e3_plan
 from rtstudy.harness import Cell, DataDirError, SweepError, run_order, run_sweep
 
 BIN = Path(sys.executable).parent
 ROOT = paths.root()
-E3_APP = "rtstudy.apps.e3_overhead"
+E3_APP = "rtstudy.experiments.e3_overhead.app"
+PROBE = "rtstudy.apps.rt_probe"
 
 
 # ---------------------------------------------------------------------------
@@ -115,7 +117,7 @@ def assert_intact(out: Path, before: dict) -> None:
         assert cell_id in now, f"completed cell {cell_id} disappeared"
         assert now[cell_id] == (text, mtime), f"completed cell {cell_id} was rewritten"
         assert json.loads(text)["status"] == "ok"
-        assert len(data.read_samples(out / cell_id / "samples.parquet")) > 0
+        assert len(io.read_samples(out / cell_id / "samples.parquet")) > 0
 
 
 # ---------------------------------------------------------------------------
@@ -172,7 +174,7 @@ def test_an_interrupted_or_killed_sweep_keeps_its_cells_and_resumes(tmp_path, st
         message
     assert wait_until(lambda: not project_processes(root), 15), project_processes(root)
     assert not list(out.glob(".tmp-*")), "Ctrl-C must not leave a partial cell"
-    cells, missing = data.completed_cells(out)
+    cells, missing = io.completed_cells(out)
     assert cells and missing, "the sweep should have stopped part-way"
     before = snapshot(out)
     assert_intact(out, before)
@@ -188,7 +190,7 @@ def test_an_interrupted_or_killed_sweep_keeps_its_cells_and_resumes(tmp_path, st
     assert wait_until(lambda: not project_processes(root), 5), \
         f"orphaned processes after SIGKILL: {project_processes(root)}"
     assert_intact(out, before)
-    cells, missing = data.completed_cells(out)
+    cells, missing = io.completed_cells(out)
     assert [c["cell_id"] for c in cells] and missing
     assert sorted(c["cell_id"] for c in cells) == completed(out), "a partial cell was counted"
     middle = snapshot(out)
@@ -197,7 +199,7 @@ def test_an_interrupted_or_killed_sweep_keeps_its_cells_and_resumes(tmp_path, st
     # 3. The next run skips what is complete, removes leftovers and finishes.
     done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    cells, missing = data.completed_cells(out)
+    cells, missing = io.completed_cells(out)
     assert missing == [] and len(cells) == 4
     assert_intact(out, middle)
     assert not list(out.glob(".tmp-*")) and not any(p.exists() for p in leftovers)
@@ -210,9 +212,9 @@ def test_an_interrupted_or_killed_sweep_keeps_its_cells_and_resumes(tmp_path, st
 def test_a_hung_app_is_killed_at_its_timeout_and_the_sweep_goes_on(tmp_path, context, devnull):
     # 200 000 ticks at 5 ms: far longer than the harness's 3 s timeout, on any host.
     hung = Cell("probe", "rt_probe", "hung",
-                {"ticks": 200_000, "period_ns": 5_000_000, "max_duration_ms": 600_000}, 0, 3.0)
+                {"ticks": 200_000, "period_ns": 5_000_000, "max_duration_ms": 600_000}, 0, 3.0, module=PROBE)
     fine = Cell("probe", "rt_probe", "fine",
-                {"ticks": 10, "period_ns": 5_000_000, "max_duration_ms": 5000}, 0, 60.0)
+                {"ticks": 10, "period_ns": 5_000_000, "max_duration_ms": 5000}, 0, 60.0, module=PROBE)
     seed = next(s for s in range(100) if run_order([hung, fine], s)[0] == hung)
     with pytest.raises(SweepError, match="1 of 2 cells failed") as info:
         run_sweep([hung, fine], tmp_path, context, seed, progress=devnull)
@@ -232,14 +234,14 @@ def test_a_hung_app_is_killed_at_its_timeout_and_the_sweep_goes_on(tmp_path, con
 def test_a_cell_folder_without_its_sidecar_is_measured_again(tmp_path, context, devnull):
     # As a partial copy or an interrupted `dvc pull` leaves it: samples, no cell.json.
     cell = Cell("probe", "rt_probe", "partial",
-                {"ticks": 5, "period_ns": 5_000_000, "max_duration_ms": 5000}, 0, 60.0)
+                {"ticks": 5, "period_ns": 5_000_000, "max_duration_ms": 5000}, 0, 60.0, module=PROBE)
     run_sweep([cell], tmp_path, context, 1, progress=devnull)
     (tmp_path / cell.cell_id / "cell.json").unlink()
-    with pytest.raises(data.DataError, match="a cell folder without its sidecar cell.json"):
-        data.completed_cells(tmp_path)
+    with pytest.raises(io.DataError, match="a cell folder without its sidecar cell.json"):
+        io.completed_cells(tmp_path)
     outcomes = run_sweep([cell], tmp_path, context, 1, progress=devnull)
     assert [o.status for o in outcomes] == ["ok"]
-    sidecars, missing = data.completed_cells(tmp_path)
+    sidecars, missing = io.completed_cells(tmp_path)
     assert missing == [] and [s["cell_id"] for s in sidecars] == [cell.cell_id]
 
 
@@ -251,17 +253,19 @@ NOBODY = pwd.getpwnam("nobody") if "nobody" in {p.pw_name for p in pwd.getpwall(
 DRIVER = '''
 import sys
 from pathlib import Path
-from rtstudy import e3, host, params
+from rtstudy import host, params
+from rtstudy.experiments.e3_overhead import plan
 from rtstudy.harness import Cell, RealtimeRequest, SweepContext, SweepError, run_sweep
 
 out, kind = Path(sys.argv[1]), sys.argv[2]
 if kind == "fifo":
     fifo = RealtimeRequest("target", "SCHED_FIFO", priority=10)
     cells = [Cell("probe", "rt_probe", "fifo",
-                  {"ticks": 20, "period_ns": 5_000_000, "max_duration_ms": 2000}, 0, 60, (fifo,))]
+                  {"ticks": 20, "period_ns": 5_000_000, "max_duration_ms": 2000}, 0, 60, (fifo,),
+                  module="rtstudy.apps.rt_probe")]
 else:
     cfg = params.stage_config("e3_overhead", "smoke")
-    cells = e3.plan(dict(cfg, apps=["ops"], schedulers=["greedy"]))
+    cells = plan.plan(dict(cfg, apps=["ops"], schedulers=["greedy"]), {}, {})
 try:
     run_sweep(cells, out, SweepContext.from_fingerprint(host.current(), "smoke"), 1)
 except SweepError as exc:
@@ -523,7 +527,7 @@ def test_a_data_directory_that_fills_up_or_turns_read_only_stops_the_sweep_clean
         tmp_path, tmpfs, context, devnull, smoke_e3):
     disk = tmpfs(tmp_path / "disk", "size=8m")
     out = disk / "e3"
-    first, second = e3.plan(dict(smoke_e3, apps=["ops"], event_based_workers=[1]))
+    first, second = e3_plan.plan(dict(smoke_e3, apps=["ops"], event_based_workers=[1]), {}, {})
     run_sweep([first], out, context, 1, progress=devnull)
     kept = snapshot(out)
     assert list(kept) == [first.cell_id]

@@ -20,11 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 from pathlib import Path
 
-from rtstudy import host, params, paths
+from rtstudy import experiments, host, params, paths
 
 
 def _params_check(args) -> int:
@@ -36,7 +35,7 @@ def _params_check(args) -> int:
 
 def _params_show(args) -> int:
     data = params.load()
-    stages = [args.stage] if args.stage else list(params.SCHEMA)
+    stages = [args.stage] if args.stage else list(params.groups())
     for stage in stages:
         cfg = params.stage_config(stage, args.profile, data)
         print(json.dumps({stage: cfg}, indent=2))
@@ -112,74 +111,31 @@ def _host_revert(args) -> int:
 def _run(args) -> int:
     from rtstudy import stage
 
-    cfg = params.stage_config(args.stage, args.profile)
-    if args.stage not in stage.EXPERIMENTS:
+    if args.stage not in experiments.REGISTRY:
         raise params.ParamError(f"{args.stage!r} is not a measuring stage; allowed: "
-                                + ", ".join(stage.EXPERIMENTS))
+                                + ", ".join(experiments.REGISTRY))
+    cfg = params.stage_config(args.stage, args.profile)
     fp = host.current()
     stage.preflight(args.stage, cfg, fp)
     print(f"{args.stage}: profile {cfg['profile']}, host {fp['host_id']} -> "
-          f"{stage.out_dir(args.stage, cfg['profile'], fp)}", flush=True)
-    out = stage.execute_notebook(args.stage, {"profile": cfg["profile"], "progress": "terminal"})
+          f"{paths.dataset_dir(args.stage, fp['host_id'], cfg['profile'])}", flush=True)
+    out = stage.execute_notebook(stage.EXPERIMENT_NOTEBOOK, args.stage,
+                                 {"experiment": args.stage, "profile": cfg["profile"],
+                                  "progress": "terminal"})
     print(f"{args.stage}: done; lab book {out}")
     return 0
 
 
 def _report(args) -> int:
     from rtstudy import stage
+    from rtstudy.report.render import render_html
 
-    profile = params.stage_config("report", args.profile)["profile"]
-    executed = stage.execute_notebook("report", {"profile": profile})
+    profile = params.stage_config(params.REPORT, args.profile)["profile"]
+    executed = stage.execute_notebook(stage.REPORT_NOTEBOOK, stage.REPORT_NOTEBOOK,
+                                      {"profile": profile})
     html = render_html(executed)
     print(f"report: {html}")
     return 0
-
-
-def render_html(executed_notebook) -> str:
-    """Render an executed notebook to ``report/report.html``.
-
-    Code hidden, images embedded, no script fetched from the network, and a
-    table of contents built from the section headings.
-    """
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    templates = Path(__file__).parent / "templates"
-    exporter = HTMLExporter(template_name="rtstudy_report", extra_template_basedirs=[str(templates)],
-                            exclude_input=True, exclude_input_prompt=True,
-                            exclude_output_prompt=True)
-    nb = nbformat.read(str(executed_notebook), as_version=4)
-    nb.metadata["title"] = "Real-time scheduling for NVIDIA Holoscan applications"
-    body, _ = exporter.from_notebook_node(nb)
-    body = add_toc(body)
-    out = paths.report_html()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".html.tmp")
-    tmp.write_text(body)
-    tmp.replace(out)
-    return str(out)
-
-
-_HEADING = re.compile(r'<h([23]) id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
-
-
-def add_toc(html: str) -> str:
-    """Insert a table of contents of the h2/h3 headings after the report's title (h1)."""
-    entries = [f'<li class="h{level}"><a href="#{anchor}">{text.strip()}</a></li>'
-               for level, anchor, text in _HEADING.findall(html)]
-    if not entries:
-        return html
-    nav = '<nav class="toc"><strong>Contents</strong><ul>' + "".join(entries) + "</ul></nav>"
-    # Between the title's cell and the next one: inside a cell the output area is a
-    # flex row that would squeeze the list to nothing. Without a title, at the top.
-    title_end = html.find("</h1>")
-    cut = html.find('<div class="jp-Cell ', title_end) if title_end >= 0 else -1
-    if cut < 0:
-        main = html.find("<main>")
-        cut = main + len("<main>") if main >= 0 else html.find(">", html.find("<body")) + 1
-    if cut <= 0:
-        return html  # not a page this renderer made: leave it as it is
-    return html[:cut] + nav + html[cut:]
 
 
 def build_parser() -> argparse.ArgumentParser:

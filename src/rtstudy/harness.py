@@ -1,6 +1,6 @@
 """The run harness: one sweep cell = one Holoscan app in its own subprocess.
 
-A cell runs ``python -m rtstudy.apps.<app> SPEC WORKDIR`` with a 32 MiB stack,
+A cell runs ``python -m <its app module> SPEC WORKDIR`` with a 32 MiB stack,
 in its own process group, under a hard timeout (the app also sets Holoscan's
 ``max_duration_ms``). The child writes ``samples.npz`` and ``result.json``;
 its stdout and stderr (Holoscan's log, CUDA warnings included) go to
@@ -81,6 +81,10 @@ class Cell:
     ``label`` is a readable name of the configuration; ``cell_id`` adds the
     repetition and a digest of everything the app receives, so a changed
     parameter is a new cell and never mistaken for a completed one.
+    ``app`` is the app's name as recorded in the cell (part of that digest);
+    ``module`` is where its code lives, run with ``python -m``. They are kept
+    apart so that moving code never changes a cell's id: data measured before
+    a move still counts as complete.
     """
 
     experiment: str
@@ -90,6 +94,11 @@ class Cell:
     repetition: int
     timeout_s: float
     realtime: tuple[RealtimeRequest, ...] = ()
+    module: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.module:
+            raise ValueError(f"cell {self.label!r}: no app module to run (Cell.module)")
 
     @property
     def spec(self) -> dict:
@@ -273,7 +282,7 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     work.mkdir(parents=True)
     spec_path = work / "spec.json"
     write_json(spec_path, cell.spec)
-    cmd = [sys.executable, "-m", f"rtstudy.apps.{cell.app}", str(spec_path), str(work)]
+    cmd = [sys.executable, "-m", cell.module, str(spec_path), str(work)]
     started = time.monotonic()
     reason = ""
     with open(work / LOG, "wb") as log:

@@ -52,8 +52,11 @@ def raw_root(experiment: str) -> Path:
     return data_dir() / "raw" / experiment
 
 
-def raw_dir(experiment: str, host_id: str, profile: str) -> Path:
-    """The cells of one experiment measured on one host with one profile."""
+def dataset_dir(experiment: str, host_id: str, profile: str) -> Path:
+    """The one place a dataset lives: one experiment's cells from one host and one profile.
+
+    Every reader and writer of a dataset folder gets it from here.
+    """
     return raw_root(experiment) / host_id / profile
 
 

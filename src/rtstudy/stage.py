@@ -1,104 +1,104 @@
 """Running one measuring stage: preflight, then the sweep; and executing notebooks.
 
-The DVC stages call :func:`execute_notebook` (through ``rtstudy run``), and the
-executed notebook calls :func:`run_experiment`: papermill drives the experiment
-and the notebook is the lab book of the run.
+The DVC stages call :func:`execute_notebook` (through ``rtstudy run NAME``) on
+the one experiment notebook, parameterized with the experiment's name; the
+executed notebook calls :func:`run_experiment`, so papermill drives the
+experiment and the notebook is the lab book of the run. Everything an
+experiment contributes comes through the registry (:mod:`rtstudy.experiments`).
 """
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from rtstudy import e1, e2, e3, e4, host, params, paths
+import pandas as pd
+
+from rtstudy import data, experiments, host, params, paths
 from rtstudy.harness import CellOutcome, SweepContext, run_sweep
+from rtstudy.stats import CI
 
-
-@dataclass(frozen=True)
-class Experiment:
-    """How to run one measuring stage.
-
-    ``plan(cfg, fp)`` gives the cells; ``realtime(cfg)`` names the policies
-    they need (checked by the preflight); ``host_problems(cfg, fp)`` lists what
-    this host cannot run (e.g. more SCHED_DEADLINE bandwidth than it admits).
-    """
-
-    plan: Callable[[dict, dict], list]
-    realtime: Callable[[dict], tuple[str, ...]] = lambda cfg: ()
-    host_problems: Callable[[dict, dict], list[str]] = lambda cfg, fp: []
-
-
-EXPERIMENTS: dict[str, Experiment] = {
-    e3.EXPERIMENT: Experiment(plan=lambda cfg, fp: e3.plan(cfg)),
-    e1.EXPERIMENT: Experiment(
-        plan=e1.plan,
-        realtime=lambda cfg: ("SCHED_DEADLINE",) if "deadline" in cfg["policies"] else (),
-        host_problems=e1.host_problems),
-    e2.EXPERIMENT: Experiment(plan=e2.plan, realtime=e2.needed_policies,
-                              host_problems=e2.host_problems),
-    # The floor runs at E2's period and priority, so E4 reads E2's parameters too.
-    e4.EXPERIMENT: Experiment(
-        plan=lambda cfg, fp: e4.plan(cfg, fp, params.stage_config(e2.EXPERIMENT, cfg["profile"])),
-        realtime=e4.needed_policies, host_problems=e4.host_problems),
-}
+EXPERIMENT_NOTEBOOK = "experiment"  # notebooks/experiment.ipynb runs every measuring stage
+REPORT_NOTEBOOK = "report"
 
 
 class PreflightError(RuntimeError):
     """The host cannot run a stage as configured; nothing was measured."""
 
 
-def out_dir(stage: str, profile: str, fp: dict | None = None) -> Path:
-    """Where ``stage``'s cells for this host and ``profile`` live."""
-    fp = fp or host.current()
-    return paths.raw_dir(stage, fp["host_id"], profile)
-
-
-def preflight(stage: str, cfg: dict, fp: dict) -> list[host.Check]:
+def preflight(name: str, cfg: dict, fp: dict) -> list[host.Check]:
     """Run the stage's checks; raise :class:`PreflightError` if any fails."""
-    exp = EXPERIMENTS[stage]
-    checks = host.preflight(fp, out_dir(stage, cfg["profile"], fp), need_realtime=exp.realtime(cfg))
-    problems = exp.host_problems(cfg, fp)
+    plan = experiments.get(name).plan
+    directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
+    checks = host.preflight(fp, directory, need_realtime=plan.realtime(cfg))
+    problems = plan.host_problems(cfg, fp)
     if problems or any(c.status == "FAIL" for c in checks):
         text = host.format_checks(checks)
         if problems:
             text += "\n" + "\n".join(f"FAIL  {p}" for p in problems)
-        raise PreflightError(f"{stage} cannot run on this host; nothing was measured:\n{text}")
+        raise PreflightError(f"{name} cannot run on this host; nothing was measured:\n{text}")
     return checks
 
 
-def run_experiment(stage: str, cfg: dict, progress: str = "terminal") -> list[CellOutcome]:
-    """Preflight, then run every missing cell of ``stage`` with the resolved ``cfg``.
+def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[CellOutcome]:
+    """Preflight, then run every missing cell of experiment ``name`` with the resolved ``cfg``.
 
     Parameters
     ----------
-    stage : str
-        A measuring stage (a key of :data:`EXPERIMENTS`).
+    name : str
+        A registered experiment.
     cfg : dict
-        The stage's validated parameters (:func:`rtstudy.params.stage_config`).
+        Its validated parameters (:func:`rtstudy.params.stage_config`).
     progress : str
         ``terminal``: the progress bar goes to the process's real stderr (the
         terminal that runs papermill); ``notebook``: to the notebook's output.
     """
+    plan = experiments.get(name).plan
     fp = host.current()
-    preflight(stage, cfg, fp)
+    preflight(name, cfg, fp)
     stream = sys.__stderr__ if progress == "terminal" else sys.stderr
-    return run_sweep(EXPERIMENTS[stage].plan(cfg, fp), out_dir(stage, cfg["profile"], fp),
-                     SweepContext.from_fingerprint(fp, cfg["profile"]), cfg["order_seed"],
-                     progress=stream)
+    configs = {group: params.stage_config(group, cfg["profile"])
+               for group in experiments.get(name).params.USES}
+    directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
+    outcomes = run_sweep(plan.plan(cfg, fp, configs), directory,
+                         SweepContext.from_fingerprint(fp, cfg["profile"]), cfg["order_seed"],
+                         progress=stream)
+    plan.after_sweep(directory)
+    return outcomes
 
 
-def execute_notebook(name: str, parameters: dict) -> Path:
-    """Execute ``notebooks/<name>.ipynb`` with papermill into ``experiments/``."""
+def first_look(name: str, profile: str) -> pd.DataFrame:
+    """The verdicts and headline numbers of this host's data for ``name``: the lab book's look.
+
+    A section that reads another's (``NEEDS``) gets it when that one was
+    measured already; otherwise it says what it lacks.
+    """
+    host_id = host.current()["host_id"]
+    configs = params.configs(profile)
+    ci = CI.from_params(configs[params.REPORT])
+    needed = [n for n in experiments.get(name).section.NEEDS
+              if paths.dataset_dir(n, host_id, profile).joinpath("plan.json").exists()]
+    # Imported here: the report package is the layer above this one.
+    from rtstudy.report.study import build_sections
+
+    loaded = {n: data.load_dataset(n, host_id, profile) for n in [*needed, name]}
+    section = build_sections(loaded, configs, ci)[name]
+    rows = [{"what": v.claim, "this run": v.ours, "verdict": v.verdict} for v in section.verdicts]
+    rows += [{"what": q.quantity, "this run": f"{q.value:.3g} {q.unit} (n = {q.n})", "verdict": ""}
+             for q in section.quantities]
+    return pd.DataFrame(rows)
+
+
+def execute_notebook(notebook: str, output: str, parameters: dict) -> Path:
+    """Execute ``notebooks/<notebook>.ipynb`` with papermill into ``experiments/<output>.ipynb``."""
     import papermill
 
-    output = paths.executed_notebook(name)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    papermill.execute_notebook(str(paths.notebook(name)), str(output), parameters=parameters,
+    out = paths.executed_notebook(output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    papermill.execute_notebook(str(paths.notebook(notebook)), str(out), parameters=parameters,
                                cwd=str(paths.notebooks_dir()), progress_bar=False,
                                kernel_name="rtstudy",
                                # The kernel's own log (a TCP-transport warning at start, a ZMQ
                                # error when an interrupt shuts it down) is noise on a terminal;
                                # the notebook's errors still reach the user through papermill.
                                extra_arguments=["--IPKernelApp.log_level=CRITICAL"])
-    return output
+    return out

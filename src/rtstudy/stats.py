@@ -31,6 +31,34 @@ class Estimate:
         return f"{self.value:.{digits}f}{unit} (n = {self.n}, no CI)"
 
 
+@dataclass(frozen=True)
+class CI:
+    """How every confidence interval is made: level, bootstrap resamples and seed.
+
+    The report's group of ``params.yaml`` is its one source (:meth:`from_params`).
+    """
+
+    confidence: float
+    n_resamples: int
+    seed: int
+
+    @classmethod
+    def from_params(cls, report_cfg: dict) -> "CI":
+        """From the resolved ``report`` group (``confidence``, ``bootstrap_resamples``, ``random_seed``)."""
+        return cls(report_cfg["confidence"], report_cfg["bootstrap_resamples"],
+                   report_cfg["random_seed"])
+
+    @property
+    def kwargs(self) -> dict:
+        """``confidence``, ``n_resamples`` and ``seed``, as :func:`bootstrap_ci` takes them."""
+        return {"confidence": self.confidence, "n_resamples": self.n_resamples, "seed": self.seed}
+
+    @property
+    def level(self) -> str:
+        """The level in words, e.g. ``95 %``."""
+        return f"{self.confidence * 100:g} %"
+
+
 def _check_confidence(confidence: float) -> None:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")

@@ -1,7 +1,9 @@
-"""Holoscan applications, one module per experiment; each runs as a cell's subprocess.
+"""What every cell's subprocess shares (:mod:`rtstudy.apps.child`), and the harness's probe app.
 
-Importing this package preloads libcudart (see :mod:`rtstudy.holo`), so the
-app modules can import ``holoscan`` at their top like any Holoscan example.
+Importing this package preloads libcudart (see :mod:`rtstudy.holo`), so an
+app module that imports :mod:`rtstudy.apps.child` first can import ``holoscan``
+like any Holoscan example. The experiments' apps live in their own folders
+(``rtstudy/experiments/<name>/app.py``).
 """
 from rtstudy.holo import preload_cudart
 

@@ -13,7 +13,7 @@ from holoscan.conditions import CountCondition, PeriodicCondition
 from holoscan.core import Application, Operator
 from holoscan.schedulers import EventBasedScheduler
 
-from rtstudy.apps._child import apply_realtime, main, thread_record
+from rtstudy.apps.child import apply_realtime, main, thread_record
 
 
 class StampOp(Operator):

@@ -1,0 +1,1 @@
+"""E1: async lock-free buffer vs default buffer under SCHED_DEADLINE (H1)."""

@@ -1,0 +1,203 @@
+"""E1, async lock-free buffer vs default buffer: loading, statistics and the H1 verdict.
+
+H1: with the default (double) buffer the fixed producer's latency and message
+interval at ``rx`` grow with the *other* producer's period; with the async
+buffer they stay flat. Quantified here as the slope of the fixed producer's
+max latency against the varied period (ms per ms), with a CI, per buffer.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rtstudy.experiments.e1_async_buffer import published
+from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
+from rtstudy.io import Dataset, completed_cells, read_samples
+from rtstudy.stats import CI, bootstrap_ci, holm, linear_fit, percentiles, rank_test, spread_test
+
+# The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
+SAMPLES = {"event": "string", "port": "string", "index": "int64", "t_start_ns": "int64",
+           "t_emit_ns": "int64", "t_rx_ns": "int64"}
+TABLES = ("messages", "cells")
+
+# H1's verdict: the default buffer's slope must reach DEFAULT_MIN_SLOPE ms/ms with its CI
+# above 0, and the async buffer's stay within ±ASYNC_MAX_SLOPE ms/ms with its CI covering 0.
+DEFAULT_MIN_SLOPE = 0.8
+ASYNC_MAX_SLOPE = 0.1
+
+
+def load(directory: Path, cfg: dict) -> Dataset:
+    """Messages and per-cell metrics of the plan's completed cells.
+
+    Parameters
+    ----------
+    directory : Path
+        The dataset folder.
+    cfg : dict
+        E1's resolved parameters (``discard_head``, ``discard_tail``).
+
+    Returns
+    -------
+    Dataset
+        ``tables["messages"]`` and ``tables["cells"]`` (below), ``missing`` cell ids.
+
+    Notes
+    -----
+    messages : DataFrame
+        One row per new message received, after discarding the first
+        ``discard_head`` and last ``discard_tail`` indices of each producer:
+        configuration columns, ``producer``, ``role`` (fixed/varied),
+        ``latency_ms`` (rx time − t_start, as the seed), ``latency_emit_ms``
+        (rx time − t_emit) and ``interval_ms`` (between consecutive arrivals).
+    cells : DataFrame
+        One row per cell and producer role: max / P50 / P99 of both latencies and
+        of the interval with their N, the producer's median emit period, stale reads.
+    """
+    discard_head, discard_tail = cfg["discard_head"], cfg["discard_tail"]
+    sidecars, missing = completed_cells(directory, SAMPLES)
+    msg_frames, rows = [], []
+    for sc in sidecars:
+        cfg = sc["requested"]["config"]
+        samples = read_samples(Path(sc["_dir"]) / "samples.parquet")
+        base = {"cell_id": sc["cell_id"], "host_id": sc["host_id"], "scenario": cfg["scenario"],
+                "buffer": cfg["buffer"], "policy": cfg["policy"], "work_model": cfg["work_model"],
+                "pinned": cfg["pinned"], "repetition": sc["repetition"],
+                "varied_period_ms": cfg[f"{VARIED[cfg['scenario']]}_period_ms"]}
+        fixed_op, _ = FIXED[cfg["scenario"]]
+        n = cfg["messages"]
+        for producer, port in (("tx1", "in1"), ("tx2", "in2")):
+            role = "fixed" if producer == fixed_op else "varied"
+            rx = samples[(samples["event"] == "receive") & (samples["port"] == port)]
+            rx = rx.sort_values("index")
+            interval = rx["t_rx_ns"].diff() / 1e6
+            keep = (rx["index"] >= discard_head) & (rx["index"] < n - discard_tail)
+            m = pd.DataFrame({
+                "index": rx["index"][keep],
+                "latency_ms": ((rx["t_rx_ns"] - rx["t_start_ns"]) / 1e6)[keep],
+                "latency_emit_ms": ((rx["t_rx_ns"] - rx["t_emit_ns"]) / 1e6)[keep],
+                "interval_ms": interval[keep],
+            }).assign(**base, producer=producer, role=role)
+            msg_frames.append(m)
+            emits = samples[(samples["event"] == "emit") & (samples["port"] == producer)]
+            emit_period = np.diff(np.sort(emits["t_emit_ns"].to_numpy())) / 1e6
+            lat, lat_e, itv = (percentiles(m[c], (50, 99)) for c in
+                               ("latency_ms", "latency_emit_ms", "interval_ms"))
+            rows.append({**base, "producer": producer, "role": role,
+                         "latency_max_ms": lat["max"], "latency_p50_ms": lat["p50"],
+                         "latency_p99_ms": lat["p99"], "latency_emit_max_ms": lat_e["max"],
+                         "interval_max_ms": itv["max"], "interval_p50_ms": itv["p50"],
+                         "n_messages": lat["n"],
+                         "emit_period_ms": float(np.median(emit_period)) if emit_period.size else np.nan,
+                         "nominal_period_ms": cfg[f"{producer}_period_ms"],
+                         "stale_reads": sc["summary"]["stale_reads"][port],
+                         "duration_s": sc["summary"]["duration_s"]})
+    messages = pd.concat(msg_frames, ignore_index=True) if msg_frames else pd.DataFrame()
+    return Dataset(Path(directory), {"messages": messages, "cells": pd.DataFrame(rows)}, missing)
+
+
+def slopes(cells: pd.DataFrame, confidence: float, metric: str = "latency_max_ms") -> pd.DataFrame:
+    """Slope of the fixed producer's ``metric`` against the varied period, per configuration."""
+    rows = []
+    fixed = cells[cells["role"] == "fixed"]
+    for key, g in fixed.groupby(["scenario", "buffer", "policy", "work_model"]):
+        if g["varied_period_ms"].nunique() < 2:
+            continue
+        fit = linear_fit(g["varied_period_ms"], g[metric], confidence)
+        rows.append(dict(zip(["scenario", "buffer", "policy", "work_model"], key),
+                         metric=metric, slope=fit.slope.value, low=fit.slope.low,
+                         high=fit.slope.high, n=fit.slope.n, r_squared=fit.r_squared))
+    return pd.DataFrame(rows)
+
+
+def h1_verdict(slope_df: pd.DataFrame) -> dict:
+    """H1 per scenario from the DEADLINE, native-work slopes of max latency.
+
+    Reproduced when the default buffer's slope is >= :data:`DEFAULT_MIN_SLOPE`
+    ms/ms with its CI above 0 and the async buffer's |slope| <
+    :data:`ASYNC_MAX_SLOPE` ms/ms with its CI covering 0.
+    """
+    out = {}
+    sel = slope_df[(slope_df["policy"] == "deadline") & (slope_df["work_model"] == "native")
+                   & (slope_df["metric"] == "latency_max_ms")]
+    for scenario, g in sel.groupby("scenario"):
+        d = g[g["buffer"] == "default"]
+        a = g[g["buffer"] == "async"]
+        if d.empty or a.empty:
+            out[scenario] = {"verdict": "inconclusive", "why": "needs both buffers"}
+            continue
+        d, a = d.iloc[0], a.iloc[0]
+        if not (np.isfinite(d["low"]) and np.isfinite(a["low"])):
+            out[scenario] = {"verdict": "inconclusive", "why": "too few points for a CI",
+                             "default": d.to_dict(), "async": a.to_dict()}
+            continue
+        default_ok = d["slope"] >= DEFAULT_MIN_SLOPE and d["low"] > 0
+        async_ok = abs(a["slope"]) < ASYNC_MAX_SLOPE and a["low"] <= 0 <= a["high"]
+        verdict = "reproduced" if default_ok and async_ok else "not reproduced"
+        out[scenario] = {"verdict": verdict, "default": d.to_dict(), "async": a.to_dict()}
+    return out
+
+
+def seed_table(cells: pd.DataFrame, ci: CI) -> pd.DataFrame:
+    """Fixed producer's max latency per varied period and buffer (DEADLINE, native), beside the seed."""
+    sel = cells[(cells["role"] == "fixed") & (cells["policy"] == "deadline")
+                & (cells["work_model"] == "native")]
+    rows = []
+    for (scenario, varied), g in sel.groupby(["scenario", "varied_period_ms"]):
+        row = {"scenario": scenario, "varied period (ms)": int(varied)}
+        for buffer in ("default", "async"):
+            values = g.loc[g["buffer"] == buffer, "latency_max_ms"]
+            row[f"{buffer}: max latency ms"] = bootstrap_ci(values, np.mean, **ci.kwargs).format(1)
+            pub = published.MAX_LATENCY_MS.get(scenario, {}).get(buffer, {}).get(int(varied))
+            row[f"seed {buffer} ms"] = pub or "—"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def buffer_tests(messages: pd.DataFrame) -> pd.DataFrame:
+    """Default vs async buffer: the fixed producer's latencies at each varied period.
+
+    One row per scenario and varied period (DEADLINE, native work; repetitions
+    pooled): median latency of each buffer with its N, the Mann–Whitney p-value
+    for equal location and the Brown–Forsythe p-value for equal spread, each also
+    Holm-adjusted over the whole grid. Messages within a run are not independent
+    (consecutive latencies are correlated), so read the p-values as a screen,
+    and the slopes as the test of H1.
+    """
+    if messages.empty:
+        return pd.DataFrame()
+    sel = messages[(messages["role"] == "fixed") & (messages["policy"] == "deadline")
+                   & (messages["work_model"] == "native")]
+    rows = []
+    for (scenario, varied), g in sel.groupby(["scenario", "varied_period_ms"]):
+        d = g.loc[g["buffer"] == "default", "latency_ms"]
+        a = g.loc[g["buffer"] == "async", "latency_ms"]
+        if d.empty or a.empty:
+            continue
+        rows.append({"scenario": scenario, "varied period (ms)": int(varied),
+                     "default P50 ms": round(float(d.median()), 2), "default N": int(d.size),
+                     "async P50 ms": round(float(a.median()), 2), "async N": int(a.size),
+                     "p location": rank_test(d, a), "p spread": spread_test(d, a)})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["p location (Holm)"] = holm(out["p location"])
+        out["p spread (Holm)"] = holm(out["p spread"])
+    return out
+
+
+def headline(cells: pd.DataFrame, slope_df: pd.DataFrame) -> dict:
+    """The numbers E1's prose quotes, all computed here from the cells and the slopes."""
+    fixed = cells[cells["role"] == "fixed"]
+    return {
+        "n_cells": int(cells["cell_id"].nunique()),
+        "repetitions": int(cells["repetition"].nunique()),
+        "periods": sorted(int(p) for p in cells["varied_period_ms"].unique()),
+        "messages_per_cell": int(fixed["n_messages"].median()) if len(fixed) else 0,
+        "pinned": bool(cells["pinned"].any()),
+        "stale_async": int(fixed.loc[fixed["buffer"] == "async", "stale_reads"].sum()),
+        "stale_default": int(fixed.loc[fixed["buffer"] == "default", "stale_reads"].sum()),
+        "verdict": h1_verdict(slope_df),
+        "default_min_slope": DEFAULT_MIN_SLOPE,
+        "async_max_slope": ASYNC_MAX_SLOPE,
+    }

@@ -1,0 +1,54 @@
+"""E1's report section: its prose (``report.md.j2``), tables, figures and summary rows."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rtstudy.experiments.e1_async_buffer import analysis, figures, published
+from rtstudy.io import Dataset
+from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, \
+    format_p_columns, render
+from rtstudy.stats import CI
+
+FOLDER = Path(__file__).resolve().parent
+LABEL = "E1"
+# Sections whose headline this one reads (none).
+NEEDS: tuple[str, ...] = ()
+# How the Methods count E1's factors.
+FACTORS = (("scenarios", "scenario(s)"), ("buffers", "buffer(s)"), ("policies", "policy(ies)"),
+           ("work_models", "work model(s)"), ("periods_ms", "periods"))
+
+
+def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
+    """E1's section from its dataset, its parameters and the report's CI settings."""
+    messages, cells = ds.tables["messages"], ds.tables["cells"]
+    slopes = analysis.slopes(cells, ci.confidence)
+    h = analysis.headline(cells, slopes)
+
+    def words(block: str, **extra) -> str:
+        return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
+
+    section = Section(name="e1_async_buffer", label=LABEL, claim=published.CLAIM, headline=h)
+    section.blocks = [
+        Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
+                       missing=len(ds.missing))),
+        Table(lambda: analysis.seed_table(cells, ci), words("caption_seed_table")),
+        Table(lambda: format_p_columns(analysis.buffer_tests(messages)),
+              words("caption_buffer_tests")),
+        Figure(lambda: figures.e1_seed_figures(cells, ci)),
+        Figure(lambda: figures.e1_latency_percentiles(cells)),
+        Figure(lambda: figures.e1_emit_period(cells)),
+        Markdown(words("methods", hosts=sorted(cells["host_id"].unique()))),
+    ]
+    section.verdicts = [Verdict(f"H1 {scenario}", published.SUMMARY, words("summary", v=v),
+                                v["verdict"]) for scenario, v in sorted(h["verdict"].items())]
+    section.quantities = [
+        Quantity(f"{r['scenario']} {r['buffer']}: max-latency slope", r["slope"], r["low"],
+                 r["high"], "ms/ms", int(r["n"]))
+        for r in slopes.to_dict("records")
+        if r["policy"] == "deadline" and r["work_model"] == "native"]
+    section.measured = words("measured", n_runs=h["n_cells"], factors=" × ".join(
+        f"{len(cfg[key])} {name}" for key, name in FACTORS))
+    deadline = cells[cells["policy"] == "deadline"] if len(cells) else cells
+    if len(deadline) and not deadline["pinned"].any():
+        section.limitations.append(words("unpinned"))
+    return section

@@ -1,0 +1,1 @@
+"""E3: Holoscan scheduler overhead (H3)."""

@@ -1,0 +1,192 @@
+"""E3, Holoscan scheduler overhead: loading, the fits over N and the H3 verdict.
+
+H3: Greedy costs ~10 µs per iteration without messages and
+~17 µs with a Tx→Rx message; EventBased ~11–15 and ~25–62 µs. The seed divides
+the whole app's wall time by N, which folds start-up into the figure; here each
+cell times several N, so a straight line ``total = start-up + N × per-iteration``
+separates the two, and compute time stamps give the per-iteration cost directly.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rtstudy.experiments.e3_overhead import published
+from rtstudy.io import Dataset, completed_cells, read_samples
+from rtstudy.stats import CI, bootstrap_ci, linear_fit, percentiles
+
+# The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
+SAMPLES = {"run": "int64", "iterations": "int64", "op": "string", "tick": "int64", "t_ns": "int64"}
+TABLES = ("runs",)
+LEAD_OP = {"ops": "op1", "ping": "tx"}
+# H3's verdict: Greedy's steady cost within this factor range of the published figure.
+CLOSE_RATIO = (0.5, 2.0)
+
+
+def scheduler_label(scheduler: str, workers) -> str:
+    """``Greedy`` or ``EventBased ×N``: how tables and figures name a configuration."""
+    if scheduler == "greedy" or workers is None or (isinstance(workers, float) and np.isnan(workers)):
+        return "Greedy"
+    return f"EventBased ×{int(workers)}"
+
+
+def load(directory: Path, cfg: dict) -> Dataset:
+    """One row per timed app run of the plan's completed cells (``tables["runs"]``).
+
+    Columns: configuration (app, scheduler, workers, scheduler_label, repetition,
+    iterations), the run's timings (total_s, whole_app_us_per_iter, startup_ms,
+    teardown_ms, steady_us_per_iter) and, from the compute stamps of the lead
+    operator, the per-iteration interval's median and P99 with its N.
+    """
+    cells, missing = completed_cells(directory, SAMPLES)
+    rows = []
+    for cell in cells:
+        cfg = cell["requested"]["config"]
+        samples = read_samples(Path(cell["_dir"]) / "samples.parquet")
+        lead = samples[samples["op"] == LEAD_OP[cfg["app"]]]
+        for run in cell["summary"]["runs"]:
+            stamps = lead.loc[lead["run"] == run["run"], "t_ns"].to_numpy()
+            gaps_us = np.diff(stamps) / 1e3
+            p = percentiles(gaps_us, (50, 99))
+            rows.append({
+                "cell_id": cell["cell_id"], "host_id": cell["host_id"], "profile": cell["profile"],
+                "app": cfg["app"], "scheduler": cfg["scheduler"], "workers": cfg["workers"],
+                "scheduler_label": scheduler_label(cfg["scheduler"], cfg["workers"]),
+                "repetition": cell["repetition"], "order_index": cell["order_index"],
+                "iterations": run["iterations"], "total_s": run["total_s"],
+                "whole_app_us_per_iter": run["whole_app_us_per_iter"],
+                "startup_ms": run["startup_ms"], "teardown_ms": run["teardown_ms"],
+                "steady_us_per_iter": run["steady_us_per_iter"],
+                "tick_p50_us": p["p50"], "tick_p99_us": p["p99"], "tick_n": p["n"],
+            })
+    return Dataset(Path(directory), {"runs": pd.DataFrame(rows)}, missing)
+
+
+def label_order(runs: pd.DataFrame) -> list[str]:
+    """Scheduler labels in display order: Greedy, then EventBased by worker count."""
+    labels = runs[["scheduler_label", "workers"]].drop_duplicates()
+    labels = labels.assign(k=labels["workers"].fillna(0)).sort_values("k")
+    return list(labels["scheduler_label"])
+
+
+def fits(runs: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """Per app × scheduler: ``total_s = startup + N × per_iteration`` over all runs and repetitions."""
+    rows = []
+    for (app, label), g in runs.groupby(["app", "scheduler_label"], sort=False):
+        if g["iterations"].nunique() < 2:
+            continue
+        fit = linear_fit(g["iterations"], g["total_s"], confidence)
+        rows.append({"app": app, "scheduler_label": label,
+                     "per_iter_us": fit.slope.value * 1e6, "per_iter_low": fit.slope.low * 1e6,
+                     "per_iter_high": fit.slope.high * 1e6,
+                     "startup_ms": fit.intercept.value * 1e3, "startup_low": fit.intercept.low * 1e3,
+                     "startup_high": fit.intercept.high * 1e3,
+                     "r_squared": fit.r_squared, "n_runs": fit.slope.n})
+    return pd.DataFrame(rows)
+
+
+def published_range(app: str, scheduler: str) -> tuple[float, float]:
+    """The published cost (low, high) in µs of ``app`` under ``scheduler``."""
+    return published.US_PER_ITERATION[(app, scheduler)]
+
+
+def summary_table(runs: pd.DataFrame, fit_df: pd.DataFrame, ci: CI) -> pd.DataFrame:
+    """The E3 table, one row per app × scheduler, every cell "value [CI] (n = ...)".
+
+    Columns: the seed's method and the steady in-run cost at the largest N
+    (mean over repetitions), the slope of the fit over N, the start-up
+    (constructor to first compute) and teardown (last compute to the end of
+    ``run()``) over every run, and the seed's published figure.
+    """
+    n_max = runs["iterations"].max()
+    order = label_order(runs)
+
+    def mean(values, digits=1):
+        return bootstrap_ci(values, np.mean, **ci.kwargs).format(digits)
+
+    rows = []
+    for (app, label), g in runs.groupby(["app", "scheduler_label"], sort=False):
+        at_max = g[g["iterations"] == n_max]
+        fit = fit_df[(fit_df["app"] == app) & (fit_df["scheduler_label"] == label)]
+        lo, hi = published_range(app, g["scheduler"].iloc[0])
+        rows.append({
+            "app": app, "scheduler": label,
+            f"seed method µs/iter (N = {n_max:,})": mean(at_max["whole_app_us_per_iter"]),
+            f"steady µs/iter (N = {n_max:,})": mean(at_max["steady_us_per_iter"]),
+            "per-iteration µs (fit over N)": _fit_text(fit, 1),
+            "start-up ms (all runs)": mean(g["startup_ms"]),
+            "teardown ms (all runs)": mean(g["teardown_ms"]),
+            "seed published µs/iter": f"~{lo:g}" if lo == hi else f"~{lo:g}–{hi:g}",
+            "_app": app, "_order": order.index(label),
+        })
+    table = pd.DataFrame(rows).sort_values(["_app", "_order"]).drop(columns=["_app", "_order"])
+    return table.reset_index(drop=True)
+
+
+def _fit_text(fit: pd.DataFrame, digits: int) -> str:
+    if fit.empty:
+        return "n/a (needs two N)"
+    r = fit.iloc[0]
+    if np.isfinite(r["per_iter_low"]) and np.isfinite(r["per_iter_high"]):
+        return (f"{r['per_iter_us']:.{digits}f} [{r['per_iter_low']:.{digits}f}, "
+                f"{r['per_iter_high']:.{digits}f}] (n = {int(r['n_runs'])})")
+    return f"{r['per_iter_us']:.{digits}f} (n = {int(r['n_runs'])}, no CI)"
+
+
+def headline(runs: pd.DataFrame) -> dict:
+    """Numbers the report's prose quotes, all computed here from the runs."""
+    n_max = int(runs["iterations"].max())
+    at_max = runs[runs["iterations"] == n_max]
+    means = at_max.groupby(["app", "scheduler_label"])[
+        ["whole_app_us_per_iter", "steady_us_per_iter"]].mean()
+    # Share of the seed-method figure that is start-up and teardown, per run at N max.
+    fixed_share = (at_max["startup_ms"] + at_max["teardown_ms"]) / 1000 / at_max["total_s"]
+
+    def pick(app: str, column: str) -> float:
+        key = (app, "Greedy")
+        return float(means.loc[key, column]) if key in means.index else float("nan")
+
+    return {
+        "n_max": n_max,
+        "n_runs": int(len(runs)),
+        "n_cells": int(runs["cell_id"].nunique()),
+        "repetitions": int(runs["repetition"].nunique()),
+        "iterations": sorted(int(n) for n in runs["iterations"].unique()),
+        "greedy_ops": pick("ops", "whole_app_us_per_iter"),
+        "greedy_ping": pick("ping", "whole_app_us_per_iter"),
+        "greedy_ops_steady": pick("ops", "steady_us_per_iter"),
+        "greedy_ping_steady": pick("ping", "steady_us_per_iter"),
+        "fixed_share": (float(fixed_share.min()), float(fixed_share.max())),
+        "startup_ms": (float(runs["startup_ms"].min()), float(runs["startup_ms"].max())),
+        "published_greedy_us": {app: published.US_PER_ITERATION[(app, "greedy")][0]
+                                for app in ("ops", "ping")},
+        "verdict": h3_verdict(runs),
+        "close_ratio": CLOSE_RATIO,
+    }
+
+
+def h3_verdict(runs: pd.DataFrame) -> dict:
+    """H3 against the seed: Greedy's steady cost vs the published ~10 / ~17 µs, and the ordering.
+
+    Reproduced when Greedy is within :data:`CLOSE_RATIO` of the seed's figure in both apps and
+    the seed's ordering holds (Greedy below every EventBased configuration, the
+    message costing more); partly reproduced when only the ordering holds.
+    """
+    n_max = runs["iterations"].max()
+    steady = runs[runs["iterations"] == n_max].groupby(["app", "scheduler_label"])[
+        "steady_us_per_iter"].mean()
+    ratios = {}
+    for app in ("ops", "ping"):
+        if (app, "Greedy") in steady.index:
+            ratios[app] = float(steady[(app, "Greedy")] / published.US_PER_ITERATION[(app, "greedy")][0])
+    ordering = all(steady[(app, "Greedy")] < steady[(app, label)]
+                   for (app, label) in steady.index if label != "Greedy" and (app, "Greedy") in steady.index)
+    if ("ops", "Greedy") in steady.index and ("ping", "Greedy") in steady.index:
+        ordering = ordering and steady[("ping", "Greedy")] > steady[("ops", "Greedy")]
+    close = bool(ratios) and all(CLOSE_RATIO[0] <= r <= CLOSE_RATIO[1] for r in ratios.values())
+    verdict = "reproduced" if ordering and close else ("partly reproduced" if ordering
+                                                       else "not reproduced")
+    return {"verdict": verdict, "ratios": ratios, "ordering": ordering,
+            "greedy_us": {app: float(steady[(app, "Greedy")]) for app in ratios}}

@@ -1,0 +1,153 @@
+"""E4, host tuning audit, jitter probe and platform floor: loading, tables and the H4 verdict.
+
+H4: an isolated, tickless, RCU-offloaded, IRQ-free core has a tail (P99,
+P99.9, max) close to its median; a default core does not. The floor (cyclictest and
+cyclicdeadline at E2's period and priority, idle and under stress-ng) is what
+the operating system alone achieves; E2's Holoscan target is compared with it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rtstudy.experiments.e4_host import published
+from rtstudy.experiments.e4_host.plan import AUDIT
+from rtstudy.io import Dataset, completed_cells, read_json, read_samples
+
+# The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
+SAMPLES = {"latency_ns": "int64", "count": "int64"}
+TABLES = ("histograms", "stats")
+LADDER = (50, 99, 99.9, 99.99)
+
+def hist_percentiles(latency_ns, count, qs=LADDER) -> dict:
+    """Percentiles, max, mean and std of a histogram (values in ns, with counts)."""
+    v = np.asarray(latency_ns, dtype=float)
+    c = np.asarray(count, dtype=float)
+    order = np.argsort(v)
+    v, c = v[order], c[order]
+    n = c.sum()
+    out = {"n": int(n)}
+    if n == 0:
+        return {**out, **{f"p{q:g}": np.nan for q in qs}, "max": np.nan, "mean": np.nan,
+                "std": np.nan}
+    cum = np.cumsum(c)
+    for q in qs:
+        out[f"p{q:g}"] = float(v[np.searchsorted(cum, q / 100 * n)])
+    mean = float((v * c).sum() / n)
+    out.update(max=float(v[-1]), mean=mean,
+               std=float(np.sqrt(((v - mean) ** 2 * c).sum() / max(n - 1, 1))))
+    return out
+
+
+def load(directory: Path, cfg: dict) -> Dataset:
+    """Histograms and one row of statistics per measurement; the recorded audit as ``extra``.
+
+    ``tables["histograms"]``: ``latency_ns`` and ``count`` per cell with its
+    configuration; ``tables["stats"]``: one row per measurement (percentiles in
+    ns, ``n``, ``max``, ``mean``, ``std``); ``extra["audit"]``: :func:`read_audit`.
+    """
+    sidecars, missing = completed_cells(directory, SAMPLES)
+    hists, rows = [], []
+    for sc in sidecars:
+        cfg = sc["requested"]["config"]
+        s = read_samples(Path(sc["_dir"]) / "samples.parquet")
+        base = {"cell_id": sc["cell_id"], "host_id": sc["host_id"], "kind": cfg["kind"],
+                "load": cfg["load"], "cpu": cfg.get("cpu"), "repetition": sc["repetition"]}
+        hists.append(s.assign(**base))
+        stats = hist_percentiles(s["latency_ns"], s["count"])
+        summary = sc["summary"]
+        if cfg["kind"] != "jitter" and not summary.get("has_histogram"):
+            # cyclicdeadline reports only min / avg / max (µs): no percentiles, no std.
+            stats.update(n=int(summary["cycles"]), max=summary["max_us"] * 1e3,
+                         mean=summary["avg_us"] * 1e3)
+        rows.append({**base, **stats, "summary": json.dumps(summary)})
+    h = pd.concat(hists, ignore_index=True) if hists else pd.DataFrame()
+    return Dataset(Path(directory), {"histograms": h, "stats": pd.DataFrame(rows)}, missing,
+                   {"audit": read_audit(directory)})
+
+
+def read_audit(directory: Path) -> dict:
+    """The recorded audit: ``{"summary": {...}, "items": [...], "osnoise": {...}}`` (empty if none)."""
+    path = Path(directory) / AUDIT
+    return read_json(path) if path.exists() else {"summary": {}, "items": [], "osnoise": {}}
+
+
+def floor_table(stats: pd.DataFrame) -> pd.DataFrame:
+    """The rt-tests floor, one row per tool and load, in µs with N."""
+    rows = []
+    for (kind, load), g in stats[stats["kind"] != "jitter"].groupby(["kind", "load"]):
+        r = g.mean(numeric_only=True)
+        rows.append({"tool": kind, "load": load, "N (cycles)": int(g["n"].sum()),
+                     "mean µs": r["mean"] / 1e3, "P50 µs": r["p50"] / 1e3,
+                     "P99 µs": r["p99"] / 1e3, "P99.9 µs": r["p99.9"] / 1e3,
+                     "max µs": g["max"].max() / 1e3, "std µs": r["std"] / 1e3})
+    # NaN marks what a tool does not report (cyclicdeadline has no histogram).
+    return pd.DataFrame(rows).round(1).astype(object).fillna("n/a")
+
+
+def ladder_table(stats: pd.DataFrame) -> pd.DataFrame:
+    """The jitter probe's percentile ladder per CPU and load (ns), beside seed 004's."""
+    rows = []
+    for _, r in stats[stats["kind"] == "jitter"].sort_values(["load", "cpu"]).iterrows():
+        rows.append({"measurement": f"CPU {int(r['cpu'])}, {r['load']}", "N": f"{r['n']:,}",
+                     **{k.upper(): f"{r[k]:,.0f}" for k in ("p50", "p99", "p99.9", "p99.99", "max")}})
+    for name, v in published.LADDER_NS.items():
+        rows.append({"measurement": f"published, {name} core", "N": "not stated",
+                     **{k.upper(): f"{v[k]:,.1f}" if k in v else "—"
+                        for k in ("p50", "p99", "p99.9", "p99.99", "max")}})
+    return pd.DataFrame(rows)
+
+
+def floor_std_ms(stats: pd.DataFrame, kind: str = "cyclictest", load: str = "stress") -> float:
+    """The floor's latency standard deviation in ms (mean over repetitions)."""
+    sel = stats[(stats["kind"] == kind) & (stats["load"] == load)]
+    return float(sel["std"].mean() / 1e6) if len(sel) else float("nan")
+
+
+def h4_verdict(record: dict, stats: pd.DataFrame) -> dict:
+    """H4 needs an isolated CPU to compare with a housekeeping one; tail/median ratios per CPU."""
+    jitter = stats[stats["kind"] == "jitter"]
+    ratios = {f"CPU {int(r['cpu'])}, {r['load']}": float(r["p99.99"] / r["p50"])
+              for _, r in jitter.iterrows() if r["p50"] > 0}
+    isolated = set(record.get("summary", {}).get("isolated_cpus") or [])
+    measured = set(int(c) for c in jitter["cpu"].dropna())
+    if not isolated & measured or not measured - isolated:
+        return {"verdict": "inconclusive", "why": "no isolated CPU was measured beside a "
+                "housekeeping one on this host", "ratios": ratios}
+    idle = jitter[jitter["load"] == jitter["load"].iloc[0]]
+    iso = idle[idle["cpu"].isin(isolated)]
+    hk = idle[~idle["cpu"].isin(isolated)]
+
+    def tail(g: pd.DataFrame) -> float:
+        return float((g["p99.9"] / g["p50"]).mean())
+
+    better = tail(iso) < tail(hk)
+    return {"verdict": "reproduced" if better else "not reproduced", "ratios": ratios,
+            "isolated_tail": tail(iso), "housekeeping_tail": tail(hk)}
+
+
+def audit_table(record: dict) -> pd.DataFrame:
+    """The recorded audit as a table: status, item, evidence, remedy."""
+    return pd.DataFrame([{"status": i["status"], "item": i["name"], "evidence": i["evidence"],
+                          "remedy": i.get("remedy", "")} for i in record.get("items", [])])
+
+
+def headline(record: dict, stats: pd.DataFrame) -> dict:
+    """The numbers E4's prose quotes (and E2 reads: ``floor_std_ms``), computed here."""
+    summary = record.get("summary", {})
+    jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
+    worst = None
+    if len(jitter):
+        w = jitter.loc[jitter["p99"].idxmax()]
+        worst = {"p99": float(w["p99"]), "p50": float(w["p50"]), "cpu": int(w["cpu"]),
+                 "load": w["load"], "max_us": float(jitter["max"].max()) / 1000,
+                 "loops": int(jitter["n"].sum()), "median_p50": float(jitter["p50"].median())}
+    return {"counts": {s: n for s, n in summary.get("counts", {}).items() if n},
+            "isolated": summary.get("isolated_cpus") or [], "tuned": bool(summary.get("tuned")),
+            "worst": worst, "osnoise": record.get("osnoise", {}),
+            "warn": [i["name"] for i in record.get("items", []) if i["status"] in ("WARN", "FAIL")],
+            "floor_std_ms": floor_std_ms(stats) if len(stats) else float("nan"),
+            "verdict": h4_verdict(record, stats)}

@@ -1,0 +1,58 @@
+"""E4's report section: its prose (``report.md.j2``), tables, figures and summary row."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rtstudy.experiments.e4_host import analysis, figures, published
+from rtstudy.io import Dataset
+from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, render
+from rtstudy.stats import CI
+
+FOLDER = Path(__file__).resolve().parent
+LABEL = "E4"
+# Sections whose headline this one reads (none).
+NEEDS: tuple[str, ...] = ()
+
+
+def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
+    """E4's section from its dataset (with the recorded audit) and its parameters."""
+    hists, stats = ds.tables["histograms"], ds.tables["stats"]
+    record = ds.extra.get("audit", {})
+    h = analysis.headline(record, stats)
+
+    def words(block: str, **extra) -> str:
+        return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
+
+    section = Section(name="e4_host", label=LABEL, claim=published.CLAIM, headline=h)
+    section.blocks = [
+        Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
+                       isolation=published.ISOLATION.cite(published.ISOLATION_WHERE),
+                       seed_p50=published.LADDER_NS["untuned"]["p50"], missing=len(ds.missing))),
+        Table(lambda: analysis.ladder_table(stats), words("caption_ladder")),
+        Figure(lambda: figures.e4_ladder(stats)),
+        Figure(lambda: figures.e4_jitter_histograms(hists)),
+        Table(lambda: analysis.floor_table(stats), words("caption_floor")),
+        Table(lambda: analysis.audit_table(record), words("caption_audit")),
+    ]
+    v = h["verdict"]
+    ratios = v.get("ratios") or {}
+    section.verdicts = [Verdict("H4", published.SUMMARY,
+                                words("summary", v=v, worst_ratio=max(ratios.values(), default=np.nan)),
+                                v["verdict"])]
+    jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
+    floor = stats[stats["kind"] != "jitter"] if len(stats) else stats
+    for r in jitter[jitter["p50"] > 0].to_dict("records"):
+        section.quantities.append(Quantity(f"CPU {int(r['cpu'])}, {r['load']}: P99.99 / P50",
+                                           r["p99.99"] / r["p50"], unit="×", n=int(r["n"])))
+    for r in floor.to_dict("records"):
+        section.quantities.append(Quantity(f"{r['kind']}, {r['load']}: latency P99", r["p99"] / 1000,
+                                           unit="µs", n=int(r["n"])))
+    section.measured = words("measured", loops=int(jitter["n"].sum()) if len(jitter) else 0,
+                             cycles=int(floor["n"].sum()) if len(floor) else 0)
+    if h["warn"]:
+        section.limitations.append(words("audit_flags"))
+    if h["osnoise"].get("available") is False:
+        section.limitations.append(words("osnoise"))
+    return section

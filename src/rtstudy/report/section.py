@@ -1,0 +1,160 @@
+"""What an experiment's report section is made of, and how its words are rendered.
+
+An experiment's ``section.build`` returns a :class:`Section`: its verdict rows
+for the summary, its headline quantities (compared across hosts), its blocks
+in display order (prose, tables and figures, the last two made only when
+shown) and its lines for the report's Methods and Limitations. The prose comes
+from the experiment's ``report.md.j2``, one Jinja2 block per piece, fed with
+numbers from its ``headline``. This module imports no experiment.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import jinja2
+import numpy as np
+import pandas as pd
+
+from rtstudy.stats import format_p
+
+
+@dataclass(frozen=True)
+class Source:
+    """A source document the study reproduces, cited by its public title and address."""
+
+    title: str
+    publisher: str
+    url: str
+
+    def cite(self, where: str = "") -> str:
+        """Markdown: the linked title, its publisher, and optionally the section meant."""
+        part = f", {where}" if where else ""
+        return f"[*{self.title}*]({self.url}) ({self.publisher}){part}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One row of the report's summary: a claim, the source's figure, ours, the verdict."""
+
+    claim: str
+    published: str
+    ours: str
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A headline number of one dataset, for comparing hosts: value, CI (NaN if none), unit, N."""
+
+    quantity: str
+    value: float
+    low: float = np.nan
+    high: float = np.nan
+    unit: str = ""
+    n: int = 0
+
+
+@dataclass(frozen=True)
+class Markdown:
+    text: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table made when shown: ``make()`` returns the DataFrame, shown under ``caption``."""
+
+    make: Callable[[], pd.DataFrame]
+    caption: str
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure made when shown: ``make()`` draws it (and writes its files)."""
+
+    make: Callable[[], object]
+
+
+@dataclass
+class Section:
+    """One experiment's part of the report.
+
+    Attributes
+    ----------
+    name : str
+        The experiment (its registry name).
+    label : str
+        ``E1`` …, used where the report names the experiment.
+    claim : str
+        The hypothesis in one line, for the report's introduction (``H1 — …``).
+    verdicts : list of Verdict
+        Its rows of the summary table.
+    quantities : list of Quantity
+        Its headline numbers, compared across hosts.
+    blocks : list
+        :class:`Markdown`, :class:`Table` and :class:`Figure`, in display order.
+    measured : str
+        Its line of the Methods' "what was measured" list (Markdown).
+    limitations : list of str
+        What limits its data, one sentence each.
+    headline : dict
+        The numbers its prose quotes, for other sections that read them (``NEEDS``).
+    """
+
+    name: str
+    label: str
+    claim: str
+    verdicts: list[Verdict] = field(default_factory=list)
+    quantities: list[Quantity] = field(default_factory=list)
+    blocks: list = field(default_factory=list)
+    measured: str = ""
+    limitations: list[str] = field(default_factory=list)
+    headline: dict = field(default_factory=dict)
+
+
+# The report's own templates: shared macros (``macros.j2``) every experiment's words may import.
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def _environment(folder: Path) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([str(folder), str(TEMPLATES)]),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=False)
+    env.filters.update(pct=lambda v, d=0: f"{v:.{d}%}", signed_pct=lambda v, d=0: f"{v:+.{d}%}",
+                       num=lambda v, d=1: f"{v:,.{d}f}", g=lambda v: f"{v:g}",
+                       policy=lambda p: str(p).replace("SCHED_", ""),
+                       join_num=lambda vs, d=0: ", ".join(f"{v:,.{d}f}" for v in vs))
+    return env
+
+
+def render(folder: Path, block: str, template: str = "report.md.j2", **context) -> str:
+    """Render block ``block`` of ``folder/template`` with ``context``; an unknown name is an error.
+
+    Parameters
+    ----------
+    folder : Path
+        The experiment's folder (or the report's template folder).
+    block : str
+        A ``{% block NAME %}`` of the template.
+    template : str
+        The template's file name.
+    **context
+        The values the block may use (the headline, the parameters, the sources).
+    """
+    tmpl = _environment(folder).get_template(template)
+    if block not in tmpl.blocks:
+        raise KeyError(f"{folder / template}: no block {block!r}; blocks: {', '.join(tmpl.blocks)}")
+    text = "".join(tmpl.blocks[block](tmpl.new_context(context)))
+    # Templates wrap long sentences over lines; Markdown paragraphs are what matters.
+    return "\n\n".join(" ".join(p.split()) if not p.lstrip().startswith(("-", "|", "#")) else p.strip()
+                       for p in text.strip().split("\n\n"))
+
+
+def format_p_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every p-value column (named ``p …``) formatted for reading."""
+    out = df.copy()
+    for col in out.columns:
+        if str(col).startswith("p "):
+            out[col] = out[col].map(format_p)
+    return out

@@ -1,0 +1,262 @@
+"""The report, put together: every registered experiment's section over one host's data.
+
+The report notebook (``notebooks/report.ipynb``) makes one :class:`Study` and
+shows it piece by piece. :meth:`Study.load` loads each experiment's dataset
+the one way (:func:`rtstudy.data.load_dataset`) and builds its section
+(``section.build`` in its folder) in the order their ``NEEDS`` require; the
+report's own words are in ``templates/report.md.j2``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from rtstudy import data, experiments, host, params, paths
+from rtstudy.harness import git_state
+from rtstudy.io import DataError, read_host
+from rtstudy.report import figures
+from rtstudy.report.section import TEMPLATES, Figure, Markdown, Section, Table, render
+from rtstudy.stats import CI
+
+
+def words(block: str, **context) -> str:
+    """A block of the report's own template (``templates/report.md.j2``)."""
+    return render(TEMPLATES, block, **context)
+
+
+def table_html(df: pd.DataFrame, caption: str = "") -> str:
+    """A plain HTML table (no index) with its caption, which nbconvert keeps when code is hidden."""
+    if df.empty:
+        return ""
+    head = f'<p class="table-caption">{caption}</p>' if caption else ""
+    return head + df.to_html(index=False, escape=True, border=0, classes="rtstudy-table")
+
+
+def show(blocks: list) -> None:
+    """Display blocks in order in the running notebook (figures drawn, shown, then closed)."""
+    from IPython.display import HTML, Markdown as MarkdownText, display
+
+    for block in blocks:
+        if isinstance(block, Markdown):
+            display(MarkdownText(block.text))
+        elif isinstance(block, Table):
+            display(HTML(table_html(block.make(), block.caption)))
+        elif isinstance(block, Figure):
+            fig = block.make()
+            if fig is not None:
+                display(fig)
+                # Shown once here, not again when the cell ends.
+                plt.close(fig)
+        else:
+            raise TypeError(f"not a report block: {block!r}")
+
+
+def _this_fingerprint() -> dict:
+    fp_file = paths.fingerprint_file()
+    return json.loads(fp_file.read_text()) if fp_file.exists() else host.current()
+
+
+def report_host(profile: str) -> str:
+    """The host whose data every section shows: this host if it measured ``profile``.
+
+    Otherwise the host with data for the most experiments (ties: the first id),
+    so all sections show one host; "Hosts compared" shows every host.
+    """
+    counts: dict[str, int] = {}
+    for name in experiments.REGISTRY:
+        for d in data.datasets(name, profile):
+            counts[d.parent.name] = counts.get(d.parent.name, 0) + 1
+    if not counts:
+        raise DataError(f"no data for profile {profile!r} under {paths.data_dir() / 'raw'}; run "
+                        "`make study` (or `make pull`)")
+    this_host = _this_fingerprint()["host_id"]
+    if this_host in counts:
+        return this_host
+    return sorted(counts, key=lambda h: (-counts[h], h))[0]
+
+
+def build_order(names: list[str]) -> list[str]:
+    """``names`` ordered so that each comes after the sections it ``NEEDS``."""
+    needs = {n: [m for m in experiments.get(n).section.NEEDS if m in names] for n in names}
+    order: list[str] = []
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in order:
+            return
+        if name in path:
+            raise ValueError(f"the sections' NEEDS form a cycle: {' → '.join(path + (name,))}")
+        for other in needs[name]:
+            visit(other, path + (name,))
+        order.append(name)
+
+    for name in names:
+        visit(name, ())
+    return order
+
+
+def build_sections(datasets: dict, configs: dict, ci: CI) -> dict[str, Section]:
+    """Every experiment's section from its dataset, in registry order (built as NEEDS require)."""
+    built: dict[str, Section] = {}
+    for name in build_order(list(datasets)):
+        exp = experiments.get(name)
+        others = {n: built[n] for n in exp.section.NEEDS if n in built}
+        built[name] = exp.section.build(datasets[name], configs[name], ci, others)
+    return {name: built[name] for name in experiments.REGISTRY if name in built}
+
+
+@dataclass
+class Study:
+    """One profile's report: the host shown, its sections, and what the report says around them."""
+
+    profile: str
+    ci: CI
+    configs: dict
+    host_id: str
+    fingerprint: dict | None
+    sections: dict[str, Section] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, profile: str | None = None) -> "Study":
+        """Load every experiment's data for ``profile`` from one host and build its section.
+
+        Raises
+        ------
+        DataError
+            Naming every dataset that is missing or damaged (not just the first).
+        """
+        configs = params.configs(profile)
+        profile = configs[params.REPORT]["profile"]
+        ci = CI.from_params(configs[params.REPORT])
+        host_id = report_host(profile)
+        loaded, problems = {}, []
+        for name in experiments.REGISTRY:
+            try:
+                loaded[name] = data.load_dataset(name, host_id, profile)
+            except DataError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise DataError(f"the report cannot be made from this data ({len(problems)} "
+                            "problem(s); fix them all, then run `make report` again):\n- "
+                            + "\n- ".join(problems))
+        fp = data_fingerprint(profile, host_id)
+        return cls(profile, ci, configs, host_id, fp, build_sections(loaded, configs, ci))
+
+    # -- the report's own parts ---------------------------------------------------------
+
+    def title(self) -> str:
+        return words("title", sections=list(self.sections.values()), profile=self.profile)
+
+    def summary(self) -> str:
+        verdicts = [v for s in self.sections.values() for v in s.verdicts]
+        return words("summary", verdicts=verdicts, ci=self.ci)
+
+    def methods(self) -> str:
+        return words("methods", host=words("host", fp=self.fingerprint), profile=self.profile,
+                     sections=list(self.sections.values()), ci=self.ci)
+
+    def limitations(self) -> list[str]:
+        """What limits this dataset: the host's fingerprint first, then each experiment's."""
+        fp = self.fingerprint
+        if not fp:
+            return [words("no_fingerprint")]
+        out = []
+        if fp["cpu"]["count"] <= 4:
+            out.append(words("few_cpus", n_cpu=fp["cpu"]["count"]))
+        if not fp["isolation"]["isolated"]:
+            out.append(words("no_isolation"))
+        runtime, period = fp["sched"]["rt_runtime_us"], fp["sched"]["rt_period_us"]
+        if runtime != -1 and period > 0:
+            out.append(words("rt_throttle", runtime=runtime, share=runtime / period))
+        pinned_dl = fp["realtime"].get("SCHED_DEADLINE pinned", "not probed")
+        if pinned_dl != "ok":
+            out.append(words("deadline_pinning", why=pinned_dl))
+        if "RT" not in fp["kernel"]["preempt_model"].replace("PREEMPT_DYNAMIC", ""):
+            out.append(words("not_rt", model=fp["kernel"]["preempt_model"]))
+        return out + [item for s in self.sections.values() for item in s.limitations]
+
+    def limitations_markdown(self) -> str:
+        return words("limitations", items=self.limitations())
+
+    def cross_host(self) -> pd.DataFrame:
+        """Each experiment's headline quantities per host that has data for the profile.
+
+        A tidy frame, one row per host and quantity: ``host_id``, ``experiment``,
+        ``quantity``, ``value``, ``low``, ``high`` (CI, NaN where there is none),
+        ``unit`` and ``n``. Empty when only one host has data.
+        """
+        hosts = sorted({d.parent.name for name in experiments.REGISTRY
+                        for d in data.datasets(name, self.profile)})
+        if len(hosts) < 2:
+            return pd.DataFrame()
+        rows = []
+        for host_id in hosts:
+            datasets = {}
+            for name in experiments.REGISTRY:
+                if paths.dataset_dir(name, host_id, self.profile).joinpath("plan.json").exists():
+                    datasets[name] = data.load_dataset(name, host_id, self.profile)
+            for s in build_sections(datasets, self.configs, self.ci).values():
+                rows += [{"host_id": host_id, "experiment": s.label, **q.__dict__}
+                         for q in s.quantities]
+        return pd.DataFrame(rows)
+
+    def hosts_blocks(self) -> list:
+        """The "Hosts compared" section: its words, the table and the figure."""
+        xh = self.cross_host()
+        hosts = sorted(xh["host_id"].unique()) if len(xh) else []
+        return [Markdown(words("hosts", hosts=hosts, profile=self.profile, shown=self.host_id)),
+                Table(lambda: cross_host_table(xh), words("caption_hosts")),
+                Figure(lambda: figures.cross_host(xh))]
+
+    def footer(self) -> str:
+        host_ids = [self.host_id] if self.sections else []
+        return words("footer", p=provenance(self.profile, host_ids))
+
+
+def data_fingerprint(profile: str, host_id: str) -> dict | None:
+    """The fingerprint of the host whose data the report shows, or None if not recorded.
+
+    Each dataset carries its measuring host's fingerprint (``host.json``); for
+    data measured before that was recorded, this host's fingerprint is used only
+    when it is the same host.
+    """
+    for name in experiments.REGISTRY:
+        fp = read_host(paths.dataset_dir(name, host_id, profile))
+        if fp:
+            return fp
+    fp = _this_fingerprint()
+    return fp if fp["host_id"] == host_id else None
+
+
+def provenance(profile: str, data_host_ids: list[str]) -> dict:
+    """Git commit, host id(s), versions, profile and the digest of dvc.lock, for the footer."""
+    fp = _this_fingerprint()
+    lock = paths.root() / "dvc.lock"
+    return {
+        "git": git_state(),
+        "host_id": fp["host_id"],
+        "data_host_ids": sorted(set(data_host_ids)),
+        "profile": profile,
+        "versions": fp["versions"],
+        "dvc_lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest()[:12] if lock.exists() else "none yet",
+        "kernel": fp["kernel"]["release"],
+        "preempt": fp["kernel"]["preempt_model"],
+        "cpu": f'{fp["cpu"]["count"]} × {fp["cpu"]["model"]}',
+    }
+
+
+def cross_host_table(xh: pd.DataFrame) -> pd.DataFrame:
+    """``xh`` (:meth:`Study.cross_host`) as a wide table: one row per quantity, one column per host."""
+    if xh.empty:
+        return xh
+    def cell(r) -> str:
+        ci = f" [{r['low']:.3g}, {r['high']:.3g}]" if np.isfinite(r["low"]) else ""
+        return f"{r['value']:.3g}{ci} {r['unit']} (n = {int(r['n']):,})"
+    wide = xh.assign(text=xh.apply(cell, axis=1)).pivot_table(
+        index=["experiment", "quantity"], columns="host_id", values="text", aggfunc="first")
+    return wide.reset_index().fillna("—")

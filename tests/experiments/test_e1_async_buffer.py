@@ -1,0 +1,127 @@
+"""E1 with real SCHED_DEADLINE runs at smoke size, and its checks before running."""
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from conftest import require_policy
+from rtstudy import params
+from rtstudy.experiments.e1_async_buffer import analysis, plan
+from rtstudy.harness import POLICY_NAMES, SweepContext, run_sweep
+from rtstudy.stats import CI
+
+CI95 = CI(0.95, 500, 0)
+
+
+@pytest.fixture(scope="module")
+def e1_cfg() -> dict:
+    cfg = params.stage_config("e1_async_buffer", "smoke")
+    cfg.update(scenarios=["S1"], messages=30, discard_head=3, discard_tail=3)
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def e1_data(tmp_path_factory, fingerprint, e1_cfg):
+    require_policy(fingerprint, "SCHED_DEADLINE")
+    assert not plan.host_problems(e1_cfg, fingerprint)
+    out = tmp_path_factory.mktemp("e1")
+    cells = plan.plan(e1_cfg, fingerprint, {})
+    with open("/dev/null", "w") as devnull:
+        run_sweep(cells, out, SweepContext.from_fingerprint(fingerprint, "smoke"),
+                  e1_cfg["order_seed"], progress=devnull)
+    return cells, out
+
+
+def test_every_operator_ran_with_sched_deadline(e1_data):
+    cells, out = e1_data
+    assert {c.config["buffer"] for c in cells} == {"default", "async"}
+    for cell in cells:
+        sidecar = json.loads((out / cell.cell_id / "cell.json").read_text())
+        assert sidecar["realtime_verified"] is True
+        for op in ("tx1", "tx2", "rx"):
+            sched = sidecar["operators"][op]["sched"]
+            assert POLICY_NAMES[sched["policy"]] == "SCHED_DEADLINE", (cell.cell_id, op, sched)
+            period = cell.config[f"{op}_period_ms"] * 1_000_000
+            assert sched["period_ns"] == sched["deadline_ns"] == period
+
+
+def test_default_buffer_throttles_the_fixed_producer_and_async_does_not(e1_data, e1_cfg):
+    _, out = e1_data
+    ds = analysis.load(out, e1_cfg)
+    cells = ds.tables["cells"]
+    assert ds.missing == []
+    fixed = cells[cells["role"] == "fixed"]
+    for _, row in fixed.iterrows():
+        own, other = row["nominal_period_ms"], row["varied_period_ms"]
+        expected = max(own, other) if row["buffer"] == "default" else own
+        # Generous: within 25 % of the period the buffer should impose.
+        assert abs(row["emit_period_ms"] - expected) < 0.25 * expected, row.to_dict()
+
+
+def test_each_index_is_counted_once_and_rereads_separately(e1_data, e1_cfg):
+    cells, out = e1_data
+    import pyarrow.parquet as pq
+    for cell in cells:
+        samples = pq.read_table(out / cell.cell_id / "samples.parquet").to_pandas()
+        summary = json.loads((out / cell.cell_id / "cell.json").read_text())["summary"]
+        for port in ("in1", "in2"):
+            idx = samples[(samples["event"] == "receive") & (samples["port"] == port)]["index"]
+            assert idx.is_unique and len(idx) == e1_cfg["messages"]
+            assert np.all(np.diff(idx.to_numpy()) > 0)
+        stale = sum(summary["stale_reads"].values())
+        assert (stale > 0) == (cell.config["buffer"] == "async")
+
+
+def test_slopes_and_verdict_are_computed(e1_data, e1_cfg):
+    _, out = e1_data
+    cells = analysis.load(out, e1_cfg).tables["cells"]
+    slopes = analysis.slopes(cells, 0.95)
+    default = slopes[slopes["buffer"] == "default"].iloc[0]
+    asyn = slopes[slopes["buffer"] == "async"].iloc[0]
+    assert default["slope"] > 0.5 and abs(asyn["slope"]) < 0.2
+    assert analysis.h1_verdict(slopes)["S1"]["verdict"] == "inconclusive"  # two points: no CI
+
+
+def test_too_much_deadline_bandwidth_is_rejected_naming_the_parameters(fingerprint, e1_cfg):
+    cfg = dict(e1_cfg, tx1_runtime_ms=15, tx2_runtime_ms=15, rx_runtime_ms=8)
+    problems = plan.host_problems(cfg, fingerprint)
+    assert problems and "tx1_runtime_ms" in problems[0] and "sched_rt_runtime_us" in problems[0]
+
+
+def test_pin_always_is_rejected_where_the_host_refuses_it(fingerprint, e1_cfg):
+    if fingerprint["realtime"]["SCHED_DEADLINE pinned"] == "ok" and fingerprint["cpu"]["count"] >= 3:
+        pytest.skip("this host can pin three DEADLINE threads")
+    assert any("pin" in p for p in plan.host_problems(dict(e1_cfg, pin="always"), fingerprint))
+    assert not any(c.config["pinned"] for c in plan.plan(dict(e1_cfg, pin="auto"), fingerprint, {}))
+
+
+@pytest.mark.parametrize("key,value,words", [
+    ("tx1_runtime_ms", 20, ["tx1_runtime_ms = 20", "below the shortest tx1 period"]),
+    ("rx_runtime_ms", 10, ["rx_runtime_ms = 10", "runtime < deadline"]),
+    ("tx2_runtime_ms", 9, ["tx2_runtime_ms = 9", "must exceed tx2_work_ms"]),
+    ("discard_head", 300, ["discard_head + discard_tail"]),
+])
+def test_runtime_at_or_over_the_period_is_rejected_before_running(key, value, words):
+    data = copy.deepcopy(params.load())
+    data["e1_async_buffer"][key] = value
+    with pytest.raises(params.ParamError) as info:
+        params.validate(data)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_the_section_reads_its_numbers_from_the_data(e1_data, e1_cfg):
+    from rtstudy.experiments.e1_async_buffer import section
+    from rtstudy.report.section import Markdown
+
+    _, out = e1_data
+    sec = section.build(analysis.load(out, e1_cfg), e1_cfg, CI95, {})
+    text = sec.blocks[0].text
+    assert isinstance(sec.blocks[0], Markdown) and text.startswith("## E1")
+    assert f"{sec.headline['n_cells']} runs" in text
+    assert f"at least {analysis.DEFAULT_MIN_SLOPE:g} ms/ms" in text  # the threshold's one source
+    assert [v.claim for v in sec.verdicts] == ["H1 S1"]
+    assert sec.verdicts[0].verdict == "inconclusive"

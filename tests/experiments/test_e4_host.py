@@ -1,0 +1,87 @@
+"""E4's measurements: the jitter probe and the rt-tests floor, at smoke size."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from rtstudy.experiments.e4_host import analysis, plan
+from rtstudy.experiments.e4_host.app import probe_binary
+from rtstudy.harness import SweepContext, run_sweep
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    return probe_binary(tmp_path_factory.mktemp("build"))
+
+
+def run_probe(probe, cpu=0, seconds=1.0) -> dict:
+    out = subprocess.run([str(probe), str(cpu), str(seconds)], capture_output=True, text=True,
+                         check=True, timeout=60)
+    return json.loads(out.stdout)
+
+
+def test_probe_counts_every_loop_and_its_percentiles_are_monotone(probe):
+    r = run_probe(probe, seconds=0.5)
+    counted = sum(c for _, c in r["hist"]) + len(r["overflow"]) + r["lost"]
+    assert counted == r["samples"] > 100_000
+    ns = [d / r["ticks_per_ns"] for d, _ in r["hist"]] + [d / r["ticks_per_ns"] for d in r["overflow"]]
+    counts = [c for _, c in r["hist"]] + [1] * len(r["overflow"])
+    p = analysis.hist_percentiles(ns, counts)
+    assert 0 < p["p50"] <= p["p99"] <= p["p99.9"] <= p["p99.99"] <= p["max"]
+
+
+def test_calibration_agrees_with_clock_monotonic_within_a_few_percent(probe):
+    # Calibrate on one run, then convert another run's ticks and compare with its
+    # own CLOCK_MONOTONIC elapsed time over about a second.
+    first, second = run_probe(probe, seconds=1.0), run_probe(probe, seconds=1.0)
+    estimate_ns = second["elapsed_ticks"] / first["ticks_per_ns"]
+    assert abs(estimate_ns - second["elapsed_monotonic_ns"]) < 0.03 * second["elapsed_monotonic_ns"]
+
+
+def test_bad_probe_arguments_are_refused(probe):
+    proc = subprocess.run([str(probe), "-1", "1"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "bad arguments" in proc.stderr
+
+
+def test_hist_percentiles_on_a_known_histogram():
+    p = analysis.hist_percentiles([100, 200, 5000], [98, 1, 1], qs=(50, 99))
+    assert (p["n"], p["p50"], p["p99"], p["max"]) == (100, 100.0, 200.0, 5000.0)
+    assert p["mean"] == pytest.approx(150.0)
+    assert p["std"] == pytest.approx(np.sqrt((98 * 50**2 + 50**2 + 4850**2) / 99))
+
+
+@pytest.mark.skipif(shutil.which("cyclictest") is None or shutil.which("cyclicdeadline") is None,
+                    reason="rt-tests not installed (make setup installs it as root)")
+def test_floor_cells_measure_with_rt_tests(tmp_path, fingerprint):
+    from rtstudy import params
+
+    cfg = params.stage_config("e4_host", "smoke")
+    e2_cfg = params.stage_config("e2_rt_threads", "smoke")
+    cells = plan.plan(dict(cfg, jitter_cpus=[0]), fingerprint, {"e2_rt_threads": e2_cfg})
+    assert {c.config["kind"] for c in cells} == {"jitter", "cyclictest", "cyclicdeadline"}
+    with open("/dev/null", "w") as devnull:
+        run_sweep(cells, tmp_path, SweepContext.from_fingerprint(fingerprint, "smoke"), 1,
+                  progress=devnull)
+    ds = analysis.load(tmp_path, cfg)
+    stats = ds.tables["stats"]
+    assert ds.missing == []
+    floor = stats[stats["kind"] != "jitter"]
+    assert (floor["n"] > 0).all() and (floor["mean"] <= floor["max"]).all()
+    cyclictest = floor[floor["kind"] == "cyclictest"].iloc[0]
+    assert cyclictest["p50"] <= cyclictest["p99"] <= cyclictest["max"]
+    cyc = json.loads((tmp_path / [c for c in cells if c.config["kind"] == "cyclictest"][0].cell_id
+                      / "cell.json").read_text())
+    assert cyc["summary"]["cycles"] >= 1 and cyc["effective"]["policy"] == "SCHED_FIFO"
+    table = analysis.floor_table(stats)
+    assert set(table["tool"]) == {"cyclictest", "cyclicdeadline"}
+    assert np.isfinite(analysis.floor_std_ms(stats, load="idle"))
+
+
+def test_audit_is_recorded_beside_the_data(tmp_path):
+    plan.after_sweep(tmp_path)
+    record = analysis.read_audit(tmp_path)
+    assert "osnoise" in record and {"summary", "items"} <= set(record)
