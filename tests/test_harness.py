@@ -109,3 +109,32 @@ def test_verification_catches_silent_failures():
     wrong_prio = json.loads(json.dumps(ok))
     wrong_prio["operators"]["target"]["sched"]["priority"] = 3
     assert "priority 10" in harness.verify_realtime((FIFO,), wrong_prio, "")[0]
+
+
+def test_samples_are_written_losslessly_and_integer_columns_delta_encoded(tmp_path):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    stamps = np.cumsum(np.random.default_rng(0).integers(9_000, 11_000, 50_000)).astype(np.int64)
+    table = pa.table({"op": ["tx", "rx"] * 25_000, "t_ns": stamps})
+    harness.write_samples(table, tmp_path / "delta.parquet")
+    pq.write_table(table, tmp_path / "plain.parquet", compression="zstd")
+    assert pq.read_table(tmp_path / "delta.parquet").equals(table)
+    column = pq.ParquetFile(tmp_path / "delta.parquet").metadata.row_group(0).column(1)
+    assert "DELTA_BINARY_PACKED" in column.encodings
+    assert (tmp_path / "delta.parquet").stat().st_size < (tmp_path / "plain.parquet").stat().st_size
+
+
+def test_the_project_root_is_the_project_the_command_runs_in(tmp_path, monkeypatch):
+    from rtstudy import paths
+
+    monkeypatch.delenv("RTSTUDY_ROOT", raising=False)
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    assert paths.root() == paths.checkout(), "no project here: the package's own checkout"
+    for name in ("params.yaml", "dvc.yaml"):
+        (tmp_path / name).write_text("")
+    assert paths.root() == tmp_path.resolve(), "as in a `dvc exp run --temp` copy"
+    monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path / "elsewhere"))
+    assert paths.root() == (tmp_path / "elsewhere").resolve()

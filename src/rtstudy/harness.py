@@ -166,10 +166,23 @@ def write_json(path: Path, data: dict) -> None:
         raise
 
 
+def write_samples(table: pa.Table, parquet: Path) -> None:
+    """Write ``table`` as Parquet, integer columns delta-encoded.
+
+    Time stamps and counters grow steadily, so their deltas are small: E3's
+    per-tick stamps shrink about 3.6 times over plain zstd (data/README.md,
+    "Size"). The encoding is lossless and invisible to readers.
+    """
+    ints = [f.name for f in table.schema if pa.types.is_integer(f.type)]
+    pq.write_table(table, parquet, compression="zstd",
+                   use_dictionary=[n for n in table.column_names if n not in ints],
+                   column_encoding={n: "DELTA_BINARY_PACKED" for n in ints})
+
+
 def _npz_to_parquet(npz: Path, parquet: Path) -> None:
     with np.load(npz, allow_pickle=False) as arrays:
         table = pa.table({name: arrays[name] for name in arrays.files})
-    pq.write_table(table, parquet, compression="zstd")
+    write_samples(table, parquet)
     npz.unlink()
 
 

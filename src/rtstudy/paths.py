@@ -1,8 +1,7 @@
 """Every path the study uses, built from one root.
 
-The root is the checkout that holds this package (``src/rtstudy`` → two levels
-up). ``RTSTUDY_ROOT`` overrides it so a copy of the project (a test's temporary
-clone, say) can run with this installed package. Nothing here touches the disk.
+The root is the project the command runs in (see :func:`root`); ``RTSTUDY_ROOT``
+overrides it. Nothing here writes to the disk.
 """
 from __future__ import annotations
 
@@ -11,9 +10,27 @@ from pathlib import Path
 
 
 def root() -> Path:
-    """The project root: ``$RTSTUDY_ROOT`` if set, else the checkout of this package."""
+    """The project root: ``$RTSTUDY_ROOT``, else the project the working directory is in, else
+    the checkout of this package.
+
+    A project is a folder holding both ``params.yaml`` and ``dvc.yaml``. Looking from the
+    working directory first is what makes a copy of the project work with this installed
+    package: ``dvc exp run --temp`` runs the stages in a temporary copy, and papermill runs a
+    notebook in the copy's ``notebooks/``.
+    """
     env = os.environ.get("RTSTUDY_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parents[2]
+    if env:
+        return Path(env).resolve()
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / "params.yaml").is_file() and (folder / "dvc.yaml").is_file():
+            return folder
+    return checkout()
+
+
+def checkout() -> Path:
+    """The checkout that holds this package (``src/rtstudy`` → two levels up)."""
+    return Path(__file__).resolve().parents[2]
 
 
 def params_file() -> Path:
