@@ -1,6 +1,6 @@
 """Wall time of `make study` from a fresh clone, split into set-up, measurement and overhead.
 
-    python3 benchmarks/study_time.py [--profile default] [--keep]
+    .venv/bin/python benchmarks/study_time.py [--profile default] [--keep]
 
 Clones this checkout's HEAD into a temporary directory and runs there, in order:
 
