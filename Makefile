@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.rtstudy-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: study test setup sysdeps report profile push pull lab lock clean-venv help
+.PHONY: study test setup sysdeps report profile push pull publish-reference lab lock clean-venv help
 
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
@@ -17,7 +17,7 @@ help:
 	@echo "make report         render report/report.html from the data present (measures nothing)"
 	@echo "make profile P=NAME choose the parameter profile: smoke | default | seed"
 	@echo "make push           send the measured data to the DVC remote (see .dvc/config)"
-	@echo "make pull           fetch the data of dvc.lock from the DVC remote (then: make report)"
+	@echo "make pull           fetch the data of dvc.lock (shared remote, else the reference in data/reference)"
 	@echo "make lab            JupyterLab on 127.0.0.1 with a token and the rtstudy kernel"
 	@echo "make lock           re-resolve requirements.lock from pyproject.toml"
 
@@ -53,9 +53,19 @@ push: $(STAMP)
 	$(BIN)/dvc push
 	@echo "Pushed to DVC remote '$$($(BIN)/dvc remote default)'. Commit and push dvc.lock with git so others can pull this data."
 
+# Pull from the default (shared) remote; where that is out of reach (a machine that never
+# pushed to it) or lacks the data, fall back to the reference dataset inside the repository.
 pull: $(STAMP)
-	$(BIN)/dvc pull
+	@if $(BIN)/dvc pull; then :; else \
+	  echo "The default DVC remote could not serve dvc.lock's data; pulling the reference dataset in data/reference/ instead."; \
+	  $(BIN)/dvc pull -r reference; fi
 	@echo "Pulled the data of dvc.lock. Render it without measuring: make report"
+
+# Maintainers: store the data of dvc.lock in the repository's reference remote
+# (data/reference/, tracked by git), then commit it with dvc.lock (data/README.md).
+publish-reference: $(STAMP)
+	$(BIN)/dvc push -r reference
+	@echo "Stored in data/reference/ ($$(du -sh data/reference | cut -f1)). Commit it with dvc.lock: git add data/reference dvc.lock"
 
 # JupyterLab on this machine only, always with a token: $JUPYTER_TOKEN if set
 # and non-empty, else a fresh random one. The token reaches Jupyter through the

@@ -2,7 +2,7 @@
 
 Fixtures under tests/fixtures/host are fake file-system roots: ``untuned`` is a
 copy of this study's 2-vCPU VM, ``stock`` a default 4-CPU Debian host with SMT,
-``isolated`` the same kind of host tuned as seeds 000 and 004 describe.
+``isolated`` the same kind of host tuned as the SDK guide and the quiet-core article describe.
 """
 from __future__ import annotations
 

@@ -110,3 +110,23 @@ def test_a_wrong_parameter_stops_before_measuring(measured_project):
         assert cells_on_disk(dest) == before
     finally:
         params.write_text(good)
+
+
+def test_dvc_experiments_run_in_a_temporary_copy_and_list_the_metrics(checkout_copy):
+    """`dvc exp run --temp`: the stages run in DVC's copy and write there, not in the workspace."""
+    dest, env = checkout_copy("experiments")
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"]):
+        sh(args, dest, env)
+    # As a user runs it: no RTSTUDY_ROOT, so the stages find their project from where they run.
+    env = {k: v for k, v in env.items() if k != "RTSTUDY_ROOT"}
+    out = sh([str(BIN / "dvc"), "exp", "run", "--temp", "-S", "profile=smoke", "-n", "smoke-exp"],
+             dest, env)
+    assert ran(out.stdout) >= {"e3_overhead", "report"}, out.stdout
+    assert not (dest / "data" / "raw").exists(), "the temporary copy must keep its data to itself"
+    shown = json.loads(sh([str(BIN / "dvc"), "exp", "show", "--json"], dest, env).stdout)
+    experiments = [e for commit in shown for e in (commit.get("experiments") or [])]
+    runs = [r for e in experiments for r in e.get("revs", [])]
+    assert any(r.get("name") == "smoke-exp" for r in runs), shown
+    metrics = next(r for r in runs if r.get("name") == "smoke-exp")["data"]["metrics"]
+    values = metrics["report/metrics.json"]["data"]
+    assert values["profile"] == "smoke" and values["E3"]["verdicts"]["H3"]

@@ -221,3 +221,26 @@ def test_datasets_of_two_hosts_coexist_and_both_reach_the_report(origin, clone, 
     # The contract of the report: every host id that has data is printed.
     for host_id in host_ids(dest, "e3_overhead"):
         assert host_id in html, f"host {host_id} has data but is not in the report"
+
+
+def test_a_fresh_clone_pulls_the_reference_dataset_when_the_default_remote_is_out_of_reach(
+        tmp_path):
+    """What a new user on a new machine gets: the committed dvc.lock's data, from data/reference/."""
+    from rtstudy import paths
+
+    root = paths.checkout()
+    dest = tmp_path / "clone"
+    env = {k: v for k, v in os.environ.items() if k != "RTSTUDY_ROOT"}
+    sh(["git", "clone", "-q", root, dest], tmp_path, env)
+    # A machine that never pushed: the default remote's folder does not exist there.
+    sh([BIN / "dvc", "remote", "modify", "--local", "localdisk", "url", tmp_path / "nowhere"],
+       dest, env)
+    out = sh([*MAKE, "pull"], dest, make_env(env))
+    assert "pulling the reference dataset" in out.stdout
+    lock = sh([BIN / "python", "-c", "import json, yaml, sys; "
+               "print(json.dumps(yaml.safe_load(open('dvc.lock'))))"], dest, env).stdout
+    stages = json.loads(lock)["stages"]
+    for stage in STAGES:
+        (raw,) = [o for o in stages[stage]["outs"] if o["path"].startswith("data/raw/")]
+        assert (dest / raw["path"]).is_dir(), raw["path"]
+        assert list((dest / raw["path"]).glob("*/default/*/cell.json")), f"{stage}: no cells"

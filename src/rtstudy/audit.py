@@ -2,8 +2,8 @@
 
 Each item reads kernel files and says PASS, WARN, FAIL or N/A, what it read
 (``evidence``) and the exact fix (``remedy``): the boot line, sysctl, cpupower
-or smp_affinity command of seeds 000 ("Host CPU Isolation") and 004 (the quiet
-core). Every file is read relative to ``root``, so tests audit a copy of a
+or smp_affinity command of the Holoscan SDK guide ("Host CPU Isolation") and the
+quiet-core article. Every file is read relative to ``root``, so tests audit a copy of a
 host's /proc and /sys. A file that is missing or unreadable turns its item into
 N/A or WARN with the reason in the evidence; the audit never fails on it and
 never writes anything.
@@ -20,7 +20,7 @@ from rtstudy.host import parse_cpu_list
 
 STATUSES = ("PASS", "WARN", "FAIL", "N/A")
 
-# The items that make a host "tuned" in summary(): what seeds 000 and 004 say a
+# The items that make a host "tuned" in summary(): what those two sources say a
 # quiet core needs. THP, C-states, the NMI watchdog, SMT and the preemption
 # model are reported too but are refinements on top of these.
 CORE_ITEMS = ("kernel command line", "isolated CPUs", "nohz_full CPUs", "rcu_nocbs CPUs",

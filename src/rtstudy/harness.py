@@ -8,7 +8,7 @@ its stdout and stderr (Holoscan's log, CUDA warnings included) go to
 
 1. verifies every requested real-time policy was really applied — Holoscan
    4.6 fails silently: it logs ``Failed to set SCHED_...``, raises nothing and
-   never ticks the operator (DESIGN.md §3) — from the log, the tick counts and
+   never ticks the operator — from the log, the tick counts and
    the policy each operator read back from its own thread;
 2. adds the sidecar ``cell.json`` (requested and effective configuration,
    host id, profile, versions, git commit, timings);

@@ -87,3 +87,8 @@ def report_html() -> Path:
 
 def figures_dir() -> Path:
     return report_dir() / "figures"
+
+
+def metrics_file() -> Path:
+    """The report's headline numbers and verdicts, a DVC metrics file (``dvc metrics show``)."""
+    return report_dir() / "metrics.json"

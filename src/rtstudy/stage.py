@@ -15,6 +15,7 @@ import pandas as pd
 
 from rtstudy import data, experiments, host, params, paths
 from rtstudy.harness import CellOutcome, SweepContext, run_sweep
+from rtstudy.report.study import build_sections
 from rtstudy.stats import CI
 
 EXPERIMENT_NOTEBOOK = "experiment"  # notebooks/experiment.ipynb runs every measuring stage
@@ -77,9 +78,6 @@ def first_look(name: str, profile: str) -> pd.DataFrame:
     ci = CI.from_params(configs[params.REPORT])
     needed = [n for n in experiments.get(name).section.NEEDS
               if paths.dataset_dir(n, host_id, profile).joinpath("plan.json").exists()]
-    # Imported here: the report package is the layer above this one.
-    from rtstudy.report.study import build_sections
-
     loaded = {n: data.load_dataset(n, host_id, profile) for n in [*needed, name]}
     section = build_sections(loaded, configs, ci)[name]
     rows = [{"what": v.claim, "this run": v.ours, "verdict": v.verdict} for v in section.verdicts]

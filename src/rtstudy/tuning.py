@@ -26,7 +26,7 @@ REVERT_SCHEMA = 1
 CPU_LIST_SYNTAX = "comma-separated CPU numbers and ranges, e.g. '2-3', '1,3' or '2-3,6'"
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 DEFAULT_AFFINITY = "/proc/irq/default_smp_affinity"
-# Services that undo the tuning while they run (seed 004).
+# Services that undo the tuning while they run (the quiet-core article).
 SERVICES = ("irqbalance",)
 
 

@@ -2,7 +2,7 @@
 
 ``native`` is the study's default and behaves like a C++ operator: two
 operators working at once use two CPUs. ``python`` is kept as a study factor
-(DESIGN.md §2): its busy loops hold the GIL and so couple every Python
+(E1 and E2 vary it): its busy loops hold the GIL and so couple every Python
 operator in the process.
 """
 from __future__ import annotations

@@ -213,6 +213,35 @@ class Study:
                 Table(lambda: cross_host_table(xh), words("caption_hosts")),
                 Figure(lambda: figures.cross_host(xh))]
 
+    def metrics(self) -> dict:
+        """Every section's verdicts and headline quantities, as ``report/metrics.json`` holds them.
+
+        Per experiment label: ``verdicts`` (claim → verdict) and ``headline``
+        (quantity → value, CI bounds, unit, N); a bound that does not exist is
+        null. Read with ``dvc metrics show``; ``dvc metrics diff`` compares commits.
+        """
+        def number(x: float) -> float | None:
+            return float(x) if np.isfinite(x) else None
+
+        out: dict = {"profile": self.profile, "host_id": self.host_id,
+                     "confidence": self.ci.confidence}
+        for s in self.sections.values():
+            out[s.label] = {
+                "verdicts": {v.claim: v.verdict for v in s.verdicts},
+                "headline": {q.quantity: {"value": number(q.value), "low": number(q.low),
+                                          "high": number(q.high), "unit": q.unit, "n": int(q.n)}
+                             for q in s.quantities}}
+        return out
+
+    def write_metrics(self) -> Path:
+        """Write :meth:`metrics` to ``report/metrics.json`` (atomically)."""
+        path = paths.metrics_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.metrics(), indent=2, allow_nan=False) + "\n")
+        tmp.replace(path)
+        return path
+
     def footer(self) -> str:
         host_ids = [self.host_id] if self.sections else []
         return words("footer", p=provenance(self.profile, host_ids))

@@ -1,4 +1,4 @@
-"""E1: async lock-free buffer vs the default buffer under SCHED_DEADLINE (seed 002).
+"""E1: async lock-free buffer vs the default buffer under SCHED_DEADLINE (HoloHub tutorial).
 
 Graph: ``tx1 → rx.in1``, ``tx2 → rx.in2``. Each producer stamps ``t_start``,
 works (5 ms and 10 ms by default), stamps ``t_emit`` and emits

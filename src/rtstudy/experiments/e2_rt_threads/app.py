@@ -1,4 +1,4 @@
-"""E2: a periodic target operator under CPU contention, normal vs real-time thread (seeds 001/003).
+"""E2: a periodic target operator under CPU contention, normal vs real-time thread (HoloHub benchmark).
 
 The target runs at ``fps`` and stamps the start of every ``compute``
 (frame period = difference of consecutive starts) and the duration of a

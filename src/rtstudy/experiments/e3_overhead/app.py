@@ -1,4 +1,4 @@
-"""E3: Holoscan's scheduling overhead per iteration (seed 000).
+"""E3: Holoscan's scheduling overhead per iteration (Holoscan SDK guide).
 
 Two apps, as the seed's ``scheduler_overhead_benchmark.py``:
 

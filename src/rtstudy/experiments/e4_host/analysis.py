@@ -89,7 +89,7 @@ def floor_table(stats: pd.DataFrame) -> pd.DataFrame:
 
 
 def ladder_table(stats: pd.DataFrame) -> pd.DataFrame:
-    """The jitter probe's percentile ladder per CPU and load (ns), beside seed 004's."""
+    """The jitter probe's percentile ladder per CPU and load (ns), beside the published ones."""
     rows = []
     for _, r in stats[stats["kind"] == "jitter"].sort_values(["load", "cpu"]).iterrows():
         rows.append({"measurement": f"CPU {int(r['cpu'])}, {r['load']}", "N": f"{r['n']:,}",

@@ -1,0 +1,113 @@
+"""A real network remote: OpenSSH's sshd on 127.0.0.1, `dvc push` over ssh://, pull elsewhere.
+
+The server runs as this test's own process, with a temporary host key, a
+temporary client key and a temporary folder as the remote; it listens on the
+loopback address only and is stopped, with everything it used, at the end.
+The data is the session's smoke dataset (tests/test_pipeline.py measures it).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from test_sharing import BIN, MAKE, SECTIONS, make_env, publish, sh
+
+SSHD = shutil.which("sshd") or shutil.which("sshd", path="/usr/sbin:/sbin")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A running sshd on 127.0.0.1: ``(port, client key, HOME with known_hosts, remote folder)``."""
+    if SSHD is None:
+        pytest.skip("sshd is not installed (Debian openssh-server; `make setup` installs it as "
+                    "root)")
+    if os.geteuid() != 0:
+        pytest.skip("sshd logs in only as the user it runs as; this test logs in as root")
+    base = tmp_path_factory.mktemp("ssh")
+    home, store = base / "home", base / "remote"
+    (home / ".ssh").mkdir(parents=True)
+    store.mkdir()
+    for name in ("host_key", "client_key"):
+        sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", base / name], base, os.environ)
+    port = free_port()
+    (base / "authorized_keys").write_text((base / "client_key.pub").read_text())
+    host_pub = (base / "host_key.pub").read_text().split()[:2]
+    (home / ".ssh" / "known_hosts").write_text(f"[127.0.0.1]:{port} {' '.join(host_pub)}\n")
+    config = base / "sshd_config"
+    config.write_text("\n".join([
+        f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {base / 'host_key'}",
+        f"AuthorizedKeysFile {base / 'authorized_keys'}", f"PidFile {base / 'sshd.pid'}",
+        "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no",
+        "PermitRootLogin prohibit-password", "StrictModes no", "Subsystem sftp internal-sftp",
+        ""]))
+    # sshd refuses to start without its privilege-separation folder, which the service
+    # manager creates when it starts the packaged daemon; create it only if missing.
+    privsep = Path("/run/sshd")
+    made_privsep = not privsep.exists()
+    privsep.mkdir(mode=0o755, exist_ok=True)
+    log = open(base / "sshd.log", "w")
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=log,
+                            stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"sshd did not start: {(base / 'sshd.log').read_text()}")
+                time.sleep(0.1)
+        yield port, base / "client_key", home, store
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        if made_privsep:
+            shutil.rmtree(privsep, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_dataset_goes_over_ssh_and_renders_in_another_clone(server, measured_project,
+                                                               tmp_path):
+    port, key, home, store = server
+    src, env, _ = measured_project
+    origin, clone = tmp_path / "origin", tmp_path / "clone"
+    shutil.copytree(src, origin, symlinks=True,
+                    ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
+    env = dict(env, RTSTUDY_ROOT=str(origin), HOME=str(home))
+    url = f"ssh://root@127.0.0.1:{port}{store}"
+    # The steps of README "Sharing data" for a real server; --local keeps the key out of git.
+    sh([BIN / "dvc", "remote", "add", "--local", "-d", "server", url], origin, env)
+    sh([BIN / "dvc", "remote", "modify", "--local", "server", "keyfile", key], origin, env)
+    publish(origin, env, "measured here, shared over ssh")
+    pushed = [p for p in store.rglob("*") if p.is_file()]
+    assert pushed, "nothing reached the server"
+
+    sh(["git", "clone", "-q", origin, clone], tmp_path, env)
+    env = dict(env, RTSTUDY_ROOT=str(clone))
+    sh([BIN / "dvc", "remote", "add", "--local", "-d", "server", url], clone, env)
+    sh([BIN / "dvc", "remote", "modify", "--local", "server", "keyfile", key], clone, env)
+    sh([*MAKE, "pull"], clone, make_env(env))
+    cells = list((clone / "data" / "raw").glob("*/*/smoke/*/cell.json"))
+    assert len(cells) == len(list((origin / "data" / "raw").glob("*/*/smoke/*/cell.json")))
+    sh([*MAKE, "report"], clone, make_env(env), timeout=900)
+    html = (clone / "report" / "report.html").read_text()
+    for section in SECTIONS:
+        assert section in html
