@@ -92,7 +92,7 @@ def test_no_experiment_is_named_outside_the_registry_and_its_folder():
 
 def test_a_cell_runs_its_app_without_importing_the_report():
     """The cell's subprocess imports its app's parents only: no pandas, no figures, no report."""
-    code = ("import sys, rtstudy.experiments.e3_overhead\n"
+    code = ("import sys, rtstudy.experiments.e3_overhead, rtstudy.apps.child, rtstudy.work\n"
             "print(sorted(m for m in ('pandas', 'matplotlib', 'scipy', 'rtstudy.report') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

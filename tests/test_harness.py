@@ -135,6 +135,8 @@ def test_the_project_root_is_the_project_the_command_runs_in(tmp_path, monkeypat
     assert paths.root() == paths.checkout(), "no project here: the package's own checkout"
     for name in ("params.yaml", "dvc.yaml"):
         (tmp_path / name).write_text("")
+    assert paths.root() == paths.checkout(), "another DVC project is not this study"
+    (tmp_path / "src" / "rtstudy").mkdir(parents=True)
     assert paths.root() == tmp_path.resolve(), "as in a `dvc exp run --temp` copy"
     monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path / "elsewhere"))
     assert paths.root() == (tmp_path / "elsewhere").resolve()

@@ -24,7 +24,7 @@ FP = {"host_id": "vm-test", "cpu": {"count": 2, "model": "x", "online": [0, 1]},
 
 def study(fp: dict | None, *limitations: str) -> Study:
     """A study of ``fp``'s host whose one section reports ``limitations``."""
-    section = Section("x", "EX", "a claim", limitations=list(limitations))
+    section = Section("x", "EX", "HX", "a claim", limitations=list(limitations))
     return Study("smoke", CI(0.95, 100, 0), {}, "vm-test", fp, {"x": section})
 
 
@@ -99,3 +99,30 @@ def test_the_report_is_self_contained_and_renders_cleanly_in_chromium(rendered, 
     assert page.console_errors == []
     assert page.title.startswith("Real-time scheduling")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_a_damaged_dataset_is_reported_whole_before_anything_is_rendered(measured_project,
+                                                                          tmp_path):
+    """Damage in two experiments: one `make report` names every damaged file, each with its fix."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src, env, _ = measured_project
+    dest = tmp_path / "project"
+    shutil.copytree(src, dest, symlinks=True,
+                    ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
+    victims = []
+    for stage, name in (("e1_async_buffer", "cell.json"), ("e3_overhead", "samples.parquet")):
+        for cell in sorted((dest / "data" / "raw" / stage).glob("*/smoke/*/cell.json"))[:2]:
+            victim = cell.parent / name
+            victim.write_bytes(b"damaged")
+            victims.append(victim)
+    proc = subprocess.run([str(Path(sys.executable).parent / "rtstudy"), "report"], cwd=dest,
+                          env=dict(env, RTSTUDY_ROOT=str(dest)), capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode != 0
+    for victim in victims:
+        assert str(victim) in proc.stderr, f"{victim} not named:\n{proc.stderr}"
+    assert proc.stderr.count("re-run its stage") == len(victims)

@@ -244,3 +244,11 @@ def test_a_fresh_clone_pulls_the_reference_dataset_when_the_default_remote_is_ou
         (raw,) = [o for o in stages[stage]["outs"] if o["path"].startswith("data/raw/")]
         assert (dest / raw["path"]).is_dir(), raw["path"]
         assert list((dest / raw["path"]).glob("*/default/*/cell.json")), f"{stage}: no cells"
+    # Rendered there, measuring nothing: the committed metrics are the reference data's.
+    committed = json.loads((dest / "report" / "metrics.json").read_text())
+    (dest / "report" / "metrics.json").unlink()
+    sh([*MAKE, "report"], dest, make_env(env), timeout=900)
+    assert sorted(p.name for p in (dest / "experiments").glob("*.ipynb")) == ["report.ipynb"]
+    rendered = json.loads((dest / "report" / "metrics.json").read_text())
+    assert rendered == committed, "report/metrics.json no longer matches the reference data; " \
+        "re-render it (make pull && make report) and commit it"

@@ -68,7 +68,9 @@ def server(tmp_path_factory):
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"sshd did not start: {(base / 'sshd.log').read_text()}")
+                    # Another process may have taken the free port first: say so plainly.
+                    pytest.fail(f"sshd did not start on port {port}: "
+                                f"{(base / 'sshd.log').read_text()}")
                 time.sleep(0.1)
         yield port, base / "client_key", home, store
     finally:

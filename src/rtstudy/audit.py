@@ -746,7 +746,7 @@ def audit(root: Path = Path("/")) -> list[AuditItem]:
     Returns
     -------
     list of AuditItem
-        One item per setting of DESIGN §2 E4, in a fixed order.
+        One item per setting the sources name (README "Citing"), in a fixed order.
     """
     h = _load(Path(root))
     return [

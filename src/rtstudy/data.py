@@ -26,7 +26,8 @@ from rtstudy import experiments, params, paths
 from rtstudy.harness import PLAN_FILE
 from rtstudy.io import DataError, Dataset
 
-__all__ = ["DataError", "Dataset", "EXPERIMENTS", "datasets", "load", "load_dataset", "tables"]
+__all__ = ["DataError", "Dataset", "EXPERIMENTS", "datasets", "has_dataset", "load", "load_dataset",
+           "tables"]
 
 EXPERIMENTS = experiments.REGISTRY
 
@@ -67,6 +68,11 @@ def datasets(experiment: str, profile: str | None = None) -> list[Path]:
     return [paths.dataset_dir(experiment, h, profile) for h in hosts]
 
 
+def has_dataset(experiment: str, host_id: str, profile: str) -> bool:
+    """Whether ``host_id`` has a dataset of ``experiment`` for ``profile`` (its ``plan.json``)."""
+    return (paths.dataset_dir(experiment, host_id, profile) / PLAN_FILE).is_file()
+
+
 def load_dataset(experiment: str, host_id: str, profile: str | None = None) -> Dataset:
     """One host's dataset of ``experiment``, as its loader returns it (tables, missing, extra).
 
@@ -79,7 +85,7 @@ def load_dataset(experiment: str, host_id: str, profile: str | None = None) -> D
     exp = experiments.get(experiment)
     profile = _resolve_profile(profile)
     directory = paths.dataset_dir(experiment, host_id, profile)
-    if not (directory / PLAN_FILE).exists():
+    if not has_dataset(experiment, host_id, profile):
         raise DataError(f"{directory}: no {experiment} data from host {host_id} for profile "
                         f"{profile!r}; run `make study` there (or `make pull`)")
     return exp.analysis.load(directory, params.stage_config(experiment, profile))

@@ -147,9 +147,10 @@ def git_state() -> dict:
         return proc.stdout.strip() if proc.returncode == 0 else None
 
     commit = git("rev-parse", "HEAD")
-    # dvc.lock is the pipeline's own record, rewritten by earlier stages of the same
+    # dvc.lock and report/metrics.json are the pipeline's own records, rewritten by stages of
     # `dvc repro`: a change there does not make the code or parameters dirty.
-    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)dvc.lock")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)dvc.lock",
+                 ":(exclude)report/metrics.json")
     return {"commit": commit or "unknown", "dirty": bool(status) if status is not None else None}
 
 

@@ -118,6 +118,10 @@ def use_profile(profile: str, path: Path | None = None) -> None:
 
 
 def configs(profile: str | None = None, data: dict | None = None) -> dict[str, dict]:
-    """Every group resolved for ``profile`` (:func:`stage_config` of each), keyed by group."""
+    """Every group resolved for ``profile`` (as :func:`stage_config` gives each), keyed by group."""
     data = load() if data is None else data
-    return {name: stage_config(name, profile, data) for name in groups()}
+    validate(data)
+    profile = profile or data["profile"]
+    if profile not in PROFILES:
+        raise ParamError(f"profile = {profile!r}: expected one of {', '.join(PROFILES)}")
+    return {name: {**resolve(data[name], profile), "profile": profile} for name in groups()}

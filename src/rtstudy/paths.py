@@ -13,7 +13,8 @@ def root() -> Path:
     """The project root: ``$RTSTUDY_ROOT``, else the project the working directory is in, else
     the checkout of this package.
 
-    A project is a folder holding both ``params.yaml`` and ``dvc.yaml``. Looking from the
+    A project is a folder holding ``params.yaml``, ``dvc.yaml`` and ``src/rtstudy/`` (another
+    DVC project is not one). Looking from the
     working directory first is what makes a copy of the project work with this installed
     package: ``dvc exp run --temp`` runs the stages in a temporary copy, and papermill runs a
     notebook in the copy's ``notebooks/``.
@@ -23,7 +24,7 @@ def root() -> Path:
         return Path(env).resolve()
     here = Path.cwd().resolve()
     for folder in (here, *here.parents):
-        if (folder / "params.yaml").is_file() and (folder / "dvc.yaml").is_file():
+        if all((folder / name).exists() for name in ("params.yaml", "dvc.yaml", "src/rtstudy")):
             return folder
     return checkout()
 

@@ -11,12 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pandas as pd
-
-from rtstudy import data, experiments, host, params, paths
+from rtstudy import experiments, host, params, paths
 from rtstudy.harness import CellOutcome, SweepContext, run_sweep
-from rtstudy.report.study import build_sections
-from rtstudy.stats import CI
 
 EXPERIMENT_NOTEBOOK = "experiment"  # notebooks/experiment.ipynb runs every measuring stage
 REPORT_NOTEBOOK = "report"
@@ -65,25 +61,6 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
                          progress=stream)
     plan.after_sweep(directory)
     return outcomes
-
-
-def first_look(name: str, profile: str) -> pd.DataFrame:
-    """The verdicts and headline numbers of this host's data for ``name``: the lab book's look.
-
-    A section that reads another's (``NEEDS``) gets it when that one was
-    measured already; otherwise it says what it lacks.
-    """
-    host_id = host.current()["host_id"]
-    configs = params.configs(profile)
-    ci = CI.from_params(configs[params.REPORT])
-    needed = [n for n in experiments.get(name).section.NEEDS
-              if paths.dataset_dir(n, host_id, profile).joinpath("plan.json").exists()]
-    loaded = {n: data.load_dataset(n, host_id, profile) for n in [*needed, name]}
-    section = build_sections(loaded, configs, ci)[name]
-    rows = [{"what": v.claim, "this run": v.ours, "verdict": v.verdict} for v in section.verdicts]
-    rows += [{"what": q.quantity, "this run": f"{q.value:.3g} {q.unit} (n = {q.n})", "verdict": ""}
-             for q in section.quantities]
-    return pd.DataFrame(rows)
 
 
 def execute_notebook(notebook: str, output: str, parameters: dict) -> Path:

@@ -96,7 +96,7 @@ def test_the_section_compares_with_the_floor_it_is_given(e2_run):
     ds = analysis.load(out, cfg)
     alone = section.build(ds, cfg, CI(0.95, 200, 0), {})
     assert "Against the platform floor" not in alone.blocks[0].text  # no floor measured: no claim
-    floor = Section("e4_host", "E4", "claim", headline={"floor_std_ms": 0.01})
+    floor = Section("e4_host", "E4", "H4", "claim", headline={"floor_std_ms": 0.01})
     with_floor = section.build(ds, cfg, CI(0.95, 200, 0), {"e4_host": floor})
     assert "Against the platform floor" in with_floor.blocks[0].text
     assert "14.1 µs" in with_floor.blocks[0].text  # sqrt(2) x 10 µs, from the floor given

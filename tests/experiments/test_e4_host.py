@@ -6,6 +6,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from rtstudy.experiments.e4_host import analysis, plan
@@ -85,3 +86,23 @@ def test_audit_is_recorded_beside_the_data(tmp_path):
     plan.after_sweep(tmp_path)
     record = analysis.read_audit(tmp_path)
     assert "osnoise" in record and {"summary", "items"} <= set(record)
+
+
+@pytest.mark.parametrize("audit", [{}, {"summary": {}, "items": [], "osnoise": {}}],
+                         ids=["no audit file", "audit without osnoise"])
+def test_the_section_says_what_was_not_recorded(tmp_path, audit):
+    """A dataset without its audit (or one recorded before osnoise was) still renders its words."""
+    from rtstudy import params
+    from rtstudy.experiments.e4_host import section
+    from rtstudy.io import Dataset
+    from rtstudy.stats import CI
+
+    stats = pd.DataFrame([{"kind": "jitter", "load": "idle", "cpu": 0, "n": 1000, "p50": 80.0,
+                           "p99": 200.0, "p99.9": 900.0, "p99.99": 2000.0, "max": 5000.0,
+                           "mean": 90.0, "std": 30.0}])
+    ds = Dataset(tmp_path, {"histograms": pd.DataFrame(), "stats": stats}, [], {"audit": audit})
+    sec = section.build(ds, params.stage_config("e4_host", "smoke"), CI(0.95, 100, 0), {})
+    text = sec.blocks[0].text
+    assert "**rtla osnoise**: N/A — not recorded." in text
+    assert sec.verdicts[0].verdict == "inconclusive"
+    assert any(item.startswith("H4 cannot be tested on this host") for item in sec.limitations)

@@ -21,20 +21,6 @@ from rtstudy.stats import format_p
 
 
 @dataclass(frozen=True)
-class Source:
-    """A source document the study reproduces, cited by its public title and address."""
-
-    title: str
-    publisher: str
-    url: str
-
-    def cite(self, where: str = "") -> str:
-        """Markdown: the linked title, its publisher, and optionally the section meant."""
-        part = f", {where}" if where else ""
-        return f"[*{self.title}*]({self.url}) ({self.publisher}){part}"
-
-
-@dataclass(frozen=True)
 class Verdict:
     """One row of the report's summary: a claim, the source's figure, ours, the verdict."""
 
@@ -86,6 +72,8 @@ class Section:
         The experiment (its registry name).
     label : str
         ``E1`` …, used where the report names the experiment.
+    hypothesis : str
+        ``H1`` …, the claim it tests.
     claim : str
         The hypothesis in one line, for the report's introduction (``H1 — …``).
     verdicts : list of Verdict
@@ -104,6 +92,7 @@ class Section:
 
     name: str
     label: str
+    hypothesis: str
     claim: str
     verdicts: list[Verdict] = field(default_factory=list)
     quantities: list[Quantity] = field(default_factory=list)

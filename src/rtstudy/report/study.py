@@ -196,11 +196,14 @@ class Study:
             return pd.DataFrame()
         rows = []
         for host_id in hosts:
-            datasets = {}
-            for name in experiments.REGISTRY:
-                if paths.dataset_dir(name, host_id, self.profile).joinpath("plan.json").exists():
-                    datasets[name] = data.load_dataset(name, host_id, self.profile)
-            for s in build_sections(datasets, self.configs, self.ci).values():
+            if host_id == self.host_id:
+                sections = self.sections
+            else:
+                datasets = {name: data.load_dataset(name, host_id, self.profile)
+                            for name in experiments.REGISTRY
+                            if data.has_dataset(name, host_id, self.profile)}
+                sections = build_sections(datasets, self.configs, self.ci)
+            for s in sections.values():
                 rows += [{"host_id": host_id, "experiment": s.label, **q.__dict__}
                          for q in s.quantities]
         return pd.DataFrame(rows)
@@ -245,6 +248,28 @@ class Study:
     def footer(self) -> str:
         host_ids = [self.host_id] if self.sections else []
         return words("footer", p=provenance(self.profile, host_ids))
+
+
+def first_look(name: str, profile: str) -> pd.DataFrame:
+    """The verdicts and headline numbers of this host's data for ``name``: the lab book's look.
+
+    The experiment's own data only (a section that reads another's, ``NEEDS``,
+    says what it lacks), so a measuring stage never depends on another stage's
+    data. A problem becomes the table's one row: the cells are measured and kept
+    whatever the first look finds.
+    """
+    try:
+        host_id = host.current()["host_id"]
+        configs = params.configs(profile)
+        ds = data.load_dataset(name, host_id, profile)
+        section = build_sections({name: ds}, configs, CI.from_params(configs[params.REPORT]))[name]
+    except Exception as exc:  # the lab book shows it; the report stage will fail on it too
+        return pd.DataFrame([{"what": "first look failed", "this run": f"{type(exc).__name__}: {exc}",
+                              "verdict": ""}])
+    rows = [{"what": v.claim, "this run": v.ours, "verdict": v.verdict} for v in section.verdicts]
+    rows += [{"what": q.quantity, "this run": f"{q.value:.3g} {q.unit} (n = {q.n})", "verdict": ""}
+             for q in section.quantities]
+    return pd.DataFrame(rows)
 
 
 def data_fingerprint(profile: str, host_id: str) -> dict | None:

@@ -1,7 +1,7 @@
 """What E1's source document published, and where: the only typed figures of E1's section."""
 from __future__ import annotations
 
-from rtstudy.report.section import Source
+from rtstudy.sources import Source
 
 SOURCE = Source(
     title="A Study using Asynchronous Lock-free Buffer with SCHED_DEADLINE",

@@ -11,6 +11,7 @@ from rtstudy.stats import CI
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E1"
+HYPOTHESIS = "H1"
 # Sections whose headline this one reads (none).
 NEEDS: tuple[str, ...] = ()
 # How the Methods count E1's factors.
@@ -27,7 +28,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     def words(block: str, **extra) -> str:
         return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
 
-    section = Section(name="e1_async_buffer", label=LABEL, claim=published.CLAIM, headline=h)
+    section = Section(name="e1_async_buffer", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
+                      headline=h)
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
                        missing=len(ds.missing))),
@@ -39,7 +41,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
         Figure(lambda: figures.e1_emit_period(cells)),
         Markdown(words("methods", hosts=sorted(cells["host_id"].unique()))),
     ]
-    section.verdicts = [Verdict(f"H1 {scenario}", published.SUMMARY, words("summary", v=v),
+    section.verdicts = [Verdict(f"{HYPOTHESIS} {scenario}", published.SUMMARY, words("summary", v=v),
                                 v["verdict"]) for scenario, v in sorted(h["verdict"].items())]
     section.quantities = [
         Quantity(f"{r['scenario']} {r['buffer']}: max-latency slope", r["slope"], r["low"],

@@ -1,8 +1,8 @@
 """E2, real-time vs normal thread under CPU contention: loading, reductions and the H2 verdict.
 
 H2: under contention a real-time policy cuts the frame-period
-standard deviation of a periodic operator (seeds: 0.297 → 0.049 ms, −83.6 %,
-Python; 0.257 → 0.013 ms, −94.8 %, C++; 60 FPS). Contention is a sweep axis
+standard deviation of a periodic operator (the published figures are in
+``published.py``). Contention is a sweep axis
 here (loads per CPU): with no more runnable threads than CPUs there is nothing
 for a policy to win.
 """

@@ -1,7 +1,7 @@
 """What E2's source documents published, and where: the only typed figures of E2's section."""
 from __future__ import annotations
 
-from rtstudy.report.section import Source
+from rtstudy.sources import Source
 
 SOURCE = Source(
     title="Real-time Thread Scheduling Benchmark",

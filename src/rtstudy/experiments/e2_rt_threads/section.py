@@ -11,6 +11,7 @@ from rtstudy.stats import CI
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E2"
+HYPOTHESIS = "H2"
 # E2 compares its target with the platform floor, which E4 measures.
 NEEDS: tuple[str, ...] = ("e4_host",)
 
@@ -26,7 +27,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     def words(block: str, **extra) -> str:
         return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
 
-    section = Section(name="e2_rt_threads", label=LABEL, claim=published.CLAIM, headline=h)
+    section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
+                      headline=h)
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
                        missing=len(ds.missing))),
@@ -36,7 +38,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
         Figure(lambda: figures.e2_period_histograms(frames)),
         Figure(lambda: figures.e2_time_series(frames)),
     ]
-    section.verdicts = [Verdict("H2", published.SUMMARY, words("summary", v=h["verdict"]),
+    section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
                                 h["verdict"]["verdict"])]
     top = red[(red["load_work_model"] == "native")
               & (red["load_factor"] == red["load_factor"].max())] if len(red) else red

@@ -1,7 +1,7 @@
 """E3, Holoscan scheduler overhead: loading, the fits over N and the H3 verdict.
 
-H3: Greedy costs ~10 µs per iteration without messages and
-~17 µs with a Tx→Rx message; EventBased ~11–15 and ~25–62 µs. The seed divides
+H3: Holoscan's scheduling cost per iteration is as published (``published.py``) for
+Greedy and EventBased, with and without a Tx→Rx message. The seed divides
 the whole app's wall time by N, which folds start-up into the figure; here each
 cell times several N, so a straight line ``total = start-up + N × per-iteration``
 separates the two, and compute time stamps give the per-iteration cost directly.
@@ -168,7 +168,7 @@ def headline(runs: pd.DataFrame) -> dict:
 
 
 def h3_verdict(runs: pd.DataFrame) -> dict:
-    """H3 against the seed: Greedy's steady cost vs the published ~10 / ~17 µs, and the ordering.
+    """H3 against the seed: Greedy's steady cost vs the published figure, and the ordering.
 
     Reproduced when Greedy is within :data:`CLOSE_RATIO` of the seed's figure in both apps and
     the seed's ordering holds (Greedy below every EventBased configuration, the

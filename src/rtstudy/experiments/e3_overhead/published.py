@@ -1,7 +1,7 @@
 """What E3's source document published, and where: the only typed figures of E3's section."""
 from __future__ import annotations
 
-from rtstudy.report.section import Source
+from rtstudy.sources import Source
 
 SOURCE = Source(
     title="Holoscan SDK User Guide: Performance Considerations",

@@ -12,6 +12,7 @@ from rtstudy.stats import CI, bootstrap_ci
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E3"
+HYPOTHESIS = "H3"
 # Sections whose headline this one reads (none).
 NEEDS: tuple[str, ...] = ()
 
@@ -25,7 +26,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     def words(block: str, **extra) -> str:
         return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
 
-    section = Section(name="e3_overhead", label=LABEL, claim=published.CLAIM, headline=h)
+    section = Section(name="e3_overhead", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
+                      headline=h)
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
                        missing=ds.missing)),
@@ -34,7 +36,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
         Figure(lambda: figures.e3_fit(runs, fits)),
         Markdown(words("methods", hosts=sorted(runs["host_id"].unique()))),
     ]
-    section.verdicts = [Verdict("H3", published.SUMMARY, words("summary", v=h["verdict"]),
+    section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
                                 h["verdict"]["verdict"])]
     at_max = runs[runs["iterations"] == runs["iterations"].max()]
     for (app, label), g in at_max.groupby(["app", "scheduler_label"]):

@@ -147,7 +147,8 @@ def headline(record: dict, stats: pd.DataFrame) -> dict:
                  "loops": int(jitter["n"].sum()), "median_p50": float(jitter["p50"].median())}
     return {"counts": {s: n for s, n in summary.get("counts", {}).items() if n},
             "isolated": summary.get("isolated_cpus") or [], "tuned": bool(summary.get("tuned")),
-            "worst": worst, "osnoise": record.get("osnoise", {}),
+            # An audit recorded without osnoise (or none at all) says so, rather than failing.
+            "worst": worst, "osnoise": {"available": None, "why": "", **record.get("osnoise", {})},
             "warn": [i["name"] for i in record.get("items", []) if i["status"] in ("WARN", "FAIL")],
             "floor_std_ms": floor_std_ms(stats) if len(stats) else float("nan"),
             "verdict": h4_verdict(record, stats)}

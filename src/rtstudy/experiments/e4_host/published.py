@@ -1,7 +1,7 @@
 """What E4's source documents published, and where: the only typed figures of E4's section."""
 from __future__ import annotations
 
-from rtstudy.report.section import Source
+from rtstudy.sources import Source
 
 SOURCE = Source(
     title="CPU Pinning, isolcpus, and nohz_full: Building a Quiet Core for Latency-Critical Code",

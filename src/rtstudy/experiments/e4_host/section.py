@@ -12,6 +12,7 @@ from rtstudy.stats import CI
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E4"
+HYPOTHESIS = "H4"
 # Sections whose headline this one reads (none).
 NEEDS: tuple[str, ...] = ()
 
@@ -25,7 +26,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     def words(block: str, **extra) -> str:
         return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
 
-    section = Section(name="e4_host", label=LABEL, claim=published.CLAIM, headline=h)
+    section = Section(name="e4_host", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
+                      headline=h)
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
                        isolation=published.ISOLATION.cite(published.ISOLATION_WHERE),
@@ -38,7 +40,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     ]
     v = h["verdict"]
     ratios = v.get("ratios") or {}
-    section.verdicts = [Verdict("H4", published.SUMMARY,
+    section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY,
                                 words("summary", v=v, worst_ratio=max(ratios.values(), default=np.nan)),
                                 v["verdict"])]
     jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
@@ -51,6 +53,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
                                            unit="µs", n=int(r["n"])))
     section.measured = words("measured", loops=int(jitter["n"].sum()) if len(jitter) else 0,
                              cycles=int(floor["n"].sum()) if len(floor) else 0)
+    if v["verdict"] == "inconclusive":
+        section.limitations.append(words("untestable", why=v.get("why", "")))
     if h["warn"]:
         section.limitations.append(words("audit_flags"))
     if h["osnoise"].get("available") is False:
