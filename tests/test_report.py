@@ -113,10 +113,14 @@ def test_a_damaged_dataset_is_reported_whole_before_anything_is_rendered(measure
     dest = tmp_path / "project"
     shutil.copytree(src, dest, symlinks=True,
                     ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
+    from rtstudy.io import read_plan
+
     victims = []
     for stage, name in (("e1_async_buffer", "cell.json"), ("e3_overhead", "samples.parquet")):
-        for cell in sorted((dest / "data" / "raw" / stage).glob("*/smoke/*/cell.json"))[:2]:
-            victim = cell.parent / name
+        (dataset,) = (dest / "data" / "raw" / stage).glob("*/smoke")
+        # Cells of the current plan (earlier tests may have left cells of an older one).
+        for entry in read_plan(dataset)["cells"][:2]:
+            victim = dataset / entry["cell_id"] / name
             victim.write_bytes(b"damaged")
             victims.append(victim)
     proc = subprocess.run([str(Path(sys.executable).parent / "rtstudy"), "report"], cwd=dest,

@@ -59,6 +59,11 @@ class CI:
         return f"{self.confidence * 100:g} %"
 
 
+# The unit of replication is the independent run: below this many runs of a condition no
+# interval is called a confidence interval, and no verdict rests on it.
+MIN_RUNS = 3
+
+
 def _check_confidence(confidence: float) -> None:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -108,6 +113,83 @@ def bootstrap_ci(values, statistic=np.mean, confidence: float = 0.95, n_resample
     return Estimate(value, np.nan, np.nan, int(x.size), confidence)
 
 
+def over_runs(values, ci: "CI", statistic=np.mean) -> Estimate:
+    """``statistic`` of one value per independent run, with a bootstrap CI over runs.
+
+    Below :data:`MIN_RUNS` runs the bounds are NaN: two runs give a range, not a CI.
+    """
+    x = _finite(values)
+    if x.size < MIN_RUNS:
+        value = float(statistic(x)) if x.size else np.nan
+        return Estimate(value, np.nan, np.nan, int(x.size), ci.confidence)
+    return bootstrap_ci(x, statistic, **ci.kwargs)
+
+
+def two_group_ci(a, b, statistic, ci: "CI") -> Estimate:
+    """``statistic(a, b)`` of two groups of per-run values, percentile bootstrap over runs.
+
+    Each group is resampled on its own (its runs are the independent units).
+    Below :data:`MIN_RUNS` runs in either group the bounds are NaN.
+
+    Parameters
+    ----------
+    a, b : array_like
+        One value per run of each group (e.g. each run's frame-period std, ms).
+    statistic : callable
+        ``statistic(a, b) -> float`` on two 1-D arrays.
+    ci : CI
+        Level, resamples and seed.
+    """
+    a, b = _finite(a), _finite(b)
+    if a.size == 0 or b.size == 0:
+        return Estimate(np.nan, np.nan, np.nan, int(min(a.size, b.size)), ci.confidence)
+    value = float(statistic(a, b))
+    n = int(min(a.size, b.size))
+    if n < MIN_RUNS:
+        return Estimate(value, np.nan, np.nan, n, ci.confidence)
+    rng = np.random.default_rng(ci.seed)
+    boots = np.array([statistic(rng.choice(a, a.size), rng.choice(b, b.size))
+                      for _ in range(ci.n_resamples)], dtype=float)
+    boots = boots[np.isfinite(boots)]
+    low, high = np.percentile(boots, [50 * (1 - ci.confidence), 50 * (1 + ci.confidence)])
+    return Estimate(value, float(low), float(high), n, ci.confidence)
+
+
+def effect_verdict(est: Estimate, minimum: float) -> str:
+    """Is an effect of at least ``minimum`` shown? ``shown``, ``refuted`` or ``inconclusive``.
+
+    ``shown``: the estimate reaches ``minimum`` and the whole CI lies above 0;
+    ``refuted``: the whole CI lies below ``minimum``; otherwise, or without a CI
+    (fewer than :data:`MIN_RUNS` runs), ``inconclusive``.
+    """
+    if not (np.isfinite(est.low) and np.isfinite(est.high)):
+        return "inconclusive"
+    if est.value >= minimum and est.low > 0:
+        return "shown"
+    if est.high < minimum:
+        return "refuted"
+    return "inconclusive"
+
+
+def equivalence_verdict(est: Estimate, margin: float) -> str:
+    """Is a quantity equivalent to 0 within ±``margin``? ``equivalent``, ``different`` or ``inconclusive``.
+
+    Two one-sided tests at the CI's level: ``equivalent`` when the whole CI lies
+    inside (−margin, margin); ``different`` when it lies wholly outside; a CI that
+    straddles a margin, or none (fewer than :data:`MIN_RUNS` runs), is
+    ``inconclusive`` — a CI that merely covers 0 shows nothing.
+    """
+    if margin <= 0:
+        raise ValueError(f"an equivalence margin must be > 0, got {margin}")
+    if not (np.isfinite(est.low) and np.isfinite(est.high)):
+        return "inconclusive"
+    if -margin < est.low and est.high < margin:
+        return "equivalent"
+    if est.low >= margin or est.high <= -margin:
+        return "different"
+    return "inconclusive"
+
+
 @dataclass(frozen=True)
 class LinearFit:
     """``y = intercept + slope * x`` by least squares, with t-based CIs."""
@@ -141,6 +223,45 @@ def linear_fit(x, y, confidence: float = 0.95) -> LinearFit:
         slope = Estimate(res.slope, np.nan, np.nan, n, confidence)
         icpt = Estimate(res.intercept, np.nan, np.nan, n, confidence)
     return LinearFit(slope, icpt, float(res.rvalue ** 2))
+
+
+def robust_slope(x, y, confidence: float) -> Estimate:
+    """Theil–Sen slope of ``y`` on ``x`` with its CI: the median of pairwise slopes.
+
+    Beside least squares it shows whether one extreme run drives a fit.
+    """
+    _check_confidence(confidence)
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if x.size < 2 or np.ptp(x) == 0:
+        return Estimate(np.nan, np.nan, np.nan, int(x.size), confidence)
+    slope, _, low, high = sps.theilslopes(y, x, alpha=confidence)
+    return Estimate(float(slope), float(low), float(high), int(x.size), confidence)
+
+
+def fit_at(x, y, x0: float, confidence: float) -> Estimate:
+    """The least-squares line's mean response at ``x0``, with its t-based CI.
+
+    ``Var = s² (1/n + (x0 − x̄)² / Sxx)``: how well the line is known at ``x0``
+    (an extrapolation's CI widens with the distance from the data).
+    """
+    _check_confidence(confidence)
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    n = int(x.size)
+    if n < 2 or np.ptp(x) == 0:
+        raise ValueError(f"a linear fit needs at least two distinct x values, got {np.unique(x)}")
+    res = sps.linregress(x, y)
+    value = float(res.intercept + res.slope * x0)
+    if n < 3:
+        return Estimate(value, np.nan, np.nan, n, confidence)
+    resid = y - (res.intercept + res.slope * x)
+    s2 = float((resid ** 2).sum() / (n - 2))
+    se = np.sqrt(s2 * (1 / n + (x0 - x.mean()) ** 2 / ((x - x.mean()) ** 2).sum()))
+    t = sps.t.ppf(0.5 + confidence / 2, n - 2)
+    return Estimate(value, value - t * se, value + t * se, n, confidence)
 
 
 def percentiles(values, qs=(50, 99, 99.9)) -> dict:
