@@ -56,9 +56,9 @@ push: $(STAMP)
 # Pull from the default (shared) remote; where that is out of reach (a machine that never
 # pushed to it) or lacks the data, fall back to the reference dataset inside the repository.
 pull: $(STAMP)
-	@if $(BIN)/dvc pull; then :; else \
-	  echo "The default DVC remote could not serve dvc.lock's data; pulling the reference dataset in data/reference/ instead."; \
-	  $(BIN)/dvc pull -r reference; fi
+	@if out=$$($(BIN)/dvc pull 2>&1); then echo "$$out"; \
+	else echo "The default DVC remote '$$($(BIN)/dvc remote default)' cannot serve dvc.lock's data (on a machine that never pushed to it, it does not exist); pulling the reference dataset in data/reference/ instead."; \
+	  $(BIN)/dvc pull -r reference || { echo "$$out"; echo "Neither the default remote nor data/reference/ holds dvc.lock's data: push it from the machine that measured it (make push), or measure it here (make study)."; exit 1; }; fi
 	@echo "Pulled the data of dvc.lock. Render it without measuring: make report"
 
 # Maintainers: store the data of dvc.lock in the repository's reference remote
