@@ -82,7 +82,7 @@ def test_slopes_and_verdict_are_computed(e1_data, e1_cfg):
     default = slopes[slopes["buffer"] == "default"].iloc[0]
     asyn = slopes[slopes["buffer"] == "async"].iloc[0]
     assert default["slope"] > 0.5 and abs(asyn["slope"]) < 0.2
-    assert analysis.h1_verdict(slopes)["S1"]["verdict"] == "inconclusive"  # two points: no CI
+    assert analysis.h1_verdict(slopes, 0.1)["S1"]["verdict"] == "inconclusive"  # one run per point
 
 
 def test_too_much_deadline_bandwidth_is_rejected_naming_the_parameters(fingerprint, e1_cfg):

@@ -71,16 +71,17 @@ def test_bad_policy_settings_are_rejected_before_running(key, value, words):
         assert word in str(info.value)
 
 
-def test_std_reduction_sign_and_ci_on_constructed_data():
-    rng = np.random.default_rng(3)
-    wide, narrow = rng.normal(16.7, 1.0, 500), rng.normal(16.7, 0.1, 500)
-    better = analysis.std_reduction(wide, narrow, 0.95, 500, 0)
-    assert 0.8 < better.value < 0.95 and better.low > 0
-    worse = analysis.std_reduction(narrow, wide, 0.95, 500, 0)
+def test_std_reduction_is_over_runs_with_no_ci_below_three():
+    ci = CI(0.95, 500, 0)
+    normal, rt = [0.30, 0.32, 0.28, 0.31], [0.05, 0.04, 0.06, 0.05]
+    better = analysis.std_reduction(normal, rt, ci)
+    assert better.value == pytest.approx(1 - np.mean(rt) / np.mean(normal))
+    assert 0.8 < better.low <= better.value <= better.high < 0.9 and better.n == 4
+    worse = analysis.std_reduction(rt, normal, ci)
     assert worse.value < 0 and worse.high < 0
-    same = analysis.std_reduction(wide, rng.permutation(wide), 0.95, 500, 0)
-    assert same.value == pytest.approx(0) and same.low < 0 < same.high
-    assert np.isnan(analysis.std_reduction([1.0], [2.0], 0.95, 100, 0).value)
+    two = analysis.std_reduction(normal[:2], rt[:2], ci)
+    assert np.isfinite(two.value) and np.isnan(two.low) and np.isnan(two.high)
+    assert np.isnan(analysis.std_reduction([], [1.0], ci).value)
 
 
 def test_rating_bands_follow_the_seed():

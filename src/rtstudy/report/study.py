@@ -22,7 +22,7 @@ from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures
 from rtstudy.report.section import TEMPLATES, Figure, Markdown, Section, Table, render
-from rtstudy.stats import CI
+from rtstudy.stats import CI, MIN_RUNS
 
 
 def words(block: str, **context) -> str:
@@ -158,7 +158,7 @@ class Study:
 
     def methods(self) -> str:
         return words("methods", host=words("host", fp=self.fingerprint), profile=self.profile,
-                     sections=list(self.sections.values()), ci=self.ci)
+                     sections=list(self.sections.values()), ci=self.ci, min_runs=MIN_RUNS)
 
     def limitations(self) -> list[str]:
         """What limits this dataset: the host's fingerprint first, then each experiment's."""

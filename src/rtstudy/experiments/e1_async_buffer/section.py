@@ -23,7 +23,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     """E1's section from its dataset, its parameters and the report's CI settings."""
     messages, cells = ds.tables["messages"], ds.tables["cells"]
     slopes = analysis.slopes(cells, ci.confidence)
-    h = analysis.headline(cells, slopes)
+    h = analysis.headline(cells, slopes, cfg["flat_margin"])
 
     def words(block: str, **extra) -> str:
         return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)

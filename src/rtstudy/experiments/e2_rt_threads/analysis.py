@@ -16,7 +16,8 @@ import pandas as pd
 from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import Dataset, completed_cells, read_samples
-from rtstudy.stats import CI, Estimate, format_p, holm, percentiles, rank_test, spread_test
+from rtstudy.stats import (CI, MIN_RUNS, Estimate, effect_verdict, equivalence_verdict, format_p,
+                           holm, percentiles, rank_test, spread_test, two_group_ci)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
@@ -97,55 +98,55 @@ def load(directory: Path, cfg: dict) -> Dataset:
     return Dataset(Path(directory), {"frames": frames, "runs": pd.DataFrame(rows)}, missing)
 
 
-def std_reduction(a, b, confidence: float, n_resamples: int, seed: int) -> Estimate:
-    """``1 − std(b) / std(a)`` with a percentile bootstrap CI (frames resampled in each group).
+def std_reduction(a, b, ci: CI) -> Estimate:
+    """``1 − mean(b) / mean(a)`` of per-run frame-period stds, with a bootstrap CI over runs.
 
-    Positive means ``b`` (e.g. a real-time policy) has the smaller spread than
-    ``a`` (the baseline). Frames are treated as independent, which a periodic
-    series is only roughly; repetitions are pooled.
+    ``a`` and ``b`` hold one std per independent run (the baseline's and the
+    policy's). Positive means ``b`` (e.g. a real-time policy) has the smaller
+    jitter. Runs are resampled in each group; below
+    :data:`rtstudy.stats.MIN_RUNS` runs in either group there is no CI.
     """
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if a.size < 3 or b.size < 3:
-        return Estimate(np.nan, np.nan, np.nan, int(min(a.size, b.size)), confidence)
-    value = 1 - b.std(ddof=1) / a.std(ddof=1)
-    rng = np.random.default_rng(seed)
-    boots = np.empty(n_resamples)
-    for i in range(n_resamples):
-        boots[i] = 1 - (rng.choice(b, b.size).std(ddof=1) / rng.choice(a, a.size).std(ddof=1))
-    lo, hi = np.percentile(boots, [50 * (1 - confidence), 50 * (1 + confidence)])
-    return Estimate(float(value), float(lo), float(hi), int(min(a.size, b.size)), confidence)
+    return two_group_ci(a, b, lambda x, y: 1 - y.mean() / x.mean(), ci)
 
 
-def reductions(frames: pd.DataFrame, ci: CI) -> pd.DataFrame:
-    """Every policy vs ``normal``, per load factor and load work model.
+def std_difference(a, b, ci: CI) -> Estimate:
+    """``mean(b) − mean(a)`` of per-run frame-period stds (ms), bootstrap CI over runs."""
+    return two_group_ci(a, b, lambda x, y: y.mean() - x.mean(), ci)
 
-    Columns: ``reduction`` of the frame-period std with its bootstrap CI
-    (``low``, ``high``), the Brown–Forsythe p-value for equal spread
-    (``p_spread``) and the Mann–Whitney p-value for equal location
-    (``p_location``), each also Holm-adjusted over the whole grid
-    (``p_spread_holm``, ``p_location_holm``), since one sweep makes many
-    comparisons at once.
+
+def reductions(runs: pd.DataFrame, frames: pd.DataFrame, ci: CI) -> pd.DataFrame:
+    """Every policy vs ``normal``, per load factor and load work model, over runs.
+
+    Columns: the mean per-run std of each (``std_normal_ms``, ``std_ms``) and
+    their run counts (``n_runs_normal``, ``n_runs``); the ``reduction`` of the
+    std with its CI over runs (``low``, ``high``; NaN below 3 runs each) and the
+    difference in ms (``diff_ms``, ``diff_low``, ``diff_high``). As a screen,
+    the Brown–Forsythe (spread, ``p_spread``) and Mann–Whitney (location,
+    ``p_location``) p-values over the pooled frames, Holm-adjusted over the
+    grid (``*_holm``): frames of one run are not independent, so they are no
+    test of H2.
     """
     rows = []
-    for (factor, model), g in frames.groupby(["load_factor", "load_work_model"]):
-        base = g.loc[g["policy"] == BASELINE, "period_ms"]
+    for (factor, model), g in runs.groupby(["load_factor", "load_work_model"]):
+        base = g.loc[g["policy"] == BASELINE, "period_std_ms"]
         if base.empty:
             continue
+        f = frames[(frames["load_factor"] == factor) & (frames["load_work_model"] == model)]
+        base_frames = f.loc[f["policy"] == BASELINE, "period_ms"]
         for policy, h in g.groupby("policy"):
             if policy == BASELINE:
                 continue
-            est = std_reduction(base, h["period_ms"], **ci.kwargs)
+            est = std_reduction(base, h["period_std_ms"], ci)
+            diff = std_difference(base, h["period_std_ms"], ci)
+            policy_frames = f.loc[f["policy"] == policy, "period_ms"]
             rows.append({"load_factor": factor, "load_work_model": model, "policy": policy,
-                         "std_normal_ms": float(base.std(ddof=1)),
-                         "std_ms": float(h["period_ms"].std(ddof=1)),
+                         "std_normal_ms": float(base.mean()), "std_ms": float(h["period_std_ms"].mean()),
+                         "n_runs_normal": int(base.size), "n_runs": int(h["period_std_ms"].size),
                          "reduction": est.value, "low": est.low, "high": est.high,
-                         "n_frames": est.n, "rating": rating(est.value),
-                         "p_spread": spread_test(base, h["period_ms"]),
-                         "p_location": rank_test(base, h["period_ms"])})
+                         "diff_ms": diff.value, "diff_low": diff.low, "diff_high": diff.high,
+                         "rating": rating(est.value),
+                         "p_spread": spread_test(base_frames, policy_frames),
+                         "p_location": rank_test(base_frames, policy_frames)})
     out = pd.DataFrame(rows)
     if len(out):
         out["p_spread_holm"] = holm(out["p_spread"])
@@ -154,39 +155,86 @@ def reductions(frames: pd.DataFrame, ci: CI) -> pd.DataFrame:
 
 
 def h2_verdict(red: pd.DataFrame) -> dict:
-    """At the highest native load factor: every RT policy cuts std by >= :data:`MIN_REDUCTION`, CI > 0."""
-    native = red[red["load_work_model"] == "native"]
+    """H2 at the highest native load factor, each real-time policy judged over runs.
+
+    A policy *shows* H2 when its std reduction reaches :data:`MIN_REDUCTION` with
+    its CI (over runs) above 0, and *refutes* it when the whole CI lies below
+    :data:`MIN_REDUCTION` (:func:`rtstudy.stats.effect_verdict`). Reproduced when
+    every policy shows it; not reproduced when every one refutes it; partly
+    reproduced when some show and the rest refute it; otherwise, and below
+    3 runs, inconclusive.
+    """
+    native = red[red["load_work_model"] == "native"] if len(red) else red
     if native.empty:
         return {"verdict": "inconclusive", "why": "no native-load runs"}
     top = native[native["load_factor"] == native["load_factor"].max()]
     rt = top[top["policy"].isin(RT_POLICIES)]
     if rt.empty:
         return {"verdict": "inconclusive", "why": "no real-time policy measured"}
-    ok = (rt["reduction"] >= MIN_REDUCTION) & (rt["low"] > 0)
-    verdict = "reproduced" if ok.all() else ("partly reproduced" if ok.any() else "not reproduced")
-    return {"verdict": verdict, "load_factor": float(top["load_factor"].iloc[0]),
-            "rows": rt.to_dict("records")}
+    each = {r["policy"]: effect_verdict(Estimate(r["reduction"], r["low"], r["high"],
+                                                 min(r["n_runs"], r["n_runs_normal"]), 0),
+                                        MIN_REDUCTION) for r in rt.to_dict("records")}
+    states = set(each.values())
+    if states == {"shown"}:
+        verdict = "reproduced"
+    elif states == {"refuted"}:
+        verdict = "not reproduced"
+    elif states == {"shown", "refuted"}:
+        verdict = "partly reproduced"
+    else:
+        verdict = "inconclusive"
+    out = {"verdict": verdict, "load_factor": float(top["load_factor"].iloc[0]),
+           "rows": rt.to_dict("records"), "each": each,
+           "runs": int(min(rt["n_runs"].min(), rt["n_runs_normal"].min()))}
+    if verdict == "inconclusive":
+        few = out["runs"] < MIN_RUNS
+        out["why"] = (f"fewer than {MIN_RUNS} runs per policy, so no CI" if few else
+                      "a reduction's CI straddles the " f"{MIN_REDUCTION:.0%} threshold")
+    return out
+
+
+def null_verdict(red: pd.DataFrame, margin_ms: float) -> dict:
+    """Without contention (the lowest load factor), is each real-time policy's jitter the same?
+
+    Equivalence within ±``margin_ms`` of the difference in mean per-run std
+    (policy − normal), CI over runs (:func:`rtstudy.stats.equivalence_verdict`):
+    ``equivalent`` for every policy → "no difference"; any ``different`` → "differs";
+    otherwise inconclusive.
+    """
+    if red.empty:
+        return {"verdict": "inconclusive", "why": "no runs", "margin_ms": margin_ms, "rows": [],
+                "each": {}, "load_factor": float("nan")}
+    zero = red[(red["load_factor"] == red["load_factor"].min()) & red["policy"].isin(RT_POLICIES)]
+    each = {r["policy"]: equivalence_verdict(Estimate(r["diff_ms"], r["diff_low"], r["diff_high"],
+                                                      min(r["n_runs"], r["n_runs_normal"]), 0),
+                                             margin_ms) for r in zero.to_dict("records")}
+    states = set(each.values())
+    verdict = ("no difference" if states == {"equivalent"} else
+               "differs" if "different" in states else "inconclusive")
+    return {"verdict": verdict, "each": each, "margin_ms": margin_ms, "rows": zero.to_dict("records"),
+            "load_factor": float(zero["load_factor"].iloc[0]) if len(zero) else float("nan")}
 
 
 def comparison_table(red: pd.DataFrame) -> pd.DataFrame:
     """Every policy against ``normal`` over the whole grid, for the report.
 
-    The reduction of the frame-period std with its CI and the seeds' rating,
-    then the Holm-adjusted p-values of the spread (Brown–Forsythe) and location
-    (Mann–Whitney) tests.
+    The mean per-run std of each, the reduction with its CI over runs (none
+    below 3 runs: "no CI") and the source's rating, then, as a screen over the
+    pooled frames, the Holm-adjusted p-values of the spread (Brown–Forsythe)
+    and location (Mann–Whitney) tests.
     """
     if red.empty:
         return pd.DataFrame()
     rows = []
     for r in red.sort_values(["load_work_model", "load_factor", "policy"]).to_dict("records"):
-        ci = f" [{r['low']:+.0%}, {r['high']:+.0%}]" if pd.notna(r["low"]) else ""
+        ci = f" [{r['low']:+.0%}, {r['high']:+.0%}]" if pd.notna(r["low"]) else " (no CI)"
         reduction = f"{r['reduction']:+.0%}{ci}" if pd.notna(r["reduction"]) else "n/a"
         rows.append({"loads": r["load_work_model"], "loads per CPU": f"{r['load_factor']:g}",
                      "policy": r["policy"], "std normal ms": f"{r['std_normal_ms']:.3f}",
                      "std ms": f"{r['std_ms']:.3f}", "std reduction": reduction,
-                     "rating": r["rating"], "N frames": r["n_frames"],
-                     "p spread (Holm)": format_p(r["p_spread_holm"]),
-                     "p location (Holm)": format_p(r["p_location_holm"])})
+                     "rating": r["rating"], "runs": f"{r['n_runs']} vs {r['n_runs_normal']}",
+                     "p spread, frames (Holm)": format_p(r["p_spread_holm"]),
+                     "p location, frames (Holm)": format_p(r["p_location_holm"])})
     return pd.DataFrame(rows)
 
 
@@ -197,11 +245,13 @@ def seed_table(red: pd.DataFrame) -> pd.DataFrame:
              "change": p["change"]} for p in published.STD_MS]
     top = red[(red["load_work_model"] == "native") & (red["load_factor"] == red["load_factor"].max())]
     for r in top.to_dict("records"):
-        rows.append({"source": f"this study, {r['load_factor']:g} loads/CPU (n = {r['n_frames']} "
-                               "frames)",
+        ci = (f" [{-r['high']:+.0%}, {-r['low']:+.0%}]" if pd.notna(r["low"])
+              else f" (no CI: {min(r['n_runs'], r['n_runs_normal'])} runs)")
+        rows.append({"source": f"this study, {r['load_factor']:g} loads/CPU (runs: {r['n_runs']} "
+                               f"vs {r['n_runs_normal']}; mean of per-run stds)",
                      "real-time policy": r["policy"], "normal std ms": round(r["std_normal_ms"], 3),
                      "real-time std ms": round(r["std_ms"], 3),
-                     "change": f"{-r['reduction']:+.1%} [{-r['high']:+.0%}, {-r['low']:+.0%}]"})
+                     "change": f"{-r['reduction']:+.1%}{ci}"})
     return pd.DataFrame(rows)
 
 
@@ -221,28 +271,17 @@ def headline(cfg: dict, runs: pd.DataFrame, red: pd.DataFrame, floor_std_ms: flo
     Returns
     -------
     dict
-        ``verdict`` (:func:`h2_verdict`), ``zero`` (the lowest load factor: its
-        rows and whether the data resolves a difference), ``gil`` (GIL-holding
+        ``verdict`` (:func:`h2_verdict`), ``zero`` (:func:`null_verdict` at the
+        lowest load factor, within ``cfg["null_margin_ms"]``), ``gil`` (GIL-holding
         loads at the highest factor: rows, frames missed, std ratios to native
         loads), ``floor`` (each real-time policy's std over the period floor)
         and the counts the prose states.
     """
-    nominal_ms = 1000 / cfg["fps"]
     out = {"factors": sorted(float(f) for f in runs["load_factor"].unique()),
            "pinned": sorted(runs.loc[runs["pinned"], "policy"].unique()),
            "n_runs": int(len(runs)), "verdict": h2_verdict(red), "min_reduction": MIN_REDUCTION,
-           "zero": None, "gil": None, "floor": None}
-    zero = red[red["load_factor"] == red["load_factor"].min()] if len(red) else red
-    if len(zero):
-        rows = zero.to_dict("records")
-        with_ci = [r for r in rows if pd.notna(r["low"])]
-        base_ms = float(zero["std_normal_ms"].iloc[0])
-        status = ("no_ci" if not with_ci else
-                  "covers_zero" if all(r["low"] <= 0 <= r["high"] for r in with_ci) else "changes")
-        out["zero"] = {"load_factor": float(zero["load_factor"].iloc[0]), "rows": rows,
-                       "status": status, "base_ms": base_ms, "min_ms": float(zero["std_ms"].min()),
-                       "max_ms": float(zero["std_ms"].max()), "nominal_ms": nominal_ms,
-                       "max_share": max(base_ms, float(zero["std_ms"].max())) / nominal_ms}
+           "min_runs": MIN_RUNS,
+           "zero": null_verdict(red, cfg["null_margin_ms"]), "gil": None, "floor": None}
     gil = red[(red["load_work_model"] == "python")
               & (red["load_factor"] == red["load_factor"].max())] if len(red) else red
     if len(gil):

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.figstyle import PALETTE, save, style
-from rtstudy.stats import CI, bootstrap_ci
+from rtstudy.stats import CI, MIN_RUNS, over_runs
 
 POLICY_ORDER = ["normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE"]
 
@@ -71,22 +71,19 @@ def e2_time_series(frames: pd.DataFrame, directory: Path | None = None) -> plt.F
     return fig
 
 
-def _std(x, axis=-1):
-    return np.std(x, ddof=1, axis=axis)
-
-
 def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, ci: CI,
            directory: Path | None = None) -> plt.Figure:
-    """Frame-period std per policy and load factor: each run, and all frames pooled with a CI.
+    """Frame-period std per policy and load factor: each run, and their mean with a CI over runs.
 
     Parameters
     ----------
     frames, runs : DataFrame
         :func:`rtstudy.experiments.e2_rt_threads.analysis.load` output (periods and std in ms).
+    ci : CI
+        How the bootstrap CI over runs is made (the report's parameters); below
+        three runs the diamond has no whisker.
     directory : Path, optional
         Where to write the files (default ``report/figures``).
-    ci : CI
-        How the bootstrap CI of each pooled std is made (the report's parameters).
     """
     style()
     models = [m for m in ("native", "python") if m in set(runs["load_work_model"])]
@@ -97,7 +94,6 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, ci: CI,
     width = 0.8 / max(len(factors), 1)
     for ax, model in zip(axes[0], models):
         g = runs[runs["load_work_model"] == model]
-        f = frames[frames["load_work_model"] == model]
         for j, factor in enumerate(factors):
             color = PALETTE[j % len(PALETTE)]
             for i, policy in enumerate(policies):
@@ -106,19 +102,20 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, ci: CI,
                 ax.scatter([x - width / 4] * int(sel.sum()), g.loc[sel, "period_std_ms"], s=10,
                            color=color, alpha=0.6, zorder=3,
                            label=f"{factor:g} loads per CPU" if i == 0 else None)
-                pooled = f.loc[(f["policy"] == policy) & (f["load_factor"] == factor), "period_ms"]
-                est = bootstrap_ci(pooled, _std, **ci.kwargs)
-                if np.isfinite(est.low):
-                    ax.errorbar([x + width / 4], [est.value], yerr=[[est.value - est.low],
-                                                                     [est.high - est.value]],
-                                fmt="D", ms=3, color=color, capsize=2, zorder=4)
+                est = over_runs(g.loc[sel, "period_std_ms"], ci)
+                if np.isfinite(est.value):
+                    err = ([[est.value - est.low], [est.high - est.value]]
+                           if np.isfinite(est.low) else None)
+                    ax.errorbar([x + width / 4], [est.value], yerr=err, fmt="D", ms=3,
+                                color=color, capsize=2, zorder=4)
         ax.set_xticks(range(len(policies)), [p.replace("SCHED_", "").replace("_", "\n")
                                              for p in policies], fontsize="small")
         ax.set_yscale("log")
         ax.set_title(f"{model} loads")
     axes[0][0].set_ylabel("frame-period std (ms, log)")
     axes[0][0].legend(fontsize="x-small")
-    fig.suptitle("Jitter of the target operator: each run (dots) and all frames pooled "
-                 f"(diamond, {ci.level} bootstrap CI)", fontsize="medium")
+    fig.suptitle("Jitter of the target operator: each run (dots) and their mean (diamond, "
+                 f"{ci.level} bootstrap CI over runs, none below {MIN_RUNS} runs)",
+                 fontsize="medium")
     save(fig, "e2_std", directory)
     return fig

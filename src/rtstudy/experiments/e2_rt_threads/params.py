@@ -16,8 +16,12 @@ SCHEMA: dict[str, Rule] = {
     "priority": Rule(integer(1, 99)),
     "deadline_runtime_fraction": Rule(number(0, 1, lo_open=True)),
     "late_threshold_ms": Rule(number(0)),
+    # "No contention, no difference" means the difference in jitter lies within ±this (ms).
+    "null_margin_ms": Rule(number(0, 100, lo_open=True)),
     "pin": Rule(choice("auto", "always", "never")),
     "repetitions": Rule(integer(1, 1000)),
+    # Runs of H2's own conditions (the highest load factor, native loads): more than the rest.
+    "headline_repetitions": Rule(integer(1, 1000)),
     "timeout_margin_s": Rule(number(1, 3600)),
     "order_seed": Rule(integer(0)),
 }

@@ -88,7 +88,10 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                 }
                 label = f"{policy}-lf{factor:g}-{model}"
                 timeout = config["max_duration_ms"] / 1000 + cfg["timeout_margin_s"]
-                for rep in range(cfg["repetitions"]):
+                headline = factor == max(cfg["load_factors"]) and model == "native"
+                reps = max(cfg["repetitions"], cfg["headline_repetitions"]) if headline \
+                    else cfg["repetitions"]
+                for rep in range(reps):
                     cells.append(Cell(EXPERIMENT, APP, label, config, rep, timeout,
                                       requests, module=MODULE))
     return cells

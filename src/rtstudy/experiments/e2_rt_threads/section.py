@@ -19,7 +19,7 @@ NEEDS: tuple[str, ...] = ("e4_host",)
 def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     """E2's section; ``others["e4_host"]`` (if measured) gives the floor's latency std."""
     frames, runs = ds.tables["frames"], ds.tables["runs"]
-    red = analysis.reductions(frames, ci)
+    red = analysis.reductions(runs, frames, ci)
     floor = others.get("e4_host")
     floor_std_ms = floor.headline.get("floor_std_ms", float("nan")) if floor else float("nan")
     h = analysis.headline(cfg, runs, red, floor_std_ms)
@@ -39,12 +39,15 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
         Figure(lambda: figures.e2_time_series(frames)),
     ]
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
-                                h["verdict"]["verdict"])]
+                                h["verdict"]["verdict"]),
+                        Verdict(f"{HYPOTHESIS} control", words("control_claim"),
+                                words("control", z=h["zero"]), h["zero"]["verdict"])]
     top = red[(red["load_work_model"] == "native")
               & (red["load_factor"] == red["load_factor"].max())] if len(red) else red
     section.quantities = [
         Quantity(f"{r['policy']}: std reduction at {r['load_factor']:g} loads/CPU",
-                 r["reduction"] * 100, r["low"] * 100, r["high"] * 100, "%", int(r["n_frames"]))
+                 r["reduction"] * 100, r["low"] * 100, r["high"] * 100, "%",
+                 int(min(r["n_runs"], r["n_runs_normal"])))
         for r in top.to_dict("records")]
     section.measured = words("measured", n_runs=len(runs),
                              n_frames=int(runs["n"].sum()) if len(runs) else 0)

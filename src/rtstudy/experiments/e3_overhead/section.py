@@ -3,12 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from rtstudy.experiments.e3_overhead import analysis, figures, published
 from rtstudy.io import Dataset
 from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, render
-from rtstudy.stats import CI, bootstrap_ci
+from rtstudy.stats import CI, MIN_RUNS, over_runs
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E3"
@@ -21,7 +19,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     """E3's section from its dataset, its parameters and the report's CI settings."""
     runs = ds.tables["runs"]
     fits = analysis.fits(runs, ci.confidence)
-    h = analysis.headline(runs)
+    h = analysis.headline(runs, ci.confidence)
 
     def words(block: str, **extra) -> str:
         return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
@@ -30,7 +28,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
                       headline=h)
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
-                       missing=ds.missing)),
+                       missing=ds.missing, min_runs=MIN_RUNS)),
         Table(lambda: analysis.summary_table(runs, fits, ci), words("caption_table")),
         Figure(lambda: figures.e3_overhead(runs, fits, ci)),
         Figure(lambda: figures.e3_fit(runs, fits)),
@@ -40,7 +38,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
                                 h["verdict"]["verdict"])]
     at_max = runs[runs["iterations"] == runs["iterations"].max()]
     for (app, label), g in at_max.groupby(["app", "scheduler_label"]):
-        est = bootstrap_ci(g["steady_us_per_iter"], np.mean, **ci.kwargs)
+        est = over_runs(g["steady_us_per_iter"], ci)
         section.quantities.append(Quantity(f"{app}, {label}: steady cost", est.value, est.low,
                                            est.high, "µs", est.n))
     section.measured = words("measured", n_runs=len(runs), n_cells=runs["cell_id"].nunique())

@@ -16,6 +16,7 @@ import pandas as pd
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
 from rtstudy.io import Dataset, completed_cells, read_json, read_samples
+from rtstudy.stats import CI, MIN_RUNS, two_group_ci
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"latency_ns": "int64", "count": "int64"}
@@ -107,26 +108,41 @@ def floor_std_ms(stats: pd.DataFrame, kind: str = "cyclictest", load: str = "str
     return float(sel["std"].mean() / 1e6) if len(sel) else float("nan")
 
 
-def h4_verdict(record: dict, stats: pd.DataFrame) -> dict:
-    """H4 needs an isolated CPU to compare with a housekeeping one; tail/median ratios per CPU."""
-    jitter = stats[stats["kind"] == "jitter"]
-    ratios = {f"CPU {int(r['cpu'])}, {r['load']}": float(r["p99.99"] / r["p50"])
-              for _, r in jitter.iterrows() if r["p50"] > 0}
+def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI | None = None) -> dict:
+    """H4: an isolated CPU's tail (P99.9 / P50) is below a housekeeping CPU's, over runs.
+
+    Each repetition's ratio on a CPU is one value. Reproduced when the
+    housekeeping minus isolated difference (idle, the first load) has its whole
+    CI above 0; not reproduced when it lies at or below 0; inconclusive without
+    an isolated CPU measured beside a housekeeping one, below
+    :data:`rtstudy.stats.MIN_RUNS` repetitions, or with a CI that covers 0.
+    ``ratios`` gives each CPU and load's P99.99 / P50, mean over repetitions.
+    """
+    jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
+    jitter = jitter[jitter["p50"] > 0] if len(jitter) else jitter
+    ratios = {}
+    if len(jitter):
+        for (cpu, load), g in jitter.groupby(["cpu", "load"]):
+            ratios[f"CPU {int(cpu)}, {load}"] = float((g["p99.99"] / g["p50"]).mean())
     isolated = set(record.get("summary", {}).get("isolated_cpus") or [])
-    measured = set(int(c) for c in jitter["cpu"].dropna())
+    measured = set(int(c) for c in jitter["cpu"].dropna()) if len(jitter) else set()
     if not isolated & measured or not measured - isolated:
         return {"verdict": "inconclusive", "why": "no isolated CPU was measured beside a "
                 "housekeeping one on this host", "ratios": ratios}
     idle = jitter[jitter["load"] == jitter["load"].iloc[0]]
-    iso = idle[idle["cpu"].isin(isolated)]
-    hk = idle[~idle["cpu"].isin(isolated)]
-
-    def tail(g: pd.DataFrame) -> float:
-        return float((g["p99.9"] / g["p50"]).mean())
-
-    better = tail(iso) < tail(hk)
-    return {"verdict": "reproduced" if better else "not reproduced", "ratios": ratios,
-            "isolated_tail": tail(iso), "housekeeping_tail": tail(hk)}
+    tail = idle["p99.9"] / idle["p50"]
+    iso, hk = tail[idle["cpu"].isin(isolated)], tail[~idle["cpu"].isin(isolated)]
+    diff = two_group_ci(iso, hk, lambda a, b: b.mean() - a.mean(), ci or CI(0.95, 2000, 0))
+    out = {"ratios": ratios, "isolated_tail": float(iso.mean()), "housekeeping_tail": float(hk.mean()),
+           "difference": diff.value, "low": diff.low, "high": diff.high, "runs": diff.n}
+    if not np.isfinite(diff.low):
+        return {**out, "verdict": "inconclusive",
+                "why": f"{diff.n} repetition(s) per CPU, fewer than {MIN_RUNS}"}
+    if diff.low > 0:
+        return {**out, "verdict": "reproduced"}
+    if diff.high <= 0:
+        return {**out, "verdict": "not reproduced"}
+    return {**out, "verdict": "inconclusive", "why": "the difference's CI covers 0"}
 
 
 def audit_table(record: dict) -> pd.DataFrame:
@@ -135,7 +151,7 @@ def audit_table(record: dict) -> pd.DataFrame:
                           "remedy": i.get("remedy", "")} for i in record.get("items", [])])
 
 
-def headline(record: dict, stats: pd.DataFrame) -> dict:
+def headline(record: dict, stats: pd.DataFrame, ci: CI | None = None) -> dict:
     """The numbers E4's prose quotes (and E2 reads: ``floor_std_ms``), computed here."""
     summary = record.get("summary", {})
     jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
@@ -151,4 +167,4 @@ def headline(record: dict, stats: pd.DataFrame) -> dict:
             "worst": worst, "osnoise": {"available": None, "why": "", **record.get("osnoise", {})},
             "warn": [i["name"] for i in record.get("items", []) if i["status"] in ("WARN", "FAIL")],
             "floor_std_ms": floor_std_ms(stats) if len(stats) else float("nan"),
-            "verdict": h4_verdict(record, stats)}
+            "verdict": h4_verdict(record, stats, ci)}

@@ -21,7 +21,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     """E4's section from its dataset (with the recorded audit) and its parameters."""
     hists, stats = ds.tables["histograms"], ds.tables["stats"]
     record = ds.extra.get("audit", {})
-    h = analysis.headline(record, stats)
+    h = analysis.headline(record, stats, ci)
 
     def words(block: str, **extra) -> str:
         return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)

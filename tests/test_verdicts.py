@@ -1,0 +1,161 @@
+"""The verdict rules of H1–H4 on data made to pass, fail, straddle a margin or lack runs.
+
+Each case builds per-run data with a known truth and checks the verdict the
+report would print. A noisy async slope must never pass as flat, and below
+three runs nothing is reproduced.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rtstudy.experiments.e1_async_buffer import analysis as e1
+from rtstudy.experiments.e2_rt_threads import analysis as e2
+from rtstudy.experiments.e3_overhead import analysis as e3
+from rtstudy.experiments.e4_host import analysis as e4
+from rtstudy.stats import CI
+
+CI95 = CI(0.95, 1000, 0)
+PERIODS = (20, 60, 100)
+
+
+def e1_cells(default_slope, async_slope, noise, reps, outlier=0.0, seed=0) -> pd.DataFrame:
+    """The fixed producer's max latency per run: 10 ms + slope × period + noise (ms)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for buffer, slope in (("default", default_slope), ("async", async_slope)):
+        for period in PERIODS:
+            for rep in range(reps):
+                value = 10 + slope * period + rng.normal(0, noise)
+                if buffer == "async" and period == PERIODS[-1] and rep == 0:
+                    value += outlier
+                rows.append({"cell_id": f"{buffer}-{period}-{rep}", "role": "fixed",
+                             "scenario": "S1", "buffer": buffer, "policy": "deadline",
+                             "work_model": "native", "varied_period_ms": period,
+                             "latency_max_ms": value})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("case,cells,verdict", [
+    ("clear effect", e1_cells(1.0, 0.0, 0.5, 3), "reproduced"),
+    ("no effect", e1_cells(0.0, 0.0, 0.5, 3), "not reproduced"),
+    ("noisy async slope", e1_cells(1.0, 0.05, 6.0, 3), "inconclusive"),
+    ("too few runs", e1_cells(1.0, 0.0, 0.5, 2), "inconclusive"),
+    ("async coupled after all", e1_cells(1.0, 1.0, 0.5, 3), "not reproduced"),
+])
+def test_h1(case, cells, verdict):
+    got = e1.h1_verdict(e1.slopes(cells, 0.95), flat_margin=0.1)["S1"]
+    assert got["verdict"] == verdict, (case, got)
+
+
+def test_h1_a_noisy_slope_whose_ci_covers_zero_is_not_flat():
+    # The old rule passed this (|slope| < 0.1 and a CI covering 0); equivalence does not.
+    slopes = e1.slopes(e1_cells(1.0, 0.05, 6.0, 3), 0.95)
+    a = slopes[slopes["buffer"] == "async"].iloc[0]
+    assert abs(a["slope"]) < 0.1 and a["low"] < 0 < a["high"]
+    assert e1.h1_verdict(slopes, flat_margin=0.1)["S1"]["flat"] == "inconclusive"
+
+
+def test_h1_one_extreme_run_moves_least_squares_not_theil_sen():
+    slopes = e1.slopes(e1_cells(1.0, 0.0, 0.3, 3, outlier=200.0), 0.95)
+    a = slopes[slopes["buffer"] == "async"].iloc[0]
+    assert a["slope"] > 0.5 and abs(a["robust"]) < 0.05
+    assert e1.h1_verdict(slopes, flat_margin=0.1)["S1"]["verdict"] != "reproduced"
+
+
+def e2_runs(rt_stds, normal_std=1.5, zero_diff=0.0, seed=0):
+    """Per-run frame-period stds (ms) at 0 and 3 loads per CPU; frames are a stand-in."""
+    rng = np.random.default_rng(seed)
+    runs, frames = [], []
+    for policy in ("normal", "SCHED_FIFO", "SCHED_RR"):
+        top = [normal_std * (1 + 0.05 * rng.standard_normal()) for _ in rt_stds] \
+            if policy == "normal" else list(rt_stds)
+        zero = [0.1 + (0 if policy == "normal" else zero_diff) + 0.002 * rng.standard_normal()
+                for _ in rt_stds]
+        for factor, values in ((0.0, zero), (3.0, top)):
+            for v in values:
+                runs.append({"policy": policy, "load_factor": factor, "load_work_model": "native",
+                             "period_std_ms": v})
+                frames += [{"policy": policy, "load_factor": factor, "load_work_model": "native",
+                            "period_ms": x} for x in 16.7 + v * rng.standard_normal(30)]
+    return pd.DataFrame(runs), pd.DataFrame(frames)
+
+
+@pytest.mark.parametrize("case,rt,verdict", [
+    ("clear effect", [0.2, 0.22, 0.18, 0.21, 0.19], "reproduced"),
+    ("no effect", [1.5, 1.45, 1.55, 1.5, 1.52], "not reproduced"),
+    ("noisy, straddling 50 %", [0.2, 1.4, 0.3, 1.3, 0.8], "inconclusive"),
+    ("too few runs", [0.2, 0.21], "inconclusive"),
+    ("one outlier run", [0.2, 0.2, 0.2, 0.2, 4.0], "inconclusive"),
+])
+def test_h2(case, rt, verdict):
+    runs, frames = e2_runs(rt)
+    got = e2.h2_verdict(e2.reductions(runs, frames, CI95))
+    assert got["verdict"] == verdict, (case, got.get("why"), got.get("each"))
+
+
+@pytest.mark.parametrize("case,diff,verdict", [
+    ("the same jitter", 0.0, "no difference"),
+    ("clearly more jitter", 0.5, "differs"),
+])
+def test_h2_control_is_judged_by_equivalence(case, diff, verdict):
+    runs, frames = e2_runs([0.2, 0.21, 0.19, 0.2, 0.2], zero_diff=diff)
+    assert e2.null_verdict(e2.reductions(runs, frames, CI95), 0.1)["verdict"] == verdict, case
+
+
+def e3_runs(ops_us, ping_us, reps, noise=0.2, seed=0) -> pd.DataFrame:
+    """Whole-app time = 5 ms + N × cost, per repetition, for Greedy and a slower EventBased."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for app, greedy in (("ops", ops_us), ("ping", ping_us)):
+        for label, scheduler, cost in (("Greedy", "greedy", greedy),
+                                       ("EventBased ×1", "event_based", greedy * 1.5)):
+            for rep in range(reps):
+                for n in (10_000, 20_000, 40_000):
+                    c = cost * (1 + noise * rng.standard_normal() / 10)
+                    total = 0.005 + n * c / 1e6
+                    rows.append({"app": app, "scheduler": scheduler, "scheduler_label": label,
+                                 "workers": None if scheduler == "greedy" else 1.0,
+                                 "repetition": rep, "iterations": n, "total_s": total,
+                                 "whole_app_us_per_iter": total / n * 1e6,
+                                 "steady_us_per_iter": c})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("case,runs,verdict", [
+    ("close to the published figures", e3_runs(12, 20, 3), "reproduced"),
+    ("ten times slower, same ordering", e3_runs(100, 170, 3), "partly reproduced"),
+    ("too few repetitions", e3_runs(12, 20, 2), "inconclusive"),
+    ("noise across the band's edge", e3_runs(19.5, 33, 3, noise=3.0), "inconclusive"),
+])
+def test_h3(case, runs, verdict):
+    got = e3.h3_verdict(runs, 0.95)
+    assert got["verdict"] == verdict, (case, got.get("why"), got["like"])
+
+
+def e4_stats(iso_tail, hk_tail, reps, isolated=(1,)):
+    rows = []
+    for cpu, tail in ((0, hk_tail), (1, iso_tail)):
+        for rep in range(reps):
+            p50 = 80.0
+            rows.append({"kind": "jitter", "load": "idle", "cpu": cpu, "repetition": rep,
+                         "n": 10_000, "p50": p50, "p99": p50 * 2, "p99.9": p50 * tail * (1 + 0.02 * rep),
+                         "p99.99": p50 * tail * 3, "max": p50 * tail * 10})
+    return {"summary": {"isolated_cpus": list(isolated)}}, pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("case,args,verdict", [
+    ("quiet isolated core", (1.2, 40.0, 3), "reproduced"),
+    ("isolated core no quieter", (40.0, 1.2, 3), "not reproduced"),
+    ("too few repetitions", (1.2, 40.0, 2), "inconclusive"),
+])
+def test_h4(case, args, verdict):
+    record, stats = e4_stats(*args)
+    assert e4.h4_verdict(record, stats, CI95)["verdict"] == verdict, case
+
+
+def test_h4_without_an_isolated_cpu_is_inconclusive_and_says_why():
+    record, stats = e4_stats(1.2, 40.0, 3, isolated=())
+    got = e4.h4_verdict(record, stats, CI95)
+    assert got["verdict"] == "inconclusive" and "isolated" in got["why"]
