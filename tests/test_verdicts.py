@@ -159,3 +159,18 @@ def test_h4_without_an_isolated_cpu_is_inconclusive_and_says_why():
     record, stats = e4_stats(1.2, 40.0, 3, isolated=())
     got = e4.h4_verdict(record, stats, CI95)
     assert got["verdict"] == "inconclusive" and "isolated" in got["why"]
+
+
+def test_h1_a_run_far_off_its_neighbours_is_listed_with_what_its_files_say(tmp_path):
+    cells = e1_cells(1.0, 0.0, 0.3, 3, outlier=200.0)
+    far_id = "async-100-0"
+    (tmp_path / far_id).mkdir()
+    (tmp_path / far_id / "cell.json").write_text(
+        '{"summary": {"duration_s": 3.1, "stale_reads": {"in1": 12}}}')
+    (tmp_path / far_id / "run.log").write_text(
+        "[warning] CUDA driver not found\n[error] rx: deadline overrun, throttled for 40 ms\n")
+    table = e1.outliers(cells, tmp_path)
+    assert list(table["cell"]) == [far_id]
+    said = table["what its files say"].iloc[0]
+    assert "deadline overrun" in said and "CUDA" not in said and "in1 12" in said
+    assert e1.outliers(e1_cells(1.0, 0.0, 0.3, 3), tmp_path).empty

@@ -22,12 +22,18 @@ from rtstudy.stats import format_p
 
 @dataclass(frozen=True)
 class Verdict:
-    """One row of the report's summary: a claim, the source's figure, ours, the verdict."""
+    """One row of the report's summary: a claim, the source's figure, ours, the verdict.
+
+    ``runs`` is the fewest independent runs behind it and ``criterion`` the rule
+    with its threshold or margin; both go to ``report/metrics.json``.
+    """
 
     claim: str
     published: str
     ours: str
     verdict: str
+    runs: int = 0
+    criterion: str = ""
 
 
 @dataclass(frozen=True)

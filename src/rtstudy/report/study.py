@@ -219,7 +219,7 @@ class Study:
     def metrics(self) -> dict:
         """Every section's verdicts and headline quantities, as ``report/metrics.json`` holds them.
 
-        Per experiment label: ``verdicts`` (claim → verdict) and ``headline``
+        Per experiment label: ``verdicts`` (claim → verdict, runs, criterion) and ``headline``
         (quantity → value, CI bounds, unit, N); a bound that does not exist is
         null. Read with ``dvc metrics show``; ``dvc metrics diff`` compares commits.
         """
@@ -230,7 +230,8 @@ class Study:
                      "confidence": self.ci.confidence}
         for s in self.sections.values():
             out[s.label] = {
-                "verdicts": {v.claim: v.verdict for v in s.verdicts},
+                "verdicts": {v.claim: {"verdict": v.verdict, "runs": v.runs,
+                                       "criterion": v.criterion} for v in s.verdicts},
                 "headline": {q.quantity: {"value": number(q.value), "low": number(q.low),
                                           "high": number(q.high), "unit": q.unit, "n": int(q.n)}
                              for q in s.quantities}}

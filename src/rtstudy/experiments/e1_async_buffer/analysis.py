@@ -7,6 +7,7 @@ max latency against the varied period (ms per ms), with a CI, per buffer.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,12 @@ TABLES = ("messages", "cells")
 # above 0 (an effect); the async buffer's whole CI must lie within ±flat_margin ms/ms
 # (params.yaml: equivalence, not a CI that happens to cover 0).
 DEFAULT_MIN_SLOPE = 0.8
+# A run whose max latency is over OUTLIER_FACTOR times the median of the other runs at its
+# point, and at least OUTLIER_MIN_MS above it, is listed with what its files say.
+OUTLIER_FACTOR = 1.5
+OUTLIER_MIN_MS = 5.0
+# Lines of a run's log that explain a late message (CUDA's start-up warnings do not).
+_LOG_CLUES = ("overrun", "throttl", "deadline", "miss", "error", "fail")
 
 
 def load(directory: Path, cfg: dict) -> Dataset:
@@ -164,6 +171,55 @@ def h1_verdict(slope_df: pd.DataFrame, flat_margin: float) -> dict:
     return out
 
 
+def explain(cell_dir: Path) -> str:
+    """What a run's own files say that could explain an extreme: log clues, duration, re-reads."""
+    notes = []
+    try:
+        sidecar = json.loads((cell_dir / "cell.json").read_text())
+        summary = sidecar.get("summary", {})
+        notes.append(f"ran {summary.get('duration_s', float('nan')):.1f} s")
+        stale = summary.get("stale_reads", {})
+        if stale:
+            notes.append("stale re-reads " + ", ".join(f"{k} {v}" for k, v in stale.items()))
+    except (OSError, ValueError):
+        notes.append("cell.json unreadable")
+    try:
+        lines = (cell_dir / "run.log").read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    clues = [ln.strip() for ln in lines if "cuda" not in ln.lower()
+             and any(c in ln.lower() for c in _LOG_CLUES)]
+    notes.append(f"run.log: {clues[0][:160]}" + (f" (+{len(clues) - 1} more)" if len(clues) > 1 else "")
+                 if clues else "run.log: nothing about overruns, throttling or errors")
+    return "; ".join(notes)
+
+
+def outliers(cells: pd.DataFrame, directory: Path) -> pd.DataFrame:
+    """Runs whose max latency is far off the other runs of their point, with what their files say.
+
+    Far off: over :data:`OUTLIER_FACTOR` times the median of the point's other
+    runs and at least :data:`OUTLIER_MIN_MS` above it (points with at least
+    :data:`rtstudy.stats.MIN_RUNS` runs). Listed, never dropped: the slopes keep them,
+    and the Theil–Sen slope shows how much they weigh.
+    """
+    rows = []
+    fixed = cells[cells["role"] == "fixed"] if len(cells) else cells
+    for key, g in (fixed.groupby(["scenario", "buffer", "policy", "work_model", "varied_period_ms"])
+                   if len(fixed) else []):
+        if g["cell_id"].nunique() < MIN_RUNS:
+            continue
+        for r in g.to_dict("records"):
+            median = float(g.loc[g["cell_id"] != r["cell_id"], "latency_max_ms"].median())
+            if r["latency_max_ms"] > OUTLIER_FACTOR * median and \
+                    r["latency_max_ms"] - median > OUTLIER_MIN_MS:
+                rows.append({"scenario": key[0], "buffer": key[1],
+                             "varied period (ms)": int(key[4]), "cell": r["cell_id"],
+                             "max latency ms": round(r["latency_max_ms"], 1),
+                             "median of the other runs ms": round(median, 1),
+                             "what its files say": explain(Path(directory) / r["cell_id"])})
+    return pd.DataFrame(rows)
+
+
 def seed_table(cells: pd.DataFrame, ci: CI) -> pd.DataFrame:
     """Fixed producer's max latency per varied period and buffer (DEADLINE, native), beside the seed."""
     sel = cells[(cells["role"] == "fixed") & (cells["policy"] == "deadline")
@@ -228,4 +284,5 @@ def headline(cells: pd.DataFrame, slope_df: pd.DataFrame, flat_margin: float) ->
         "default_min_slope": DEFAULT_MIN_SLOPE,
         "flat_margin": flat_margin,
         "min_runs": MIN_RUNS,
+        "outlier_factor": OUTLIER_FACTOR, "outlier_min_ms": OUTLIER_MIN_MS,
     }

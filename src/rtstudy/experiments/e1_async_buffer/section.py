@@ -24,6 +24,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     messages, cells = ds.tables["messages"], ds.tables["cells"]
     slopes = analysis.slopes(cells, ci.confidence)
     h = analysis.headline(cells, slopes, cfg["flat_margin"])
+    far = analysis.outliers(cells, ds.directory)
 
     def words(block: str, **extra) -> str:
         return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
@@ -32,8 +33,9 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
                       headline=h)
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
-                       missing=len(ds.missing))),
+                       missing=len(ds.missing), n_outliers=len(far))),
         Table(lambda: analysis.seed_table(cells, ci), words("caption_seed_table")),
+        Table(lambda: far, words("caption_outliers")),
         Table(lambda: format_p_columns(analysis.buffer_tests(messages)),
               words("caption_buffer_tests")),
         Figure(lambda: figures.e1_seed_figures(cells, ci)),
@@ -42,7 +44,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
         Markdown(words("methods", hosts=sorted(cells["host_id"].unique()))),
     ]
     section.verdicts = [Verdict(f"{HYPOTHESIS} {scenario}", published.SUMMARY, words("summary", v=v),
-                                v["verdict"]) for scenario, v in sorted(h["verdict"].items())]
+                                v["verdict"], int(v.get("runs", 0)), words("criterion"))
+                        for scenario, v in sorted(h["verdict"].items())]
     section.quantities = [
         Quantity(f"{r['scenario']} {r['buffer']}: max-latency slope", r["slope"], r["low"],
                  r["high"], "ms/ms", int(r["n"]))

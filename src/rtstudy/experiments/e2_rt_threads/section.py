@@ -38,10 +38,13 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
         Figure(lambda: figures.e2_period_histograms(frames)),
         Figure(lambda: figures.e2_time_series(frames)),
     ]
+    zero_runs = [min(r["n_runs"], r["n_runs_normal"]) for r in h["zero"]["rows"]]
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
-                                h["verdict"]["verdict"]),
+                                h["verdict"]["verdict"], int(h["verdict"].get("runs", 0)),
+                                words("criterion")),
                         Verdict(f"{HYPOTHESIS} control", words("control_claim"),
-                                words("control", z=h["zero"]), h["zero"]["verdict"])]
+                                words("control", z=h["zero"]), h["zero"]["verdict"],
+                                int(min(zero_runs, default=0)), words("control_criterion"))]
     top = red[(red["load_work_model"] == "native")
               & (red["load_factor"] == red["load_factor"].max())] if len(red) else red
     section.quantities = [

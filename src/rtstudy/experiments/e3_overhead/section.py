@@ -35,7 +35,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
         Markdown(words("methods", hosts=sorted(runs["host_id"].unique()))),
     ]
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
-                                h["verdict"]["verdict"])]
+                                h["verdict"]["verdict"], int(h["verdict"]["runs"]),
+                                words("criterion", min_runs=MIN_RUNS))]
     at_max = runs[runs["iterations"] == runs["iterations"].max()]
     for (app, label), g in at_max.groupby(["app", "scheduler_label"]):
         est = over_runs(g["steady_us_per_iter"], ci)

@@ -8,7 +8,7 @@ import numpy as np
 from rtstudy.experiments.e4_host import analysis, figures, published
 from rtstudy.io import Dataset
 from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, render
-from rtstudy.stats import CI
+from rtstudy.stats import CI, MIN_RUNS, over_runs
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E4"
@@ -42,15 +42,21 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     ratios = v.get("ratios") or {}
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY,
                                 words("summary", v=v, worst_ratio=max(ratios.values(), default=np.nan)),
-                                v["verdict"])]
+                                v["verdict"], int(v.get("runs", 0)),
+                                words("criterion", min_runs=MIN_RUNS))]
     jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
     floor = stats[stats["kind"] != "jitter"] if len(stats) else stats
-    for r in jitter[jitter["p50"] > 0].to_dict("records"):
-        section.quantities.append(Quantity(f"CPU {int(r['cpu'])}, {r['load']}: P99.99 / P50",
-                                           r["p99.99"] / r["p50"], unit="×", n=int(r["n"])))
-    for r in floor.to_dict("records"):
-        section.quantities.append(Quantity(f"{r['kind']}, {r['load']}: latency P99", r["p99"] / 1000,
-                                           unit="µs", n=int(r["n"])))
+    # One quantity per CPU and load (and per tool and load): the mean over repetitions, each
+    # repetition one run, with its CI over runs where there are enough.
+    positive = jitter[jitter["p50"] > 0] if len(jitter) else jitter
+    for (cpu, load), g in (positive.groupby(["cpu", "load"]) if len(positive) else []):
+        est = over_runs(g["p99.99"] / g["p50"], ci)
+        section.quantities.append(Quantity(f"CPU {int(cpu)}, {load}: P99.99 / P50", est.value,
+                                           est.low, est.high, "×", int(est.n)))
+    for (kind, load), g in (floor.groupby(["kind", "load"]) if len(floor) else []):
+        est = over_runs(g["p99"] / 1000, ci)
+        section.quantities.append(Quantity(f"{kind}, {load}: latency P99", est.value, est.low,
+                                           est.high, "µs", int(est.n)))
     section.measured = words("measured", loops=int(jitter["n"].sum()) if len(jitter) else 0,
                              cycles=int(floor["n"].sum()) if len(floor) else 0)
     if v["verdict"] == "inconclusive":
