@@ -130,7 +130,7 @@ def e3_runs(ops_us, ping_us, reps, noise=0.2, seed=0) -> pd.DataFrame:
     ("noise across the band's edge", e3_runs(19.5, 33, 3, noise=3.0), "inconclusive"),
 ])
 def test_h3(case, runs, verdict):
-    got = e3.h3_verdict(runs, 0.95)
+    got = e3.h3_verdict(runs, CI95)
     assert got["verdict"] == verdict, (case, got.get("why"), got["like"])
 
 

@@ -58,7 +58,7 @@ def test_runs_frame_and_summary(e3_data):
     table = analysis.summary_table(runs, fits, CI(0.95, 200, 0))
     assert list(table["scheduler"][:1]) == ["Greedy"]
     assert table["seed published µs/iter"].str.startswith("~").all()
-    h = analysis.headline(runs, 0.95)
+    h = analysis.headline(runs, CI(0.95, 200, 0))
     assert h["n_max"] == max(cfg["iterations"]) and h["greedy_ops"] > 0
 
 

@@ -1,6 +1,7 @@
 """E1's report section: its prose (``report.md.j2``), tables, figures and summary rows."""
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from rtstudy.experiments.e1_async_buffer import analysis, figures, published
@@ -26,8 +27,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     h = analysis.headline(cells, slopes, cfg["flat_margin"])
     far = analysis.outliers(cells, ds.directory)
 
-    def words(block: str, **extra) -> str:
-        return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
+    # Every block of the words sees the headline, the parameters and the CI settings.
+    words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
 
     section = Section(name="e1_async_buffer", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
                       headline=h)

@@ -1,6 +1,7 @@
 """E2's report section: its prose (``report.md.j2``), tables, figures and summary rows."""
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from rtstudy.experiments.e2_rt_threads import analysis, figures, published
@@ -24,8 +25,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     floor_std_ms = floor.headline.get("floor_std_ms", float("nan")) if floor else float("nan")
     h = analysis.headline(cfg, runs, red, floor_std_ms)
 
-    def words(block: str, **extra) -> str:
-        return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
+    # Every block of the words sees the headline, the parameters and the CI settings.
+    words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
 
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
                       headline=h)

@@ -137,7 +137,7 @@ def _fit_text(fit: pd.DataFrame, digits: int) -> str:
     return f"{r['per_iter_us']:.{digits}f} (n = {int(r['n_runs'])}, no CI)"
 
 
-def headline(runs: pd.DataFrame, confidence: float) -> dict:
+def headline(runs: pd.DataFrame, ci: CI) -> dict:
     """Numbers the report's prose quotes, all computed here from the runs."""
     n_max = int(runs["iterations"].max())
     at_max = runs[runs["iterations"] == n_max]
@@ -164,12 +164,12 @@ def headline(runs: pd.DataFrame, confidence: float) -> dict:
         "startup_ms": (float(runs["startup_ms"].min()), float(runs["startup_ms"].max())),
         "published_greedy_us": {app: published.US_PER_ITERATION[(app, "greedy")][0]
                                 for app in ("ops", "ping")},
-        "verdict": h3_verdict(runs, confidence),
+        "verdict": h3_verdict(runs, ci),
         "close_ratio": CLOSE_RATIO,
     }
 
 
-def seed_method_at_seed_n(runs: pd.DataFrame, app: str, confidence: float) -> dict:
+def seed_method_at_seed_n(runs: pd.DataFrame, app: str, ci: CI) -> dict:
     """Greedy's whole-app µs per iteration at the source's N, like with like.
 
     Measured where the sweep ran that N (mean over repetitions, CI over them),
@@ -183,19 +183,19 @@ def seed_method_at_seed_n(runs: pd.DataFrame, app: str, confidence: float) -> di
     reps = int(g["repetition"].nunique())
     at = g[g["iterations"] == n]
     if len(at):
-        est = over_runs(at["whole_app_us_per_iter"], CI(confidence, 2000, 0))
+        est = over_runs(at["whole_app_us_per_iter"], ci)
         return {"value": est.value, "low": est.low, "high": est.high, "how": "measured",
                 "runs": reps}
     if g["iterations"].nunique() < 2:
         return {"value": np.nan, "low": np.nan, "high": np.nan, "how": "one N only", "runs": reps}
-    est = fit_at(g["iterations"], g["total_s"], n, confidence)
+    est = fit_at(g["iterations"], g["total_s"], n, ci.confidence)
     scale = 1e6 / n
     low, high = (est.low * scale, est.high * scale) if reps >= MIN_RUNS else (np.nan, np.nan)
     return {"value": est.value * scale, "low": low, "high": high, "how": "extrapolated",
             "runs": reps}
 
 
-def h3_verdict(runs: pd.DataFrame, confidence: float) -> dict:
+def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
     """H3 like with like: the seed's method at the seed's N against its figure, and the ordering.
 
     The ratio of Greedy's whole-app µs per iteration at the source's N
@@ -212,7 +212,7 @@ def h3_verdict(runs: pd.DataFrame, confidence: float) -> dict:
         "steady_us_per_iter"].mean()
     like = {}
     for app in ("ops", "ping"):
-        seed = seed_method_at_seed_n(runs, app, confidence)
+        seed = seed_method_at_seed_n(runs, app, ci)
         if not np.isfinite(seed["value"]):
             continue
         pub = published.US_PER_ITERATION[(app, "greedy")][0]

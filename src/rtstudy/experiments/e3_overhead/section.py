@@ -1,6 +1,7 @@
 """E3's report section: its prose (``report.md.j2``), table, figures and summary row."""
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from rtstudy.experiments.e3_overhead import analysis, figures, published
@@ -19,10 +20,10 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     """E3's section from its dataset, its parameters and the report's CI settings."""
     runs = ds.tables["runs"]
     fits = analysis.fits(runs, ci.confidence)
-    h = analysis.headline(runs, ci.confidence)
+    h = analysis.headline(runs, ci)
 
-    def words(block: str, **extra) -> str:
-        return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
+    # Every block of the words sees the headline, the parameters and the CI settings.
+    words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
 
     section = Section(name="e3_overhead", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
                       headline=h)

@@ -108,7 +108,7 @@ def floor_std_ms(stats: pd.DataFrame, kind: str = "cyclictest", load: str = "str
     return float(sel["std"].mean() / 1e6) if len(sel) else float("nan")
 
 
-def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI | None = None) -> dict:
+def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
     """H4: an isolated CPU's tail (P99.9 / P50) is below a housekeeping CPU's, over runs.
 
     Each repetition's ratio on a CPU is one value. Reproduced when the
@@ -132,7 +132,7 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI | None = None) -> dict:
     idle = jitter[jitter["load"] == jitter["load"].iloc[0]]
     tail = idle["p99.9"] / idle["p50"]
     iso, hk = tail[idle["cpu"].isin(isolated)], tail[~idle["cpu"].isin(isolated)]
-    diff = two_group_ci(iso, hk, lambda a, b: b.mean() - a.mean(), ci or CI(0.95, 2000, 0))
+    diff = two_group_ci(iso, hk, lambda a, b: b.mean() - a.mean(), ci)
     out = {"ratios": ratios, "isolated_tail": float(iso.mean()), "housekeeping_tail": float(hk.mean()),
            "difference": diff.value, "low": diff.low, "high": diff.high, "runs": diff.n}
     if not np.isfinite(diff.low):
@@ -151,7 +151,7 @@ def audit_table(record: dict) -> pd.DataFrame:
                           "remedy": i.get("remedy", "")} for i in record.get("items", [])])
 
 
-def headline(record: dict, stats: pd.DataFrame, ci: CI | None = None) -> dict:
+def headline(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
     """The numbers E4's prose quotes (and E2 reads: ``floor_std_ms``), computed here."""
     summary = record.get("summary", {})
     jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats

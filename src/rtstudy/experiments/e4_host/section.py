@@ -1,6 +1,7 @@
 """E4's report section: its prose (``report.md.j2``), tables, figures and summary row."""
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +24,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     record = ds.extra.get("audit", {})
     h = analysis.headline(record, stats, ci)
 
-    def words(block: str, **extra) -> str:
-        return render(FOLDER, block, h=h, cfg=cfg, ci=ci, **extra)
+    # Every block of the words sees the headline, the parameters and the CI settings.
+    words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
 
     section = Section(name="e4_host", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
                       headline=h)
