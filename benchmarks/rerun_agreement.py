@@ -1,14 +1,16 @@
 """Does a re-run land inside the CIs? The study measured twice on this host, headline by headline.
 
-    .venv/bin/python benchmarks/rerun_agreement.py [--profile default] [--keep]
+    .venv/bin/python benchmarks/rerun_agreement.py [--profile default] [--keep] [--record]
 
 Clones this checkout's HEAD twice into a temporary directory, sets the first
 clone up (``make setup``) and runs the whole pipeline (``dvc repro``) in each,
 one after the other, with the first clone's environment. Then, for every
 headline quantity of ``report/metrics.json`` (estimate and CI over runs), prints
 both estimates and whether each lies inside the other's CI, and every verdict of
-both runs. Prints Markdown for docs/benchmarks.md. Takes about twice the
-profile's study time (``default``: about 35 minutes on 2 vCPUs).
+both runs. Prints Markdown for docs/benchmarks.md; with ``--record`` also writes
+both sessions' metrics to ``benchmarks/rerun_agreement.json``, whose agreement the
+report's *Stability* section cites. Takes about twice the profile's study time
+(``default``: about 37 minutes on 2 vCPUs).
 """
 from __future__ import annotations
 
@@ -22,26 +24,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from rtstudy.report.stability import agreement, agreement_table, verdict_changes
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def inside(x: float | None, low: float | None, high: float | None) -> str:
-    if x is None or low is None or high is None:
-        return "no CI"
-    return "yes" if low <= x <= high else "**no**"
-
-
-def fmt(q: dict) -> str:
-    if q["value"] is None:
-        return "n/a"
-    ci = f" [{q['low']:.3g}, {q['high']:.3g}]" if q["low"] is not None else " (no CI)"
-    return f"{q['value']:.3g}{ci} {q['unit']}"
+OUT = ROOT / "benchmarks" / "rerun_agreement.json"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="default", choices=["smoke", "default", "seed"])
     parser.add_argument("--keep", action="store_true", help="keep the temporary clones")
+    parser.add_argument("--record", action="store_true",
+                        help=f"write both sessions' metrics to {OUT.name}, which the report cites")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="rtstudy-rerun-"))
@@ -65,31 +59,27 @@ def main() -> int:
             metrics.append(json.loads((clone / "report" / "metrics.json").read_text()))
 
         a, b = metrics
+        record = {"profile": args.profile, "host_id": a["host_id"],
+                  "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=clones[0], text=True,
+                                           capture_output=True, check=True).stdout.strip(),
+                  "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "minutes": [round(m, 1) for m in minutes], "sessions": [a, b]}
+        if args.record:
+            # The report cites this file (its "Stability" section; a dependency of its DVC stage).
+            OUT.write_text(json.dumps(record, indent=2) + "\n")
+            print(f"recorded in {OUT.relative_to(ROOT)}", file=sys.stderr)
         print(f"Profile `{args.profile}`, measured twice on host `{a['host_id']}`, one after the "
               f"other ({minutes[0]:.1f} and {minutes[1]:.1f} min), CIs at {a['confidence']:.0%} "
               "over runs.\n")
-        print("| experiment | quantity | first run | second run | first inside second's CI "
-              "| second inside first's CI |")
-        print("|---|---|---|---|---|---|")
-        agree = total = 0
-        for label in sorted(k for k in a if isinstance(a[k], dict)):
-            for name, qa in a[label]["headline"].items():
-                qb = b.get(label, {}).get("headline", {}).get(name)
-                if qb is None:
-                    continue
-                one, two = inside(qa["value"], qb["low"], qb["high"]), \
-                    inside(qb["value"], qa["low"], qa["high"])
-                if "no CI" not in (one, two):
-                    total += 1
-                    agree += one == two == "yes"
-                print(f"| {label} | {name} | {fmt(qa)} | {fmt(qb)} | {one} | {two} |")
-        print(f"\nBoth estimates inside the other's CI: {agree} of {total} quantities with CIs.\n")
-        print("| verdict | first run | second run |")
+        table = agreement(a, b)
+        print(agreement_table(table).to_markdown(index=False))
+        judged = table[table["agree"].notna()]
+        print(f"\nBoth estimates inside the other's CI: {int(judged['agree'].sum())} of "
+              f"{len(judged)} quantities with CIs.\n")
+        print("| verdict | first session | second session |")
         print("|---|---|---|")
-        for label in sorted(k for k in a if isinstance(a[k], dict)):
-            for claim, verdict in a[label]["verdicts"].items():
-                other = b.get(label, {}).get("verdicts", {}).get(claim, "—")
-                print(f"| {claim} | {verdict} | {other} |")
+        for claim, (one, two) in verdict_changes(a, b).items():
+            print(f"| {claim} | {one} | {two}{' (differs)' if one != two else ''} |")
     finally:
         if args.keep:
             print(f"\nclones kept in {work}", file=sys.stderr)

@@ -111,6 +111,10 @@ def test_cell_ids_are_those_of_data_measured_before_the_move():
             configs["e2_rt_threads"].setdefault("headline_repetitions",
                                                 configs["e2_rt_threads"]["repetitions"])
             for name in experiments.REGISTRY:
-                cells = experiments.get(name).plan.plan(configs[name], fp, configs)
-                assert sorted(c.cell_id for c in cells) == \
-                    recorded["cell_ids"][fp_name][profile][name], (fp_name, profile, name)
+                # Added since too: the drift check's two extra cells, which change no other id.
+                for drift_check in (False, True):
+                    cfg = {**configs[name], "drift_check": drift_check}
+                    cells = experiments.get(name).plan.plan(cfg, fp, {**configs, name: cfg})
+                    assert sorted(c.cell_id for c in cells if not c.drift) == \
+                        recorded["cell_ids"][fp_name][profile][name], (fp_name, profile, name)
+                    assert sum(bool(c.drift) for c in cells) == (2 if drift_check else 0)

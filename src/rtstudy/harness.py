@@ -36,7 +36,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
@@ -84,7 +84,10 @@ class Cell:
     ``app`` is the app's name as recorded in the cell (part of that digest);
     ``module`` is where its code lives, run with ``python -m``. They are kept
     apart so that moving code never changes a cell's id: data measured before
-    a move still counts as complete.
+    a move still counts as complete. ``drift`` is ``"start"`` or ``"end"`` for
+    the two extra runs of a sweep's drift check (:func:`with_drift`), empty for
+    every other cell; it is part of the spec only when set, so the ids of the
+    other cells are those they always had.
     """
 
     experiment: str
@@ -95,6 +98,7 @@ class Cell:
     timeout_s: float
     realtime: tuple[RealtimeRequest, ...] = ()
     module: str = ""
+    drift: str = ""
 
     def __post_init__(self) -> None:
         if not self.module:
@@ -102,13 +106,39 @@ class Cell:
 
     @property
     def spec(self) -> dict:
-        return {"app": self.app, "config": self.config, "repetition": self.repetition,
+        spec = {"app": self.app, "config": self.config, "repetition": self.repetition,
                 "realtime": [asdict(r) for r in self.realtime]}
+        if self.drift:
+            spec["drift"] = self.drift
+        return spec
 
     @property
     def cell_id(self) -> str:
         digest = hashlib.sha256(canonical(self.spec).encode()).hexdigest()[:8]
-        return f"{self.label}-r{self.repetition}-{digest}"
+        run = f"drift{self.drift}" if self.drift else f"r{self.repetition}"
+        return f"{self.label}-{run}-{digest}"
+
+
+DRIFT_ROLES = ("start", "end")
+
+
+def with_drift(cells: list[Cell], label: str) -> list[Cell]:
+    """``cells`` plus the drift check: the condition ``label`` run once more first and once last.
+
+    The two extra runs (:data:`DRIFT_ROLES`) repeat the configuration of the
+    ``label`` cells exactly; :func:`run_order` puts them at the two ends of the
+    sweep, so their difference is how far the host moved while it ran. They are
+    not repetitions: the analyses set them aside (:func:`rtstudy.io.set_aside_drift`).
+
+    Raises
+    ------
+    ValueError
+        When no cell has the label (a plan naming a condition it does not run).
+    """
+    reference = next((c for c in cells if c.label == label), None)
+    if reference is None:
+        raise ValueError(f"drift check: no cell labelled {label!r} in the plan")
+    return cells + [replace(reference, repetition=0, drift=role) for role in DRIFT_ROLES]
 
 
 @dataclass(frozen=True)
@@ -349,6 +379,7 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
         "experiment": cell.experiment,
         "label": cell.label,
         "repetition": cell.repetition,
+        "drift": cell.drift,
         "profile": context.profile,
         "host_id": context.host_id,
         "versions": context.versions,
@@ -390,10 +421,15 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
 # A sweep
 
 def run_order(cells: list[Cell], seed: int) -> list[Cell]:
-    """The cells in a seeded random order (independent of the order given)."""
-    ordered = sorted(cells, key=lambda c: c.cell_id)
+    """The cells in a seeded random order (independent of the order given).
+
+    A drift check's start cell runs first and its end cell last (:func:`with_drift`).
+    """
+    ordered = sorted((c for c in cells if not c.drift), key=lambda c: c.cell_id)
     random.Random(seed).shuffle(ordered)
-    return ordered
+    start = [c for c in cells if c.drift == "start"]
+    end = [c for c in cells if c.drift == "end"]
+    return start + ordered + end
 
 
 def write_plan(out_dir: Path, cells: list[Cell], context: SweepContext, seed: int) -> None:
@@ -404,7 +440,8 @@ def write_plan(out_dir: Path, cells: list[Cell], context: SweepContext, seed: in
         "host_id": context.host_id,
         "order_seed": seed,
         "cells": [{"cell_id": c.cell_id, "label": c.label, "repetition": c.repetition,
-                   "config": c.config} for c in run_order(cells, seed)],
+                   "config": c.config, **({"drift": c.drift} if c.drift else {})}
+                  for c in run_order(cells, seed)],
     }
     write_json(out_dir / PLAN_FILE, plan)
     if context.fingerprint:

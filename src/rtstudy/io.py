@@ -196,6 +196,34 @@ def completed_cells(directory: Path, schema: dict[str, str] | None = None
     return cells, missing
 
 
+def run_columns(sidecar: dict) -> dict:
+    """The columns every loader gives each run: its condition's ``label``, its ``drift`` role
+    (``"start"``/``"end"`` for a drift check, else empty) and when it finished (UTC, ISO 8601)."""
+    return {"label": sidecar.get("label", ""), "drift": sidecar.get("drift") or "",
+            "finished_utc": sidecar.get("finished_utc", "")}
+
+
+def set_aside_drift(tables: dict[str, pd.DataFrame], per_run: str) -> dict[str, pd.DataFrame]:
+    """``tables`` without the drift check's runs, and ``"drift"``: their rows of ``per_run``.
+
+    The drift check's two runs (:func:`rtstudy.harness.with_drift`) measure the
+    host, not the condition: no statistic of the condition may count them.
+
+    Parameters
+    ----------
+    tables : dict of str to DataFrame
+        A loader's tables; those with a ``drift`` column (:func:`run_columns`) are filtered.
+    per_run : str
+        The table with one row per run, whose drift rows become ``"drift"``.
+    """
+    out = {name: (t[t["drift"] == ""].reset_index(drop=True) if "drift" in t.columns else t)
+           for name, t in tables.items()}
+    runs = tables[per_run]
+    out["drift"] = (runs[runs["drift"] != ""].reset_index(drop=True) if "drift" in runs.columns
+                    else pd.DataFrame())
+    return out
+
+
 def read_host(directory: Path) -> dict | None:
     """The fingerprint of the host that measured the dataset in ``directory``, or None."""
     path = Path(directory) / HOST_FILE

@@ -93,3 +93,8 @@ def figures_dir() -> Path:
 def metrics_file() -> Path:
     """The report's headline numbers and verdicts, a DVC metrics file (``dvc metrics show``)."""
     return report_dir() / "metrics.json"
+
+
+def rerun_file() -> Path:
+    """The last re-run agreement measured (``benchmarks/rerun_agreement.py``), which the report cites."""
+    return root() / "benchmarks" / "rerun_agreement.json"

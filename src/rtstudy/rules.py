@@ -61,6 +61,12 @@ def number(lo: float | None = None, hi: float | None = None,
     return check
 
 
+def boolean() -> Callable[[Any], str | None]:
+    def check(v: Any) -> str | None:
+        return None if isinstance(v, bool) else "true or false"
+    return check
+
+
 def choice(*allowed: str) -> Callable[[Any], str | None]:
     def check(v: Any) -> str | None:
         return None if v in allowed else "one of " + ", ".join(repr(a) for a in allowed)

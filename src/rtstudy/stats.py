@@ -348,3 +348,51 @@ def format_p(p: float) -> str:
     if p < 0.001:
         return "< 0.001"
     return f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
+
+
+def drift_check(runs, drift, value: str) -> dict | None:
+    """How far a sweep's drift check moved, against how far the same condition's runs spread.
+
+    A sweep with a drift check ran one condition once more first and once
+    more last (:func:`rtstudy.harness.with_drift`); ``end - start`` is how far
+    the host moved over the sweep. One pair has no CI, so the scale it is
+    judged on is the spread (max - min) of that condition's ordinary runs.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        One row per ordinary run, with ``label`` and ``value`` columns.
+    drift : DataFrame
+        The drift check's rows (``drift`` is ``"start"`` or ``"end"``), with
+        ``label``, ``finished_utc`` and ``value`` columns.
+    value : str
+        The column compared, in the unit its experiment reports.
+
+    Returns
+    -------
+    dict or None
+        ``label``, ``start``, ``end``, ``difference`` (end - start),
+        ``relative`` (difference over the ordinary runs' median), ``minutes``
+        between the two runs' ends, ``runs`` (how many ordinary runs),
+        ``low``/``high`` (their range) and ``moved``: True when ``|difference|``
+        exceeds their spread, False when it does not, None below 2 ordinary runs.
+        None when the sweep had no drift check or one of its two runs is missing.
+    """
+    if drift is None or len(drift) == 0 or "drift" not in drift.columns:
+        return None
+    ends = {role: drift[drift["drift"] == role] for role in ("start", "end")}
+    if any(len(rows) != 1 for rows in ends.values()):
+        return None
+    start, end = (ends[role].iloc[0] for role in ("start", "end"))
+    same = _finite(runs.loc[runs["label"] == start["label"], value]) if len(runs) else np.array([])
+    difference = float(end[value] - start[value])
+    minutes = (np.datetime64(end["finished_utc"].rstrip("Z"))
+               - np.datetime64(start["finished_utc"].rstrip("Z"))) / np.timedelta64(1, "m")
+    median = float(np.median(same)) if same.size else np.nan
+    return {"label": start["label"], "start": float(start[value]), "end": float(end[value]),
+            "difference": difference,
+            "relative": difference / median if same.size and median else np.nan,
+            "minutes": float(minutes), "runs": int(same.size),
+            "low": float(same.min()) if same.size else np.nan,
+            "high": float(same.max()) if same.size else np.nan,
+            "moved": None if same.size < 2 else bool(abs(difference) > same.max() - same.min())}

@@ -20,7 +20,7 @@ import pandas as pd
 from rtstudy import data, experiments, host, params, paths
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
-from rtstudy.report import figures
+from rtstudy.report import figures, stability
 from rtstudy.report.section import TEMPLATES, Figure, Markdown, Section, Table, render
 from rtstudy.stats import CI, MIN_RUNS
 
@@ -120,6 +120,7 @@ class Study:
     host_id: str
     fingerprint: dict | None
     sections: dict[str, Section] = field(default_factory=dict)
+    datasets: dict = field(default_factory=dict)
 
     @classmethod
     def load(cls, profile: str | None = None) -> "Study":
@@ -145,7 +146,7 @@ class Study:
                             "problem(s); fix them all, then run `make report` again):\n- "
                             + "\n- ".join(problems))
         fp = data_fingerprint(profile, host_id)
-        return cls(profile, ci, configs, host_id, fp, build_sections(loaded, configs, ci))
+        return cls(profile, ci, configs, host_id, fp, build_sections(loaded, configs, ci), loaded)
 
     # -- the report's own parts ---------------------------------------------------------
 
@@ -154,7 +155,30 @@ class Study:
 
     def summary(self) -> str:
         verdicts = [v for s in self.sections.values() for v in s.verdicts]
-        return words("summary", verdicts=verdicts, ci=self.ci)
+        rerun = self.rerun()
+        # A re-run's verdicts stand beside these only when it measured this host and profile.
+        second = (stability.verdict_changes(*rerun["sessions"]) if rerun and rerun.get("host_id")
+                  == self.host_id and rerun.get("profile") == self.profile else {})
+        return words("summary", verdicts=verdicts, ci=self.ci, second=second, rerun=rerun)
+
+    def rerun(self) -> dict | None:
+        """The recorded re-run agreement (``benchmarks/rerun_agreement.json``), or None."""
+        return stability.read_rerun(paths.rerun_file())
+
+    def stability_blocks(self) -> list:
+        """The "Stability" section: drift within each sweep, then agreement between sessions."""
+        drift = stability.drift_rows(self.datasets)
+        rerun = self.rerun()
+        agree = stability.agreement(*rerun["sessions"]) if rerun else pd.DataFrame()
+        changed = {c: v for c, v in (stability.verdict_changes(*rerun["sessions"]).items()
+                                     if rerun else []) if v[0] != v[1]}
+        with_ci = agree[agree["agree"].notna()] if len(agree) else agree
+        off = [f"{r.experiment} {r.quantity}" for r in with_ci.itertuples() if not r.agree]
+        return [Markdown(words("stability", drift=drift, rerun=rerun, shown=self.host_id,
+                               profile=self.profile, n_ci=len(with_ci), off=off,
+                               n_agree=len(with_ci) - len(off), changed=changed)),
+                Table(lambda: stability.drift_table(drift), words("caption_drift")),
+                Table(lambda: stability.agreement_table(agree), words("caption_rerun", rerun=rerun))]
 
     def methods(self) -> str:
         return words("methods", host=words("host", fp=self.fingerprint), profile=self.profile,
@@ -235,6 +259,11 @@ class Study:
                 "headline": {q.quantity: {"value": number(q.value), "low": number(q.low),
                                           "high": number(q.high), "unit": q.unit, "n": int(q.n)}
                              for q in s.quantities}}
+        for row in stability.drift_rows(self.datasets):
+            out[row["experiment"]]["drift"] = {
+                "condition": row["label"], "quantity": row["quantity"], "unit": row["unit"],
+                **{k: number(row[k]) for k in ("start", "end", "difference", "minutes")},
+                "moved": row["moved"]}
         return out
 
     def write_metrics(self) -> Path:

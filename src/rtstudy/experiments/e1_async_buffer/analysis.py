@@ -15,9 +15,10 @@ import pandas as pd
 
 from rtstudy.experiments.e1_async_buffer import published
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
-from rtstudy.io import Dataset, completed_cells, read_samples
-from rtstudy.stats import (CI, MIN_RUNS, Estimate, effect_verdict, equivalence_verdict, holm,
-                           linear_fit, over_runs, percentiles, rank_test, robust_slope, spread_test)
+from rtstudy.io import Dataset, completed_cells, read_samples, run_columns, set_aside_drift
+from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
+                           equivalence_verdict, holm, linear_fit, over_runs, percentiles,
+                           rank_test, robust_slope, spread_test)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"event": "string", "port": "string", "index": "int64", "t_start_ns": "int64",
@@ -71,7 +72,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
         samples = read_samples(Path(sc["_dir"]) / "samples.parquet")
         base = {"cell_id": sc["cell_id"], "host_id": sc["host_id"], "scenario": cfg["scenario"],
                 "buffer": cfg["buffer"], "policy": cfg["policy"], "work_model": cfg["work_model"],
-                "pinned": cfg["pinned"], "repetition": sc["repetition"],
+                "pinned": cfg["pinned"], "repetition": sc["repetition"], **run_columns(sc),
                 "varied_period_ms": cfg[f"{VARIED[cfg['scenario']]}_period_ms"]}
         fixed_op, _ = FIXED[cfg["scenario"]]
         n = cfg["messages"]
@@ -102,7 +103,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
                          "stale_reads": sc["summary"]["stale_reads"][port],
                          "duration_s": sc["summary"]["duration_s"]})
     messages = pd.concat(msg_frames, ignore_index=True) if msg_frames else pd.DataFrame()
-    return Dataset(Path(directory), {"messages": messages, "cells": pd.DataFrame(rows)}, missing)
+    tables = {"messages": messages, "cells": pd.DataFrame(rows)}
+    return Dataset(Path(directory), set_aside_drift(tables, "cells"), missing)
 
 
 def slopes(cells: pd.DataFrame, confidence: float, metric: str = "latency_max_ms") -> pd.DataFrame:
@@ -286,3 +288,14 @@ def headline(cells: pd.DataFrame, slope_df: pd.DataFrame, flat_margin: float) ->
         "min_runs": MIN_RUNS,
         "outlier_factor": OUTLIER_FACTOR, "outlier_min_ms": OUTLIER_MIN_MS,
     }
+
+
+# What the drift check compares (stats.drift_check): a name and its unit.
+DRIFT_QUANTITY = ("fixed producer's max latency", "ms")
+
+
+def drift(ds: Dataset) -> dict | None:
+    """The sweep's drift check on the fixed producer's max latency (ms); None without one."""
+    def fixed(t: pd.DataFrame) -> pd.DataFrame:
+        return t[t["role"] == "fixed"] if len(t) else t
+    return drift_check(fixed(ds.tables["cells"]), fixed(ds.tables["drift"]), "latency_max_ms")

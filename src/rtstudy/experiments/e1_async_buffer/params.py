@@ -1,7 +1,7 @@
 """E1's parameter group (``params.yaml: e1_async_buffer``): each key's rule and the cross-checks."""
 from __future__ import annotations
 
-from rtstudy.rules import Rule, choice, integer, list_of, number
+from rtstudy.rules import Rule, boolean, choice, integer, list_of, number
 
 SCHEMA: dict[str, Rule] = {
     "buffers": Rule(list_of(choice("default", "async"))),
@@ -26,6 +26,7 @@ SCHEMA: dict[str, Rule] = {
     "repetitions": Rule(integer(1, 1000)),
     "timeout_margin_s": Rule(number(1, 3600)),
     "order_seed": Rule(integer(0)),
+    "drift_check": Rule(boolean()),
 }
 
 # Other groups whose values the plan reads (none).

@@ -15,9 +15,10 @@ import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
-from rtstudy.io import Dataset, completed_cells, read_samples
-from rtstudy.stats import (CI, MIN_RUNS, Estimate, effect_verdict, equivalence_verdict, format_p,
-                           holm, percentiles, rank_test, spread_test, two_group_ci)
+from rtstudy.io import Dataset, completed_cells, read_samples, run_columns, set_aside_drift
+from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
+                           equivalence_verdict, format_p, holm, percentiles, rank_test,
+                           spread_test, two_group_ci)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
@@ -76,7 +77,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
         base = {"cell_id": sc["cell_id"], "host_id": sc["host_id"], "policy": cfg["policy"],
                 "load_factor": cfg["load_factor"], "loads": cfg["loads"],
                 "load_work_model": cfg["load_work_model"], "fps": cfg["fps"],
-                "pinned": cfg["pinned"], "repetition": sc["repetition"]}
+                "pinned": cfg["pinned"], "repetition": sc["repetition"], **run_columns(sc)}
         frame_frames.append(pd.DataFrame({"t_s": (t[1:] - t[0]) / 1e9, "period_ms": period,
                                           "exec_ms": execs}).assign(**base))
         p = percentiles(period, (50, 99, 99.9))
@@ -95,7 +96,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
                      "late": int((period > nominal + late_threshold_ms).sum()),
                      "missed": max(0, expected - int(period.size))})
     frames = pd.concat(frame_frames, ignore_index=True) if frame_frames else pd.DataFrame()
-    return Dataset(Path(directory), {"frames": frames, "runs": pd.DataFrame(rows)}, missing)
+    tables = {"frames": frames, "runs": pd.DataFrame(rows)}
+    return Dataset(Path(directory), set_aside_drift(tables, "runs"), missing)
 
 
 def std_reduction(a, b, ci: CI) -> Estimate:
@@ -308,3 +310,12 @@ def headline(cfg: dict, runs: pd.DataFrame, red: pd.DataFrame, floor_std_ms: flo
                         "ratios": {r["policy"]: r["std_ms"] / period_floor_ms
                                    for r in rt_top.to_dict("records")}}
     return out
+
+
+# What the drift check compares (stats.drift_check): a name and its unit.
+DRIFT_QUANTITY = ("frame-period std", "ms")
+
+
+def drift(ds: Dataset) -> dict | None:
+    """The sweep's drift check on the frame-period std (ms); None without one."""
+    return drift_check(ds.tables["runs"], ds.tables["drift"], "period_std_ms")

@@ -1,7 +1,7 @@
 """E2's parameter group (``params.yaml: e2_rt_threads``): each key's rule and the cross-checks."""
 from __future__ import annotations
 
-from rtstudy.rules import Rule, choice, integer, list_of, number
+from rtstudy.rules import Rule, boolean, choice, integer, list_of, number
 
 SCHEMA: dict[str, Rule] = {
     "policies": Rule(list_of(choice("normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR",
@@ -24,6 +24,7 @@ SCHEMA: dict[str, Rule] = {
     "headline_repetitions": Rule(integer(1, 1000)),
     "timeout_margin_s": Rule(number(1, 3600)),
     "order_seed": Rule(integer(0)),
+    "drift_check": Rule(boolean()),
 }
 
 # Other groups whose values the plan reads (none).

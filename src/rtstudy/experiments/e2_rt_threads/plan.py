@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rtstudy.harness import Cell
+from rtstudy.harness import Cell, with_drift
 from rtstudy.realtime import RealtimeRequest
 
 EXPERIMENT = "e2_rt_threads"
@@ -62,7 +62,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     """
     p_ns = period_ns(cfg["fps"])
     frames = cfg["warmup_frames"] + int(cfg["duration_s"] * cfg["fps"])
-    cells = []
+    cells, reference = [], None
     for policy in cfg["policies"]:
         cpus = target_cpus(cfg, fp, policy)
         requests = ()
@@ -94,4 +94,10 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                 for rep in range(reps):
                     cells.append(Cell(EXPERIMENT, APP, label, config, rep, timeout,
                                       requests, module=MODULE))
-    return cells
+                if headline and policy in RT_POLICIES and reference is None:
+                    reference = label
+    if not cfg["drift_check"] or not cells:
+        return cells
+    # The drift check repeats H2's real-time target at the sweep's start and end (the plan's
+    # first condition when it has none).
+    return with_drift(cells, reference or cells[0].label)

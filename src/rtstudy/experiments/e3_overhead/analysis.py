@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e3_overhead import published
-from rtstudy.io import Dataset, completed_cells, read_samples
-from rtstudy.stats import CI, MIN_RUNS, fit_at, linear_fit, over_runs, percentiles
+from rtstudy.io import Dataset, completed_cells, read_samples, run_columns, set_aside_drift
+from rtstudy.stats import CI, MIN_RUNS, drift_check, fit_at, linear_fit, over_runs, percentiles
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"run": "int64", "iterations": "int64", "op": "string", "tick": "int64", "t_ns": "int64"}
@@ -55,13 +55,14 @@ def load(directory: Path, cfg: dict) -> Dataset:
                 "app": cfg["app"], "scheduler": cfg["scheduler"], "workers": cfg["workers"],
                 "scheduler_label": scheduler_label(cfg["scheduler"], cfg["workers"]),
                 "repetition": cell["repetition"], "order_index": cell["order_index"],
+                **run_columns(cell),
                 "iterations": run["iterations"], "total_s": run["total_s"],
                 "whole_app_us_per_iter": run["whole_app_us_per_iter"],
                 "startup_ms": run["startup_ms"], "teardown_ms": run["teardown_ms"],
                 "steady_us_per_iter": run["steady_us_per_iter"],
                 "tick_p50_us": p["p50"], "tick_p99_us": p["p99"], "tick_n": p["n"],
             })
-    return Dataset(Path(directory), {"runs": pd.DataFrame(rows)}, missing)
+    return Dataset(Path(directory), set_aside_drift({"runs": pd.DataFrame(rows)}, "runs"), missing)
 
 
 def label_order(runs: pd.DataFrame) -> list[str]:
@@ -245,3 +246,17 @@ def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
     verdict = ("reproduced" if close and ordering else
                "partly reproduced" if close or ordering else "not reproduced")
     return {**out, "verdict": verdict}
+
+
+# What the drift check compares (stats.drift_check): a name and its unit.
+DRIFT_QUANTITY = ("steady cost per iteration at the largest N", "µs")
+
+
+def drift(ds: Dataset) -> dict | None:
+    """The sweep's drift check on the steady cost per iteration at the largest N (µs)."""
+    runs, checks = ds.tables["runs"], ds.tables["drift"]
+    if not len(runs) or not len(checks):
+        return None
+    n = runs["iterations"].max()
+    return drift_check(runs[runs["iterations"] == n], checks[checks["iterations"] == n],
+                       "steady_us_per_iter")

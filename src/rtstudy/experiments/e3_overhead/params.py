@@ -1,7 +1,7 @@
 """E3's parameter group (``params.yaml: e3_overhead``): each key's rule."""
 from __future__ import annotations
 
-from rtstudy.rules import Rule, choice, integer, list_of, no_cross_checks, number
+from rtstudy.rules import Rule, boolean, choice, integer, list_of, no_cross_checks, number
 
 SCHEMA: dict[str, Rule] = {
     "apps": Rule(list_of(choice("ops", "ping"))),
@@ -14,6 +14,7 @@ SCHEMA: dict[str, Rule] = {
     "max_duration_ms": Rule(integer(1000, 3_600_000)),
     "timeout_margin_s": Rule(number(1, 3600)),
     "order_seed": Rule(integer(0)),
+    "drift_check": Rule(boolean()),
 }
 
 # Other groups whose values the plan reads (none).

@@ -15,8 +15,9 @@ import pandas as pd
 
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
-from rtstudy.io import Dataset, completed_cells, read_json, read_samples
-from rtstudy.stats import CI, MIN_RUNS, two_group_ci
+from rtstudy.io import (Dataset, completed_cells, read_json, read_samples, run_columns,
+                        set_aside_drift)
+from rtstudy.stats import CI, MIN_RUNS, drift_check, two_group_ci
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"latency_ns": "int64", "count": "int64"}
@@ -56,7 +57,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
         cfg = sc["requested"]["config"]
         s = read_samples(Path(sc["_dir"]) / "samples.parquet")
         base = {"cell_id": sc["cell_id"], "host_id": sc["host_id"], "kind": cfg["kind"],
-                "load": cfg["load"], "cpu": cfg.get("cpu"), "repetition": sc["repetition"]}
+                "load": cfg["load"], "cpu": cfg.get("cpu"), "repetition": sc["repetition"],
+                **run_columns(sc)}
         hists.append(s.assign(**base))
         stats = hist_percentiles(s["latency_ns"], s["count"])
         summary = sc["summary"]
@@ -66,7 +68,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
                          mean=summary["avg_us"] * 1e3)
         rows.append({**base, **stats, "summary": json.dumps(summary)})
     h = pd.concat(hists, ignore_index=True) if hists else pd.DataFrame()
-    return Dataset(Path(directory), {"histograms": h, "stats": pd.DataFrame(rows)}, missing,
+    tables = {"histograms": h, "stats": pd.DataFrame(rows)}
+    return Dataset(Path(directory), set_aside_drift(tables, "stats"), missing,
                    {"audit": read_audit(directory)})
 
 
@@ -168,3 +171,14 @@ def headline(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
             "warn": [i["name"] for i in record.get("items", []) if i["status"] in ("WARN", "FAIL")],
             "floor_std_ms": floor_std_ms(stats) if len(stats) else float("nan"),
             "verdict": h4_verdict(record, stats, ci)}
+
+
+# What the drift check compares (stats.drift_check): a name and its unit.
+DRIFT_QUANTITY = ("P99 latency", "µs")
+
+
+def drift(ds: Dataset) -> dict | None:
+    """The sweep's drift check on the P99 latency (µs) of its condition; None without one."""
+    def p99_us(t: pd.DataFrame) -> pd.DataFrame:
+        return t.assign(p99_us=t["p99"] / 1e3) if len(t) else t
+    return drift_check(p99_us(ds.tables["stats"]), p99_us(ds.tables["drift"]), "p99_us")

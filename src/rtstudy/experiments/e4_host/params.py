@@ -1,7 +1,7 @@
 """E4's parameter group (``params.yaml: e4_host``): each key's rule."""
 from __future__ import annotations
 
-from rtstudy.rules import Rule, choice, integer, list_of, no_cross_checks, number
+from rtstudy.rules import Rule, boolean, choice, integer, list_of, no_cross_checks, number
 
 SCHEMA: dict[str, Rule] = {
     "jitter_seconds": Rule(number(0.1, 600)),
@@ -15,6 +15,7 @@ SCHEMA: dict[str, Rule] = {
     "repetitions": Rule(integer(1, 1000)),
     "timeout_margin_s": Rule(number(1, 3600)),
     "order_seed": Rule(integer(0)),
+    "drift_check": Rule(boolean()),
 }
 
 # The floor runs at E2's period and priority: the plan reads E2's group too.

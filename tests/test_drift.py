@@ -1,0 +1,170 @@
+"""Stability: the drift check (one condition run first and last) and the re-run agreement.
+
+The drift check is off in the smoke profile (it adds two cells to each sweep);
+here it runs on a real E3 sweep of two conditions, and the report's
+*Stability* words are checked on data made to move, or not.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rtstudy import io, params
+from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan
+from rtstudy.harness import Cell, SweepContext, run_order, run_sweep, with_drift
+from rtstudy.report import stability
+from rtstudy.report.section import Verdict
+from rtstudy.report.study import Study, words
+from rtstudy.stats import CI, drift_check
+
+CI_SETTINGS = CI(0.95, 500, 1)
+
+
+def cells(n: int) -> list[Cell]:
+    return [Cell("x", "x", f"c{i % 2}", {"i": i}, i // 2, 10.0, module="m") for i in range(n)]
+
+
+def test_drift_cells_run_first_and_last_and_change_no_other_id():
+    plain = cells(6)
+    checked = with_drift(plain, "c1")
+    assert [c.cell_id for c in checked[:6]] == [c.cell_id for c in plain]
+    start, end = checked[6:]
+    assert (start.drift, end.drift) == ("start", "end")
+    assert start.config == end.config == plain[1].config and start.label == "c1"
+    assert len({c.cell_id for c in checked}) == 8, "the two drift cells have ids of their own"
+    assert "driftstart" in start.cell_id and "driftend" in end.cell_id
+    for seed in (1, 2, 3):
+        order = run_order(list(reversed(checked)), seed)
+        assert order[0] is start and order[-1] is end
+        assert [c.cell_id for c in order[1:-1]] == [c.cell_id for c in run_order(plain, seed)], \
+            "the ordinary cells keep the order they had without the check"
+    with pytest.raises(ValueError, match="no cell labelled 'c9'"):
+        with_drift(plain, "c9")
+
+
+def frame(values: dict[str, float], drift: str = "") -> pd.DataFrame:
+    return pd.DataFrame([{"label": label, "v": v, "drift": drift} for label, v in values.items()])
+
+
+@pytest.mark.parametrize("start, end, moved", [(10.0, 10.5, False), (10.0, 13.0, True)])
+def test_drift_check_judges_the_difference_against_the_runs_spread(start, end, moved):
+    runs = pd.DataFrame({"label": ["a"] * 3 + ["b"] * 3, "v": [9.0, 10.0, 11.0, 50, 60, 70]})
+    drift = pd.DataFrame({"label": ["a", "a"], "drift": ["start", "end"], "v": [start, end],
+                          "finished_utc": ["2026-11-23T10:00:00Z", "2026-11-23T10:18:00Z"]})
+    d = drift_check(runs, drift, "v")
+    assert d["label"] == "a" and d["runs"] == 3 and (d["low"], d["high"]) == (9.0, 11.0)
+    assert d["difference"] == pytest.approx(end - start)
+    assert d["relative"] == pytest.approx((end - start) / 10.0)
+    assert d["minutes"] == pytest.approx(18.0)
+    assert d["moved"] is moved
+
+
+def test_drift_check_without_both_runs_or_enough_runs():
+    runs = pd.DataFrame({"label": ["a"], "v": [1.0]})
+    start = pd.DataFrame({"label": ["a"], "drift": ["start"], "v": [1.0],
+                          "finished_utc": ["2026-11-23T10:00:00Z"]})
+    assert drift_check(runs, pd.DataFrame(), "v") is None, "no drift check in the sweep"
+    assert drift_check(runs, start, "v") is None, "the end run is missing (sweep interrupted)"
+    both = pd.concat([start, start.assign(drift="end", v=5.0)])
+    assert drift_check(runs, both, "v")["moved"] is None, "one ordinary run has no spread"
+
+
+@pytest.fixture(scope="module")
+def e3_with_drift(tmp_path_factory, fingerprint):
+    """A real E3 sweep of two conditions with the drift check on."""
+    out = tmp_path_factory.mktemp("drift") / "e3"
+    cfg = params.stage_config("e3_overhead", "smoke")
+    cfg.update(apps=["ops"], event_based_workers=[1], drift_check=True)
+    planned = e3_plan.plan(cfg, fingerprint, {})
+    assert [c.drift for c in planned].count("start") == 1
+    with open("/dev/null", "w") as devnull:
+        outcomes = run_sweep(planned, out, SweepContext.from_fingerprint(fingerprint, "smoke"),
+                             cfg["order_seed"], progress=devnull)
+    assert all(o.status == "ok" for o in outcomes), [o.reason for o in outcomes]
+    return out, cfg, planned
+
+
+def test_a_real_sweep_runs_the_check_at_its_ends_and_the_analysis_sets_it_aside(e3_with_drift):
+    out, cfg, planned = e3_with_drift
+    plan = io.read_plan(out)["cells"]
+    assert plan[0]["drift"] == "start" and plan[-1]["drift"] == "end"
+    sidecars, missing = io.completed_cells(out)
+    assert not missing
+    order = {sc["drift"]: sc["order_index"] for sc in sidecars if sc["drift"]}
+    assert order == {"start": 0, "end": len(planned) - 1}
+    ds = e3_analysis.load(out, cfg)
+    runs = ds.tables["runs"]
+    assert set(runs["drift"]) == {""}, "no statistic counts the drift check's runs"
+    assert runs["cell_id"].nunique() == len(planned) - 2
+    assert set(ds.tables["drift"]["drift"]) == {"start", "end"}
+    d = e3_analysis.drift(ds)
+    assert d["label"] == planned[0].label == "ops-greedy"
+    assert np.isfinite(d["start"]) and np.isfinite(d["end"]) and d["minutes"] >= 0
+    assert d["runs"] == 1 and d["moved"] is None, "one ordinary run: nothing to judge against"
+
+
+def record(agree_first: bool) -> dict:
+    def session(value: float, verdict: str) -> dict:
+        return {"host_id": "h-1", "confidence": 0.95,
+                "E3": {"verdicts": {"H3": {"verdict": verdict, "runs": 3, "criterion": "c"}},
+                       "headline": {"steady": {"value": value, "low": value - 0.1,
+                                               "high": value + 0.1, "unit": "µs", "n": 3},
+                                    "no ci": {"value": 1.0, "low": None, "high": None,
+                                              "unit": "µs", "n": 2}}}}
+    second = session(2.05 if agree_first else 3.0, "reproduced" if agree_first else "inconclusive")
+    return {"profile": "default", "host_id": "h-1", "commit": "abc123def4567890",
+            "measured_utc": "2026-11-23T18:00:00Z", "sessions": [session(2.0, "reproduced"), second]}
+
+
+@pytest.mark.parametrize("agrees", [True, False])
+def test_agreement_between_sessions_and_the_words_that_say_so(agrees, tmp_path):
+    rec = record(agrees)
+    table = stability.agreement(*rec["sessions"])
+    steady = table.set_index("quantity").loc["steady"]
+    assert steady["agree"] is agrees
+    assert table.set_index("quantity").loc["no ci", "agree"] is None
+    changes = stability.verdict_changes(*rec["sessions"])
+    assert changes == {"H3": ("reproduced", "reproduced" if agrees else "inconclusive")}
+    shown = stability.agreement_table(table)
+    assert list(shown["first inside second's CI"]) == ["yes" if agrees else "**no**", "no CI"]
+
+    path = tmp_path / "rerun.json"
+    path.write_text(json.dumps(rec))
+    assert stability.read_rerun(path) == rec
+
+    verdict = Verdict("H3", "~1 µs", "2.0 µs", "reproduced")
+    summary = words("summary", verdicts=[verdict], ci=CI_SETTINGS, second=changes, rerun=rec)
+    assert ("**differed**: reproduced then inconclusive" in summary) is not agrees
+    assert ("| same |" in summary) is agrees
+
+
+def test_the_stability_section_reads_the_recorded_rerun_and_the_drift(tmp_path, monkeypatch,
+                                                                      e3_with_drift):
+    out, cfg, _ = e3_with_drift
+    for name in ("params.yaml", "dvc.yaml"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "src" / "rtstudy").mkdir(parents=True)
+    monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))
+    study = Study("default", CI_SETTINGS, {}, "h-1", None,
+                  datasets={"e3_overhead": e3_analysis.load(out, cfg)})
+
+    text = study.stability_blocks()[0].text
+    assert "No re-run agreement has been recorded" in text
+    assert "too few ordinary runs" in text
+
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "rerun_agreement.json").write_text(json.dumps(record(False)))
+    blocks = study.stability_blocks()
+    text = blocks[0].text
+    assert "For 0 of 1 headline quantities with a CI" in text
+    assert "E3 steady" in text and "H3 (reproduced, then inconclusive)" in text
+    drift = blocks[1].make()
+    assert list(drift["experiment"]) == ["E3"] and drift["condition"][0] == "ops-greedy"
+    assert len(blocks[2].make()) == 2
+    # The placeholder the repository starts with records no sessions: no agreement to cite.
+    (tmp_path / "benchmarks" / "rerun_agreement.json").write_text(
+        json.dumps({"about": "none yet", "sessions": []}))
+    assert study.rerun() is None
