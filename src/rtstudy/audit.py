@@ -16,7 +16,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rtstudy.host import parse_cpu_list
+from rtstudy.host import mask_to_cpus, parse_cpu_list
 
 STATUSES = ("PASS", "WARN", "FAIL", "N/A")
 
@@ -118,17 +118,6 @@ def to_cpus(text: str | None) -> list[int] | None:
         return sorted(set(parse_cpu_list(text)))
     except ValueError:
         return None
-
-
-def mask_to_cpus(text: str | None) -> list[int] | None:
-    """CPUs of a hexadecimal affinity mask such as ``"00000000,0000000f"``; ``None`` if not one."""
-    if text is None:
-        return None
-    try:
-        value = int(text.replace(",", ""), 16)
-    except ValueError:
-        return None
-    return [bit for bit in range(value.bit_length()) if value >> bit & 1]
 
 
 def cmdline_value(cmdline: str, key: str) -> str | None:

@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -330,8 +331,9 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     started = time.monotonic()
     reason = ""
     with open(work / LOG, "wb") as log:
+        shield = context.fingerprint.get("isolation", {}).get("shield")
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=_child_env(), preexec_fn=set_child_limits)
+                                env=_child_env(), preexec_fn=partial(set_child_limits, shield))
         try:
             rc = proc.wait(timeout=cell.timeout_s)
         except subprocess.TimeoutExpired:

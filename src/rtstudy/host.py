@@ -66,6 +66,62 @@ def parse_cpu_list(text: str | None) -> list[int]:
     return cpus
 
 
+def mask_to_cpus(text: str | None) -> list[int] | None:
+    """CPUs of a hexadecimal affinity mask such as ``"00000000,0000000f"``; ``None`` if not one."""
+    if text is None:
+        return None
+    try:
+        value = int(text.replace(",", ""), 16)
+    except ValueError:
+        return None
+    return [bit for bit in range(value.bit_length()) if value >> bit & 1]
+
+
+# The runtime shield `rtstudy host apply` makes (rtstudy.tuning): two cgroup v1 cpusets under the
+# cpuset hierarchy's root, the shielded CPUs (exclusive, not load-balanced) and the housekeeping
+# CPUs that every movable task is moved to.
+SHIELD_CPUSET = "rtstudy-shield"
+SYSTEM_CPUSET = "rtstudy-system"
+
+
+def cpuset_root(root: Path = Path("/")) -> Path | None:
+    """Where the cgroup v1 cpuset hierarchy is mounted (under ``root``), or None."""
+    mounts = _read(Path(root) / "proc/mounts") or ""
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[2] == "cgroup" and "cpuset" in fields[3].split(","):
+            return Path(root) / fields[1].lstrip("/")
+    return None
+
+
+def shield_state(root: Path = Path("/")) -> dict | None:
+    """The runtime shield in place on the host under ``root``, or None when there is none.
+
+    Returns
+    -------
+    dict or None
+        ``cpus`` (shielded), ``housekeeping`` (where every other task runs),
+        ``irq_default`` (the CPUs of /proc/irq/default_smp_affinity) and
+        ``irqs_on_shield`` (IRQs still allowed on a shielded CPU: per-CPU and
+        managed IRQs refuse to move). Part of the fingerprint, so a shielded
+        host's data is a dataset of its own.
+    """
+    base = cpuset_root(root)
+    if base is None or not (base / SHIELD_CPUSET).is_dir():
+        return None
+    cpus = parse_cpu_list(_read(base / SHIELD_CPUSET / "cpuset.cpus"))
+    if not cpus:
+        return None
+    irqs = []
+    for entry in sorted((Path(root) / "proc/irq").glob("[0-9]*"), key=lambda p: int(p.name)):
+        if set(parse_cpu_list(_read(entry / "smp_affinity_list"))) & set(cpus):
+            irqs.append(int(entry.name))
+    return {"cpus": cpus,
+            "housekeeping": parse_cpu_list(_read(base / SYSTEM_CPUSET / "cpuset.cpus")),
+            "irq_default": mask_to_cpus(_read(Path(root) / "proc/irq/default_smp_affinity")) or [],
+            "irqs_on_shield": irqs}
+
+
 def _cmdline_value(cmdline: str, key: str) -> str | None:
     match = re.search(rf"(?:^|\s){re.escape(key)}=(\S+)", cmdline)
     return match.group(1) if match else None
@@ -146,6 +202,8 @@ def fingerprint() -> dict:
             "isolated": parse_cpu_list(_read("/sys/devices/system/cpu/isolated")),
             "nohz_full": parse_cpu_list(_read("/sys/devices/system/cpu/nohz_full")),
             "rcu_nocbs": parse_cpu_list(_cmdline_value(cmdline, "rcu_nocbs")),
+            # Runtime shielding (`rtstudy host apply`); None on an untuned host.
+            "shield": shield_state(),
         },
         "governors": governors,
         "sched": {
@@ -254,9 +312,10 @@ _prctl = ctypes.CDLL(None, use_errno=True).prctl
 _PR_SET_PDEATHSIG = 1
 
 
-def set_child_limits() -> None:
+def set_child_limits(shield: dict | None = None) -> None:
     """In a child process before exec: 32 MiB stack (Holoscan's minimum), own process group,
-    killed when the thread that started it dies.
+    killed when the thread that started it dies; on a shielded host, placed as a cell is
+    (:func:`enter_shield_layout`).
 
     The own process group lets the harness kill a cell with everything it
     started. It also keeps signals sent to the parent's group away from the
@@ -270,6 +329,25 @@ def set_child_limits() -> None:
         resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
     os.setpgrp()
     die_with_parent()
+    if shield:
+        enter_shield_layout(shield)
+
+
+def enter_shield_layout(shield: dict) -> None:
+    """In a cell's process before exec, on a shielded host: the cell's own CPU layout.
+
+    The shield moved every task, this one's parent included, into the
+    housekeeping cpuset, where pinning a thread to a shielded CPU fails. The
+    cell joins the cpuset root (every CPU) and runs on the housekeeping CPUs;
+    only the threads it pins itself (its real-time operators, E4's probe on a
+    shielded CPU) run on the shield. E2's loads and stress-ng inherit the
+    housekeeping CPUs.
+    """
+    base = cpuset_root()
+    if base is not None:
+        with open(base / "tasks", "w") as f:
+            f.write(str(os.getpid()))
+    os.sched_setaffinity(0, shield["housekeeping"])
 
 
 def die_with_parent() -> None:
