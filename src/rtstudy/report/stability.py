@@ -47,7 +47,7 @@ def drift_table(rows: list[dict]) -> pd.DataFrame:
     def moved(r: dict) -> str:
         if r["moved"] is None:
             return "too few runs to judge"
-        return "**yes**: beyond the runs' spread" if r["moved"] else "no: within the runs' spread"
+        return "yes: beyond the runs' spread" if r["moved"] else "no: within the runs' spread"
 
     return pd.DataFrame([{
         "experiment": r["experiment"], "condition": r["label"],
@@ -118,7 +118,7 @@ def format_quantity(q: dict) -> str:
 def agreement_table(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`agreement` as the report (and the benchmark) shows it."""
     def yes(x) -> str:
-        return "no CI" if x is None else ("yes" if x else "**no**")
+        return "no CI" if x is None else ("yes" if x else "no")
 
     if table.empty:
         return table
