@@ -9,10 +9,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.rtstudy-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: study test setup sysdeps report profile push pull publish-reference lab lock clean-venv help
+.PHONY: study study-tuned test setup sysdeps report profile push pull publish-reference lab lock clean-venv help
 
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
+	@echo "make study-tuned    the study on this host as it is, then on a runtime-shielded CPU, always"
+	@echo "                    reverted (CPUS=LIST, default the last CPU; YES=1 skips the question)"
 	@echo "make test           set up, then run every test (real Holoscan runs at smoke size)"
 	@echo "make report         render report/report.html from the data present (measures nothing)"
 	@echo "make profile P=NAME choose the parameter profile: smoke | default | seed"
@@ -37,6 +39,19 @@ study: setup
 	$(BIN)/rtstudy params check
 	$(BIN)/dvc repro
 	@echo "Report: $(CURDIR)/report/report.html"
+
+# The study twice: on the host as it is (cells already measured are skipped), then with CPUS
+# shielded at run time (rtstudy host study: plan, ask or YES=1, apply, dvc repro, always revert;
+# the shielded host has its own fingerprint, so its data is a dataset of its own). The last
+# `dvc repro`, back on the host as it was, renders the report with both states side by side.
+# `make study` never changes the host.
+CPUS ?=
+study-tuned: setup
+	$(BIN)/rtstudy params check
+	$(BIN)/dvc repro
+	$(BIN)/rtstudy host study $(if $(CPUS),--cpus $(CPUS)) $(if $(YES),--yes) -- $(BIN)/dvc repro
+	$(BIN)/dvc repro
+	@echo "Report (both host states): $(CURDIR)/report/report.html"
 
 test: setup
 	$(BIN)/python -m pytest

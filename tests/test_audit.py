@@ -36,7 +36,7 @@ def test_tuned_host_passes_every_item():
     assert "rcuop/2 on 0-1" in by_name["RCU callback threads"].evidence
     assert by_name["preemption model"].facts["model"] == "PREEMPT_RT"
     assert audit.summary(items) == {"counts": {"PASS": len(items), "WARN": 0, "FAIL": 0, "N/A": 0},
-                                    "isolated_cpus": [2, 3], "tuned": True}
+                                    "isolated_cpus": [2, 3], "shielded_cpus": [], "tuned": True}
 
 
 def test_untuned_vm_is_reported_as_it_is():

@@ -210,6 +210,9 @@ def test_datasets_of_two_hosts_coexist_and_both_reach_the_report(origin, clone, 
             record = json.loads(path.read_text())
             if isinstance(record, dict) and "host_id" in record:
                 record["host_id"] = OTHER_HOST
+                if "isolation" in record:  # host.json: the second host is this one, shielded
+                    record["isolation"]["shield"] = {"cpus": [1], "housekeeping": [0],
+                                                     "irq_default": [0], "irqs_on_shield": []}
                 path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     publish(src, src_env, "measured on a second host")
 
@@ -221,6 +224,9 @@ def test_datasets_of_two_hosts_coexist_and_both_reach_the_report(origin, clone, 
     # The contract of the report: every host id that has data is printed.
     for host_id in host_ids(dest, "e3_overhead"):
         assert host_id in html, f"host {host_id} has data but is not in the report"
+    # ... with its state and its verdicts side by side.
+    assert "shielded at run time" in html and "untuned: no CPU isolated or shielded" in html
+    assert "Each claim&#39;s verdict per host" in html or "Each claim's verdict per host" in html
 
 
 def test_a_fresh_clone_pulls_the_reference_dataset_when_the_default_remote_is_out_of_reach(

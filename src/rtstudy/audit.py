@@ -16,7 +16,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rtstudy.host import mask_to_cpus, parse_cpu_list
+from rtstudy.host import SHIELD_CPUSET, mask_to_cpus, parse_cpu_list, shield_state
 
 STATUSES = ("PASS", "WARN", "FAIL", "N/A")
 
@@ -264,6 +264,7 @@ class _Host:
     nohz: list[int]
     processes: list[_Process]
     process_note: str
+    shielded: list[int] = field(default_factory=list)  # CPUs of a runtime shield (rtstudy host apply)
 
     @property
     def housekeeping(self) -> list[int]:
@@ -279,9 +280,13 @@ def _load(root: Path) -> _Host:
     isolated_file = read_file(root, f"{CPU_DIR}/isolated")
     nohz_file = read_file(root, f"{CPU_DIR}/nohz_full")
     processes, note = _processes(root)
+    shield = shield_state(root)
+    shielded = shield["cpus"] if shield else []
+    # A runtime shield isolates its CPUs from the scheduler's load balancing and every movable
+    # task, as isolcpus=domain does at boot: the items about isolated CPUs judge them too.
+    isolated = sorted(set(to_cpus(isolated_file.text) or []) | set(shielded))
     return _Host(root, read_file(root, "/proc/cmdline"), online_cpus(root) or [], isolated_file,
-                 to_cpus(isolated_file.text) or [], nohz_file, to_cpus(nohz_file.text) or [],
-                 processes, note)
+                 isolated, nohz_file, to_cpus(nohz_file.text) or [], processes, note, shielded)
 
 
 def _cmdline_item(h: _Host) -> AuditItem:
@@ -301,9 +306,13 @@ def _isolated_item(h: _Host) -> AuditItem:
     name = "isolated CPUs"
     if h.isolated_file.text is None:
         return AuditItem(name, "WARN", h.isolated_file.problem, UNREADABLE_REMEDY)
-    facts = {"cpus": h.isolated}
+    facts = {"cpus": h.isolated, "shielded": h.shielded}
     evidence = (f"{h.isolated_file.path}: {h.isolated_file.text or '(empty)'}; "
                 f"online {format_cpu_list(h.online)}")
+    if h.shielded:
+        evidence += (f"; runtime shield (cpuset {SHIELD_CPUSET}, not load-balanced, every movable "
+                     f"task moved off): CPU {format_cpu_list(h.shielded)} — the tick, RCU "
+                     "callbacks and per-CPU kernel threads stay (only boot parameters move them)")
     if not h.isolated:
         return AuditItem(name, "WARN", evidence + "; no CPU is isolated from the scheduler",
                          _grub_remedy(h.online), facts=facts)
@@ -756,10 +765,12 @@ def summary(items: list[AuditItem]) -> dict:
     """
     counts = {s: sum(i.status == s for i in items) for s in STATUSES}
     by_name = {i.name: i for i in items}
-    isolated = by_name["isolated CPUs"].facts.get("cpus", []) if "isolated CPUs" in by_name else []
+    facts = by_name["isolated CPUs"].facts if "isolated CPUs" in by_name else {}
+    isolated = facts.get("cpus", [])
     tuned = bool(isolated) and not any(by_name[n].status in ("WARN", "FAIL")
                                        for n in CORE_ITEMS if n in by_name)
-    return {"counts": counts, "isolated_cpus": list(isolated), "tuned": tuned}
+    return {"counts": counts, "isolated_cpus": list(isolated),
+            "shielded_cpus": list(facts.get("shielded", [])), "tuned": tuned}
 
 
 def to_json(items: list[AuditItem]) -> str:

@@ -7,11 +7,14 @@
     rtstudy host check              preflight: what this host allows, with fixes
     rtstudy host audit [--json] [--strict] [--root DIR]
                                     read-only audit of the host's real-time tuning (E4)
-    rtstudy host plan --cpus LIST   boot line and runtime commands that isolate LIST
-    rtstudy host apply --cpus LIST --yes [--revert-file F]
-                                    apply the runtime settings, recording how to revert them
+    rtstudy host plan --cpus LIST [--no-shield]
+                                    boot line and runtime commands that isolate LIST
+    rtstudy host apply --cpus LIST --yes [--no-shield] [--revert-file F]
+                                    shield LIST at run time, recording how to revert it
     rtstudy host revert [--revert-file F]
                                     restore what apply changed
+    rtstudy host study [--cpus LIST] [--yes] [--timeout-min M] [-- COMMAND ...]
+                                    shield, run COMMAND (dvc repro), always revert
     rtstudy run STAGE               run a measuring stage's notebook with papermill
     rtstudy report                  execute the report notebook and render report/report.html
 """
@@ -77,16 +80,19 @@ def _host_audit(args) -> int:
 def _host_plan(args) -> int:
     from rtstudy import tuning
 
-    print(tuning.format_plan(tuning.plan(args.cpus)))
+    print(tuning.format_plan(tuning.plan(args.cpus, shield=not args.no_shield)))
     return 0
 
 
 def _host_apply(args) -> int:
     from rtstudy import tuning
 
-    plan = tuning.plan(args.cpus)
+    plan = tuning.plan(args.cpus, shield=not args.no_shield)
     for warning in plan.warnings:
         print(f"warning: {warning}")
+    if args.yes:
+        # What is about to change, before it changes.
+        print("changing:\n" + "\n".join(f"  {c}" for c in plan.commands), flush=True)
     revert_file = Path(args.revert_file) if args.revert_file else tuning.default_revert_file()
     steps = tuning.apply(plan, revert_file=revert_file, yes=args.yes)
     print(tuning.format_steps(steps))
@@ -96,6 +102,16 @@ def _host_apply(args) -> int:
     # EINVAL/EIO on some IRQs is normal (per-CPU and managed IRQs); anything else is a failure.
     failed = [s for s in steps if s.error and not s.target.startswith("/proc/irq/")]
     return 1 if failed else 0
+
+
+def _host_study(args) -> int:
+    from rtstudy import tuned
+
+    cpus = args.cpus or tuned.default_cpus()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    return tuned.run(cpus, command or ["dvc", "repro"], yes=args.yes,
+                     revert_file=Path(args.revert_file) if args.revert_file else None,
+                     timeout_min=args.timeout_min, only_this_process=args.only_this_process)
 
 
 def _host_revert(args) -> int:
@@ -168,11 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
     au.set_defaults(func=_host_audit)
     pl = hsub.add_parser("plan", help="what isolating CPUs takes: boot line and runtime commands")
     pl.add_argument("--cpus", required=True, help="CPUs to isolate, e.g. 2-3 or 1,3")
+    pl.add_argument("--no-shield", action="store_true",
+                    help="leave out the cpuset shield (IRQs, sysctl, governor, idle states only)")
     pl.set_defaults(func=_host_plan)
     ap = hsub.add_parser("apply", help="apply a plan's runtime settings (needs --yes), "
                                        "recording first how to revert them")
     ap.add_argument("--cpus", required=True, help="CPUs to isolate, e.g. 2-3 or 1,3")
     ap.add_argument("--yes", action="store_true", help="really change this host's settings")
+    ap.add_argument("--no-shield", action="store_true",
+                    help="leave out the cpuset shield (IRQs, sysctl, governor, idle states only)")
     ap.add_argument("--revert-file",
                     help="where to record the previous values (default /var/lib/rtstudy/tuning-revert.json)")
     ap.set_defaults(func=_host_apply)
@@ -180,6 +200,20 @@ def build_parser() -> argparse.ArgumentParser:
     rv.add_argument("--revert-file",
                     help="the record written by apply (default /var/lib/rtstudy/tuning-revert.json)")
     rv.set_defaults(func=_host_revert)
+    st = hsub.add_parser("study", help="shield CPUs, run the study there (dvc repro), always "
+                                       "revert (make study-tuned)")
+    st.add_argument("--cpus", help="CPUs to shield (default: the last online CPU; never CPU 0)")
+    st.add_argument("--yes", action="store_true", help="change the host without asking")
+    st.add_argument("--timeout-min", type=float, default=90,
+                    help="stop the command after this many minutes (default 90); the host is "
+                         "reverted either way")
+    st.add_argument("--revert-file",
+                    help="where to record the previous values (default /var/lib/rtstudy/tuning-revert.json)")
+    st.add_argument("--only-this-process", action="store_true",
+                    help="for tests: move only this command's processes off the shield, no other")
+    st.add_argument("command", nargs=argparse.REMAINDER,
+                    help="what to run shielded, after `--` (default: dvc repro)")
+    st.set_defaults(func=_host_study)
 
     r = sub.add_parser("run", help="run a measuring stage (papermill)")
     r.add_argument("stage")

@@ -145,13 +145,15 @@ def preempt_model(kernel_version: str) -> str:
 def probe_realtime() -> dict[str, str]:
     """Try each real-time policy on a real thread; ``"ok"`` or the refusal.
 
-    ``SCHED_DEADLINE pinned`` pins the probe thread to the last CPU first: the
-    kernel refuses that (EPERM) while ``sched_rt_runtime_us`` is not -1, which
-    decides whether experiments may pin their DEADLINE threads.
+    ``SCHED_DEADLINE pinned`` pins the probe thread to the last CPU this process
+    may use first: the kernel refuses that (EPERM) while ``sched_rt_runtime_us``
+    is not -1, which decides whether experiments may pin their DEADLINE threads.
+    (On a shielded host this process runs on the housekeeping CPUs; the cells
+    may also use the shield, :func:`enter_shield_layout`.)
     """
     results = {}
     probes = dict(PROBES)
-    probes["SCHED_DEADLINE pinned"] = dict(PROBES["SCHED_DEADLINE"], cpu=(os.cpu_count() or 1) - 1)
+    probes["SCHED_DEADLINE pinned"] = dict(PROBES["SCHED_DEADLINE"], cpu=max(os.sched_getaffinity(0)))
     for name, kwargs in probes.items():
         err = _native.probe_policy(**kwargs)
         results[name] = "ok" if err == 0 else f"refused: {os.strerror(err)} (errno {err})"

@@ -65,8 +65,10 @@ def _this_fingerprint() -> dict:
 def report_host(profile: str) -> str:
     """The host whose data every section shows: this host if it measured ``profile``.
 
-    Otherwise the host with data for the most experiments (ties: the first id),
-    so all sections show one host; "Hosts compared" shows every host.
+    Otherwise the host with data for the most experiments (ties: a host as it
+    is before a shielded one — the reference data holds both states of one
+    machine — then the first id), so all sections show one host; "Hosts
+    compared" shows every host.
     """
     counts: dict[str, int] = {}
     for name in experiments.REGISTRY:
@@ -78,7 +80,11 @@ def report_host(profile: str) -> str:
     this_host = _this_fingerprint()["host_id"]
     if this_host in counts:
         return this_host
-    return sorted(counts, key=lambda h: (-counts[h], h))[0]
+    def shielded(host_id: str) -> bool:
+        fp = data_fingerprint(profile, host_id) or {}
+        return bool(fp.get("isolation", {}).get("shield"))
+
+    return sorted(counts, key=lambda h: (-counts[h], shielded(h), h))[0]
 
 
 def build_order(names: list[str]) -> list[str]:
@@ -121,6 +127,7 @@ class Study:
     fingerprint: dict | None
     sections: dict[str, Section] = field(default_factory=dict)
     datasets: dict = field(default_factory=dict)
+    _by_host: dict | None = field(default=None, repr=False)  # sections_by_host(), built once
 
     @classmethod
     def load(cls, profile: str | None = None) -> "Study":
@@ -192,7 +199,10 @@ class Study:
         out = []
         if fp["cpu"]["count"] <= 4:
             out.append(words("few_cpus", n_cpu=fp["cpu"]["count"]))
-        if not fp["isolation"]["isolated"]:
+        shield = fp["isolation"].get("shield")
+        if shield:
+            out.append(words("runtime_shield", shield=shield))
+        elif not fp["isolation"]["isolated"]:
             out.append(words("no_isolation"))
         runtime, period = fp["sched"]["rt_runtime_us"], fp["sched"]["rt_period_us"]
         if runtime != -1 and period > 0:
@@ -207,6 +217,22 @@ class Study:
     def limitations_markdown(self) -> str:
         return words("limitations", items=self.limitations())
 
+    def sections_by_host(self) -> dict[str, dict[str, Section]]:
+        """Every host with data for the profile → its sections (this host's are the report's)."""
+        if self._by_host is None:
+            hosts = sorted({d.parent.name for name in experiments.REGISTRY
+                            for d in data.datasets(name, self.profile)})
+            self._by_host = {}
+            for host_id in hosts:
+                if host_id == self.host_id:
+                    self._by_host[host_id] = self.sections
+                    continue
+                datasets = {name: data.load_dataset(name, host_id, self.profile)
+                            for name in experiments.REGISTRY
+                            if data.has_dataset(name, host_id, self.profile)}
+                self._by_host[host_id] = build_sections(datasets, self.configs, self.ci)
+        return self._by_host
+
     def cross_host(self) -> pd.DataFrame:
         """Each experiment's headline quantities per host that has data for the profile.
 
@@ -214,29 +240,38 @@ class Study:
         ``quantity``, ``value``, ``low``, ``high`` (CI, NaN where there is none),
         ``unit`` and ``n``. Empty when only one host has data.
         """
-        hosts = sorted({d.parent.name for name in experiments.REGISTRY
-                        for d in data.datasets(name, self.profile)})
-        if len(hosts) < 2:
+        by_host = self.sections_by_host()
+        if len(by_host) < 2:
             return pd.DataFrame()
-        rows = []
-        for host_id in hosts:
-            if host_id == self.host_id:
-                sections = self.sections
-            else:
-                datasets = {name: data.load_dataset(name, host_id, self.profile)
-                            for name in experiments.REGISTRY
-                            if data.has_dataset(name, host_id, self.profile)}
-                sections = build_sections(datasets, self.configs, self.ci)
-            for s in sections.values():
-                rows += [{"host_id": host_id, "experiment": s.label, **q.__dict__}
-                         for q in s.quantities]
-        return pd.DataFrame(rows)
+        return pd.DataFrame([{"host_id": host_id, "experiment": s.label, **q.__dict__}
+                             for host_id, sections in by_host.items()
+                             for s in sections.values() for q in s.quantities])
+
+    def host_states(self) -> list[dict]:
+        """Per host with data: ``host_id``, ``fp`` (its fingerprint, None if not recorded),
+        ``shield`` (its runtime shield, None when untuned) and ``verdicts`` (claim → verdict).
+        The same machine untuned and shielded is two host ids."""
+        states = []
+        for host_id, sections in self.sections_by_host().items():
+            fp = data_fingerprint(self.profile, host_id)
+            states.append({"host_id": host_id, "fp": fp,
+                           "shield": (fp or {}).get("isolation", {}).get("shield"),
+                           "verdicts": {v.claim: v.verdict for s in sections.values()
+                                        for v in s.verdicts}})
+        return states
 
     def hosts_blocks(self) -> list:
-        """The "Hosts compared" section: its words, the table and the figure."""
+        """The "Hosts compared" section: each host's state, its verdicts, the headline table and
+        the figure."""
         xh = self.cross_host()
+        states = self.host_states() if len(xh) else []
         hosts = sorted(xh["host_id"].unique()) if len(xh) else []
-        return [Markdown(words("hosts", hosts=hosts, profile=self.profile, shown=self.host_id)),
+        verdicts = pd.DataFrame([{"claim": claim, **{st["host_id"]: st["verdicts"].get(claim, "—")
+                                                     for st in states}}
+                                 for claim in dict.fromkeys(c for st in states for c in st["verdicts"])])
+        return [Markdown(words("hosts", hosts=hosts, profile=self.profile, shown=self.host_id,
+                               states=states)),
+                Table(lambda: verdicts, words("caption_host_verdicts")),
                 Table(lambda: cross_host_table(xh), words("caption_hosts")),
                 Figure(lambda: figures.cross_host(xh))]
 

@@ -73,6 +73,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
         base = {"cell_id": sc["cell_id"], "host_id": sc["host_id"], "scenario": cfg["scenario"],
                 "buffer": cfg["buffer"], "policy": cfg["policy"], "work_model": cfg["work_model"],
                 "pinned": cfg["pinned"], "repetition": sc["repetition"], **run_columns(sc),
+                "placement": ", ".join(f"{r['operator']} on CPU {','.join(map(str, r['cpus']))}"
+                                       for r in sc["requested"].get("realtime", []) if r["cpus"]),
                 "varied_period_ms": cfg[f"{VARIED[cfg['scenario']]}_period_ms"]}
         fixed_op, _ = FIXED[cfg["scenario"]]
         n = cfg["messages"]
@@ -280,6 +282,8 @@ def headline(cells: pd.DataFrame, slope_df: pd.DataFrame, flat_margin: float) ->
         "periods": sorted(int(p) for p in cells["varied_period_ms"].unique()),
         "messages_per_cell": int(fixed["n_messages"].median()) if len(fixed) else 0,
         "pinned": bool(cells["pinned"].any()),
+        # Where the pinned SCHED_DEADLINE threads ran (one placement for the whole sweep).
+        "placement": "; ".join(sorted(set(cells.loc[cells["pinned"], "placement"]))),
         "stale_async": int(fixed.loc[fixed["buffer"] == "async", "stale_reads"].sum()),
         "stale_default": int(fixed.loc[fixed["buffer"] == "default", "stale_reads"].sum()),
         "verdict": h1_verdict(slope_df, flat_margin),

@@ -49,10 +49,43 @@ def host_limit(fp: dict) -> float:
     return rt / fp["sched"]["rt_period_us"] * cpus
 
 
+# The most SCHED_DEADLINE bandwidth placed on one CPU of a shielded host. With
+# sched_rt_runtime_us = -1 (which pinning needs) the kernel admits any amount, so the plan keeps
+# the same 5 % the kernel's default throttling would.
+MAX_CPU_BANDWIDTH = 0.95
+
+
+def shield_placement(cfg: dict, shield: dict) -> dict[str, tuple[int, ...]] | None:
+    """One CPU per operator on a shielded host: the shielded CPUs first, then the housekeeping
+    ones, no CPU above :data:`MAX_CPU_BANDWIDTH` at the sweep's shortest periods (so every point
+    of the sweep runs with the same placement). None when the operators do not fit."""
+    shortest = min([cfg["fixed_period_ms"], *cfg["periods_ms"]])
+    need = {"tx1": cfg["tx1_runtime_ms"] / shortest, "tx2": cfg["tx2_runtime_ms"] / shortest,
+            "rx": cfg["rx_runtime_ms"] / cfg["rx_period_ms"]}
+    used = {cpu: 0.0 for cpu in [*shield["cpus"], *shield["housekeeping"]]}
+    placement = {}
+    for op in sorted(OPERATORS, key=need.get, reverse=True):
+        cpu = next((c for c, u in used.items() if u + need[op] <= MAX_CPU_BANDWIDTH + 1e-9), None)
+        if cpu is None:
+            return None
+        used[cpu] += need[op]
+        placement[op] = (cpu,)
+    return placement
+
+
 def pin_cpus(cfg: dict, fp: dict) -> dict[str, tuple[int, ...]]:
-    """Distinct CPUs per operator when pinning is wanted and possible, else unpinned (empty)."""
+    """Where each operator's SCHED_DEADLINE thread is pinned; empty tuples: unpinned.
+
+    On a shielded host (``rtstudy host apply``) :func:`shield_placement`;
+    elsewhere distinct CPUs per operator when pinning is wanted and possible.
+    """
     allowed = fp["realtime"].get("SCHED_DEADLINE pinned") == "ok"
     cpus = fp["cpu"]["online"]
+    shield = fp.get("isolation", {}).get("shield")
+    if allowed and shield and cfg["pin"] != "never":
+        placement = shield_placement(cfg, shield)
+        if placement:
+            return placement
     if cfg["pin"] == "never" or (cfg["pin"] == "auto" and (not allowed or len(cpus) < 3)):
         return {op: () for op in OPERATORS}
     # Keep CPU 0 for the OS when there is room: the last three CPUs.

@@ -25,12 +25,14 @@ def after_sweep(directory: Path) -> None:
 
 
 def target_cpus(cfg: dict, fp: dict, policy: str) -> tuple[int, ...]:
-    """The CPU to pin the real-time target to (the last one), or () where not allowed."""
+    """The CPU to pin the real-time target to, or () where not allowed: the last shielded CPU
+    on a shielded host (its loads stay on the housekeeping CPUs), else the last CPU."""
     if cfg["pin"] == "never" or policy not in RT_POLICIES:
         return ()
     if policy == "SCHED_DEADLINE" and fp["realtime"].get("SCHED_DEADLINE pinned") != "ok":
         return ()
-    return (fp["cpu"]["online"][-1],)
+    shield = fp.get("isolation", {}).get("shield")
+    return (shield["cpus"][-1],) if shield else (fp["cpu"]["online"][-1],)
 
 
 def host_problems(cfg: dict, fp: dict) -> list[str]:

@@ -166,6 +166,7 @@ def headline(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
                  "loops": int(jitter["n"].sum()), "median_p50": float(jitter["p50"].median())}
     return {"counts": {s: n for s, n in summary.get("counts", {}).items() if n},
             "isolated": summary.get("isolated_cpus") or [], "tuned": bool(summary.get("tuned")),
+            "shielded": summary.get("shielded_cpus") or [],
             # An audit recorded without osnoise (or none at all) says so, rather than failing.
             "worst": worst, "osnoise": {"available": None, "why": "", **record.get("osnoise", {})},
             "warn": [i["name"] for i in record.get("items", []) if i["status"] in ("WARN", "FAIL")],
@@ -173,12 +174,10 @@ def headline(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
             "verdict": h4_verdict(record, stats, ci)}
 
 
-# What the drift check compares (stats.drift_check): a name and its unit.
-DRIFT_QUANTITY = ("P99 latency", "µs")
+# What the drift check compares (stats.drift_check): a name and its unit. The tail, as H4.
+DRIFT_QUANTITY = ("P99.99 latency", "ns")
 
 
 def drift(ds: Dataset) -> dict | None:
-    """The sweep's drift check on the P99 latency (µs) of its condition; None without one."""
-    def p99_us(t: pd.DataFrame) -> pd.DataFrame:
-        return t.assign(p99_us=t["p99"] / 1e3) if len(t) else t
-    return drift_check(p99_us(ds.tables["stats"]), p99_us(ds.tables["drift"]), "p99_us")
+    """The sweep's drift check on the P99.99 latency (ns) of its condition; None without one."""
+    return drift_check(ds.tables["stats"], ds.tables["drift"], "p99.99")

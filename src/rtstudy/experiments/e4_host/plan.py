@@ -38,6 +38,8 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     cpus = fp["cpu"]["online"] if cfg["jitter_cpus"] == "all" else cfg["jitter_cpus"]
     stress_workers = int(round(cfg["stress_load_factor"] * fp["cpu"]["count"]))
     interval_us = round(1e6 / e2_cfg["fps"])
+    shield = fp.get("isolation", {}).get("shield")
+    floor_cpu = shield["cpus"][-1] if shield else fp["cpu"]["online"][-1]
     cells = []
     for rep in range(cfg["repetitions"]):
         for load in cfg["loads"]:
@@ -51,8 +53,8 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                 config = {**common, "kind": tool, "seconds": cfg["floor_seconds"],
                           "interval_us": interval_us, "priority": e2_cfg["priority"],
                           "histogram_us": cfg["histogram_us"],
-                          # Pinned like E2's FIFO target: the last CPU.
-                          "cpu": fp["cpu"]["online"][-1] if tool == "cyclictest" else None}
+                          # Pinned like E2's FIFO target: the last (shielded) CPU.
+                          "cpu": floor_cpu if tool == "cyclictest" else None}
                 cells.append(Cell(EXPERIMENT, APP, f"{tool}-{load}", config, rep,
                                   cfg["floor_seconds"] + cfg["timeout_margin_s"], module=MODULE))
     # The drift check repeats the plan's first condition at the sweep's start and end.
