@@ -141,7 +141,8 @@ def e4_stats(iso_tail, hk_tail, reps, isolated=(1,)):
             p50 = 80.0
             rows.append({"kind": "jitter", "load": "idle", "cpu": cpu, "repetition": rep,
                          "n": 10_000, "p50": p50, "p99": p50 * 2, "p99.9": p50 * tail * (1 + 0.02 * rep),
-                         "p99.99": p50 * tail * 3, "max": p50 * tail * 10})
+                         "p99.99": p50 * tail * 3, "max": p50 * tail * 10,
+                         "lost_share": tail / 1000 * (1 + 0.02 * rep)})
     return {"summary": {"isolated_cpus": list(isolated)}}, pd.DataFrame(rows)
 
 
@@ -153,6 +154,17 @@ def e4_stats(iso_tail, hk_tail, reps, isolated=(1,)):
 def test_h4(case, args, verdict):
     record, stats = e4_stats(*args)
     assert e4.h4_verdict(record, stats, CI95)["verdict"] == verdict, case
+
+
+def test_h4_is_partly_reproduced_when_the_shield_is_quieter_under_load_only():
+    record, idle = e4_stats(5.0, 5.0, 3)  # the same share idle on both CPUs
+    _, stress = e4_stats(1.2, 400.0, 3)
+    stats = pd.concat([idle, stress.assign(load="stress")], ignore_index=True)
+    idle_noise = stats["load"] == "idle"
+    stats.loc[idle_noise, "lost_share"] *= [1.0, 1.3, 0.8, 1.1, 0.9, 1.2]
+    got = e4.h4_verdict(record, stats, CI95)
+    assert got["verdict"] == "partly reproduced" and got["above"] == ["stress"], got
+    assert "idle" in got["why"]
 
 
 def test_h4_without_an_isolated_cpu_is_inconclusive_and_says_why():

@@ -174,7 +174,7 @@ def _shield_commands(base: Path, cpus, housekeeping) -> list[str]:
             f"echo {format_cpu_list(cpus)} > {shield}/cpuset.cpus; echo {mems} > {shield}/cpuset.mems; "
             f"echo 1 > {shield}/cpuset.cpu_exclusive; echo 0 > {shield}/cpuset.sched_load_balance",
             f"for p in $(cat {base}/cgroup.procs); do echo $p > {system}/cgroup.procs; done"
-            "  # per-CPU kernel threads refuse, and stay",
+            "  # kernel threads bound to their CPUs refuse, and stay",
             f"echo 0 > {base}/cpuset.sched_load_balance"]
 
 
@@ -371,8 +371,9 @@ def _write_abs(path: Path, text: str) -> Step:
 def _move_processes(pids, into: Path) -> Step:
     """Move each process of ``pids`` into the cpuset ``into``; those that refuse stay, and are named.
 
-    Per-CPU kernel threads refuse (EINVAL): they belong to their CPU. A process
-    that exited meanwhile (ESRCH) is no longer there to move.
+    Kernel threads bound to their CPUs (per-CPU workers, kthreadd, workqueue
+    rescuers) refuse (EINVAL). A process that exited meanwhile (ESRCH) is no
+    longer there to move.
     """
     moved, refused = 0, []
     for pid in pids:
@@ -385,7 +386,7 @@ def _move_processes(pids, into: Path) -> Step:
     value = f"{moved} of {len(pids)} processes"
     if refused:
         shown = ", ".join(refused[:8]) + (f" and {len(refused) - 8} more" if len(refused) > 8 else "")
-        value += f"; {len(refused)} stay (per-CPU kernel threads): {shown}"
+        value += f"; {len(refused)} kernel threads refuse to move and stay: {shown}"
     return Step("move", str(into), value)
 
 

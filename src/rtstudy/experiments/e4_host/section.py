@@ -25,7 +25,8 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     h = analysis.headline(record, stats, ci)
 
     # Every block of the words sees the headline, the parameters and the CI settings.
-    words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
+    words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci,
+                    interruption_us=analysis.INTERRUPTION_NS / 1000)
 
     section = Section(name="e4_host", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
                       headline=h)
@@ -54,6 +55,10 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
         est = over_runs(g["p99.99"] / g["p50"], ci)
         section.quantities.append(Quantity(f"CPU {int(cpu)}, {load}: P99.99 / P50", est.value,
                                            est.low, est.high, "×", int(est.n)))
+    for (cpu, load), g in (positive.groupby(["cpu", "load"]) if len(positive) else []):
+        est = over_runs(g["lost_share"] * 100, ci)
+        section.quantities.append(Quantity(f"CPU {int(cpu)}, {load}: time lost to interruptions",
+                                           est.value, est.low, est.high, "%", int(est.n)))
     for (kind, load), g in (floor.groupby(["kind", "load"]) if len(floor) else []):
         est = over_runs(g["p99"] / 1000, ci)
         section.quantities.append(Quantity(f"{kind}, {load}: latency P99", est.value, est.low,
