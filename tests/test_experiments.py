@@ -22,7 +22,8 @@ PROTOCOL = {
     "params": {"SCHEMA": None, "USES": None, "cross_checks": ["cfg"]},
     "plan": {"plan": ["cfg", "fp", "configs"], "realtime": ["cfg"],
              "host_problems": ["cfg", "fp"], "after_sweep": ["directory"]},
-    "analysis": {"SAMPLES": None, "TABLES": None, "load": ["directory", "cfg"]},
+    "analysis": {"SAMPLES": None, "TABLES": None, "load": ["directory", "cfg"],
+                 "DRIFT_QUANTITY": None, "drift": ["ds"], "PLOT_FILE": None, "plot_table": ["ds"]},
     "section": {"NEEDS": None, "build": ["ds", "cfg", "ci", "others"]},
 }
 

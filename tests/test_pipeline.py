@@ -50,6 +50,14 @@ def test_repro_measures_then_renders_the_report(measured_project):
     fp = json.loads((dest / "data" / "host" / "fingerprint.json").read_text())
     e4_cells = len(fp["cpu"]["online"]) + 2  # jitter per CPU + cyclictest + cyclicdeadline
     assert cells_on_disk(dest) == 6 + 8 + 6 + e4_cells  # E3, E1, E2, E4 at smoke size
+    # The tables DVC plots (dvc.yaml plots:), one per experiment, and `dvc plots show` draws them.
+    plots = sorted(p.name for p in (dest / "report" / "plots").glob("*.csv"))
+    assert plots == ["e1_max_latency.csv", "e2_period_std.csv", "e3_whole_app.csv",
+                     "e4_lost_share.csv"]
+    head = (dest / "report" / "plots" / "e1_max_latency.csv").read_text().splitlines()[0]
+    assert head.startswith("varied_period_ms,repetition,") and "S1_default" in head
+    sh([str(BIN / "dvc"), "plots", "show", "-o", str(dest / "plots-html")], dest, env)
+    assert (dest / "plots-html" / "index.html").stat().st_size > 1000
 
 
 def test_second_repro_measures_nothing(measured_project):

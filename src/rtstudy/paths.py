@@ -95,6 +95,11 @@ def metrics_file() -> Path:
     return report_dir() / "metrics.json"
 
 
+def plots_dir() -> Path:
+    """The tables the report stage writes for `dvc plots show` (dvc.yaml ``plots:``)."""
+    return report_dir() / "plots"
+
+
 def rerun_file() -> Path:
     """The last re-run agreement measured (``benchmarks/rerun_agreement.py``), which the report cites."""
     return root() / "benchmarks" / "rerun_agreement.json"

@@ -310,6 +310,21 @@ class Study:
         tmp.replace(path)
         return path
 
+    def write_plots(self) -> list[Path]:
+        """Write each experiment's plot table (``analysis.plot_table``) to ``report/plots/``,
+        the files ``dvc plots show`` draws (dvc.yaml ``plots:``); the paths written."""
+        folder = paths.plots_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, ds in self.datasets.items():
+            analysis = experiments.get(name).analysis
+            table = analysis.plot_table(ds)
+            if table is not None and len(table):
+                path = folder / analysis.PLOT_FILE
+                table.to_csv(path, index=False, float_format="%.6g")
+                written.append(path)
+        return written
+
     def footer(self) -> str:
         host_ids = [self.host_id] if self.sections else []
         return words("footer", p=provenance(self.profile, host_ids))

@@ -303,3 +303,19 @@ def drift(ds: Dataset) -> dict | None:
     def fixed(t: pd.DataFrame) -> pd.DataFrame:
         return t[t["role"] == "fixed"] if len(t) else t
     return drift_check(fixed(ds.tables["cells"]), fixed(ds.tables["drift"]), "latency_max_ms")
+
+
+# The table behind E1's figure that DVC plots (dvc.yaml `plots:`; `dvc plots show`): one row per
+# run of a varied period, one column per scenario and buffer.
+PLOT_FILE = "e1_max_latency.csv"
+
+
+def plot_table(ds: Dataset) -> pd.DataFrame | None:
+    """The fixed producer's max latency (ms) per run against the varied period (ms)."""
+    cells = ds.tables["cells"]
+    if not len(cells):
+        return None
+    fixed = cells[cells["role"] == "fixed"]
+    wide = fixed.assign(series=fixed["scenario"] + "_" + fixed["buffer"]).pivot_table(
+        index=["varied_period_ms", "repetition"], columns="series", values="latency_max_ms")
+    return wide.reset_index().rename_axis(columns=None)

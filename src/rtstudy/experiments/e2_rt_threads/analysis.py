@@ -319,3 +319,19 @@ DRIFT_QUANTITY = ("frame-period std", "ms")
 def drift(ds: Dataset) -> dict | None:
     """The sweep's drift check on the frame-period std (ms); None without one."""
     return drift_check(ds.tables["runs"], ds.tables["drift"], "period_std_ms")
+
+
+# The table behind E2's figure that DVC plots (dvc.yaml `plots:`): one row per run of a load
+# factor (native loads), one column per policy.
+PLOT_FILE = "e2_period_std.csv"
+
+
+def plot_table(ds: Dataset) -> pd.DataFrame | None:
+    """The frame-period std (ms) per run against the load factor, native loads."""
+    runs = ds.tables["runs"]
+    if not len(runs):
+        return None
+    native = runs[runs["load_work_model"] == "native"]
+    wide = native.pivot_table(index=["load_factor", "repetition"], columns="policy",
+                              values="period_std_ms")
+    return wide.reset_index().rename_axis(columns=None)

@@ -260,3 +260,19 @@ def drift(ds: Dataset) -> dict | None:
     n = runs["iterations"].max()
     return drift_check(runs[runs["iterations"] == n], checks[checks["iterations"] == n],
                        "steady_us_per_iter")
+
+
+# The table behind E3's fit figure that DVC plots (dvc.yaml `plots:`): one row per N and
+# repetition, one column per app and scheduler.
+PLOT_FILE = "e3_whole_app.csv"
+
+
+def plot_table(ds: Dataset) -> pd.DataFrame | None:
+    """Whole-app time (s) per timed run against N, the data of the per-iteration fit."""
+    runs = ds.tables["runs"]
+    if not len(runs):
+        return None
+    short = runs["scheduler_label"].str.replace("EventBased ×", "ebs").str.lower()
+    wide = runs.assign(series=runs["app"] + "_" + short).pivot_table(
+        index=["iterations", "repetition"], columns="series", values="total_s")
+    return wide.reset_index().rename_axis(columns=None)

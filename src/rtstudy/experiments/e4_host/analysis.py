@@ -213,3 +213,20 @@ DRIFT_QUANTITY = ("P99.99 latency", "ns")
 def drift(ds: Dataset) -> dict | None:
     """The sweep's drift check on the P99.99 latency (ns) of its condition; None without one."""
     return drift_check(ds.tables["stats"], ds.tables["drift"], "p99.99")
+
+
+# The table that DVC plots (dvc.yaml `plots:`): one row per repetition, one column per CPU and
+# load, H4's quantity.
+PLOT_FILE = "e4_lost_share.csv"
+
+
+def plot_table(ds: Dataset) -> pd.DataFrame | None:
+    """The jitter probe's share of time lost to interruptions (%) per repetition."""
+    stats = ds.tables["stats"]
+    jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
+    if not len(jitter):
+        return None
+    series = "cpu" + jitter["cpu"].astype(int).astype(str) + "_" + jitter["load"]
+    wide = jitter.assign(series=series, lost_pct=jitter["lost_share"] * 100).pivot_table(
+        index="repetition", columns="series", values="lost_pct")
+    return wide.reset_index().rename_axis(columns=None)
