@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -114,3 +115,13 @@ def measured_project(project):
                           text=True, timeout=900)
     assert proc.returncode == 0, f"dvc repro failed:\n{proc.stdout}\n{proc.stderr}"
     return dest, env, proc.stdout
+
+
+def default_signals() -> None:
+    """In a child before exec: SIGINT and SIGQUIT handled as in a terminal's foreground job.
+
+    A shell that runs the tests in the background (``make test &``, nohup) ignores both,
+    and its children inherit that; an interrupt test would then interrupt nothing.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)

@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 import rtstudy
+from conftest import default_signals
 from rtstudy import io, params, paths
 from rtstudy.experiments.e3_overhead import plan as e3_plan
 from rtstudy.harness import Cell, DataDirError, SweepError, run_order, run_sweep
@@ -133,7 +134,8 @@ def start():
         with open(log, "w") as out, open(err, "w") as errors:
             # Its own session, as a terminal's foreground job: the group gets the signal.
             started.append(subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=errors,
-                                            stdin=subprocess.DEVNULL, start_new_session=True))
+                                            stdin=subprocess.DEVNULL, start_new_session=True,
+                                            preexec_fn=default_signals))
         return started[-1], err
 
     yield run

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import default_signals
 from rtstudy import audit, host, tuning
 
 BASE = host.cpuset_root()
@@ -145,7 +146,7 @@ def tuned_study(tmp_path: Path, *command: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "rtstudy.cli", "host", "study", "--cpus", str(CPU), "--yes",
          "--only-this-process", "--revert-file", str(tmp_path / "revert.json"), "--", *command],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=default_signals)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -224,6 +224,14 @@ def set_aside_drift(tables: dict[str, pd.DataFrame], per_run: str) -> dict[str, 
     return out
 
 
+def wide(table: pd.DataFrame, index: list[str], series: pd.Series, values: str) -> pd.DataFrame:
+    """``table``'s ``values`` with one column per distinct ``series`` value and ``index`` as
+    plain columns: the shape of a DVC plot table (``dvc plots show``, one y column a series)."""
+    return (table.assign(series=series)
+            .pivot_table(index=index, columns="series", values=values)
+            .reset_index().rename_axis(columns=None))
+
+
 def read_host(directory: Path) -> dict | None:
     """The fingerprint of the host that measured the dataset in ``directory``, or None."""
     path = Path(directory) / HOST_FILE

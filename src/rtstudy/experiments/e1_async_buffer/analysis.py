@@ -15,7 +15,8 @@ import pandas as pd
 
 from rtstudy.experiments.e1_async_buffer import published
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
-from rtstudy.io import Dataset, completed_cells, read_samples, run_columns, set_aside_drift
+from rtstudy.io import (Dataset, completed_cells, read_samples, run_columns, set_aside_drift,
+                        wide)
 from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
                            equivalence_verdict, holm, linear_fit, over_runs, percentiles,
                            rank_test, robust_slope, spread_test)
@@ -316,6 +317,5 @@ def plot_table(ds: Dataset) -> pd.DataFrame | None:
     if not len(cells):
         return None
     fixed = cells[cells["role"] == "fixed"]
-    wide = fixed.assign(series=fixed["scenario"] + "_" + fixed["buffer"]).pivot_table(
-        index=["varied_period_ms", "repetition"], columns="series", values="latency_max_ms")
-    return wide.reset_index().rename_axis(columns=None)
+    return wide(fixed, ["varied_period_ms", "repetition"], fixed["scenario"] + "_" + fixed["buffer"],
+                "latency_max_ms")

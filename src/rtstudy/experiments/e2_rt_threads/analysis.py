@@ -15,7 +15,8 @@ import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
-from rtstudy.io import Dataset, completed_cells, read_samples, run_columns, set_aside_drift
+from rtstudy.io import (Dataset, completed_cells, read_samples, run_columns, set_aside_drift,
+                        wide)
 from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
                            equivalence_verdict, format_p, holm, percentiles, rank_test,
                            spread_test, two_group_ci)
@@ -332,6 +333,4 @@ def plot_table(ds: Dataset) -> pd.DataFrame | None:
     if not len(runs):
         return None
     native = runs[runs["load_work_model"] == "native"]
-    wide = native.pivot_table(index=["load_factor", "repetition"], columns="policy",
-                              values="period_std_ms")
-    return wide.reset_index().rename_axis(columns=None)
+    return wide(native, ["load_factor", "repetition"], native["policy"], "period_std_ms")

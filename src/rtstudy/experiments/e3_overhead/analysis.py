@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e3_overhead import published
-from rtstudy.io import Dataset, completed_cells, read_samples, run_columns, set_aside_drift
+from rtstudy.io import (Dataset, completed_cells, read_samples, run_columns, set_aside_drift,
+                        wide)
 from rtstudy.stats import CI, MIN_RUNS, drift_check, fit_at, linear_fit, over_runs, percentiles
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
@@ -273,6 +274,4 @@ def plot_table(ds: Dataset) -> pd.DataFrame | None:
     if not len(runs):
         return None
     short = runs["scheduler_label"].str.replace("EventBased ×", "ebs").str.lower()
-    wide = runs.assign(series=runs["app"] + "_" + short).pivot_table(
-        index=["iterations", "repetition"], columns="series", values="total_s")
-    return wide.reset_index().rename_axis(columns=None)
+    return wide(runs, ["iterations", "repetition"], runs["app"] + "_" + short, "total_s")

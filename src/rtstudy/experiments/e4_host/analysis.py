@@ -16,7 +16,7 @@ import pandas as pd
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
 from rtstudy.io import (Dataset, completed_cells, read_json, read_samples, run_columns,
-                        set_aside_drift)
+                        set_aside_drift, wide)
 from rtstudy.stats import CI, MIN_RUNS, drift_check, two_group_ci
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
@@ -227,6 +227,5 @@ def plot_table(ds: Dataset) -> pd.DataFrame | None:
     if not len(jitter):
         return None
     series = "cpu" + jitter["cpu"].astype(int).astype(str) + "_" + jitter["load"]
-    wide = jitter.assign(series=series, lost_pct=jitter["lost_share"] * 100).pivot_table(
-        index="repetition", columns="series", values="lost_pct")
-    return wide.reset_index().rename_axis(columns=None)
+    return wide(jitter.assign(lost_pct=jitter["lost_share"] * 100), ["repetition"], series,
+                "lost_pct")
