@@ -24,10 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from rtstudy import paths
 from rtstudy.report.stability import agreement, agreement_table, verdict_changes
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "rerun_agreement.json"
+OUT = paths.rerun_file()
 
 
 def main() -> int:
@@ -67,7 +68,7 @@ def main() -> int:
         if args.record:
             # The report cites this file (its "Stability" section; a dependency of its DVC stage).
             OUT.write_text(json.dumps(record, indent=2) + "\n")
-            print(f"recorded in {OUT.relative_to(ROOT)}", file=sys.stderr)
+            print(f"recorded in {OUT}", file=sys.stderr)
         print(f"Profile `{args.profile}`, measured twice on host `{a['host_id']}`, one after the "
               f"other ({minutes[0]:.1f} and {minutes[1]:.1f} min), CIs at {a['confidence']:.0%} "
               "over runs.\n")

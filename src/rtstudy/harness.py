@@ -47,7 +47,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from rtstudy import paths
-from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits
+from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits, shield_of
 from rtstudy.realtime import POLICY_NAMES, RealtimeRequest
 
 FAILED_DIR = "_failed"
@@ -331,7 +331,7 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     started = time.monotonic()
     reason = ""
     with open(work / LOG, "wb") as log:
-        shield = context.fingerprint.get("isolation", {}).get("shield")
+        shield = shield_of(context.fingerprint)
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=_child_env(), preexec_fn=partial(set_child_limits, shield))
         try:

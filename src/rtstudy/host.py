@@ -122,6 +122,12 @@ def shield_state(root: Path = Path("/")) -> dict | None:
             "irqs_on_shield": irqs}
 
 
+def shield_of(fp: dict | None) -> dict | None:
+    """The runtime shield a fingerprint records (:func:`shield_state`), None for an untuned host
+    or a fingerprint from before the shield was recorded."""
+    return ((fp or {}).get("isolation") or {}).get("shield")
+
+
 def _cmdline_value(cmdline: str, key: str) -> str | None:
     match = re.search(rf"(?:^|\s){re.escape(key)}=(\S+)", cmdline)
     return match.group(1) if match else None

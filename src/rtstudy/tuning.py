@@ -324,13 +324,19 @@ def _write_file(path: Path, text: str) -> None:
         os.close(fd)
 
 
-def _write_step(root: Path, path: str, text: str) -> Step:
+def _write(path: Path, text: str, shown: str) -> Step:
+    """Write ``text`` to ``path`` as one Step named ``shown``; a refusal is the Step's error."""
     try:
-        _write_file(root / path.lstrip("/"), text)
+        _write_file(path, text)
     except OSError as exc:
         # EINVAL/EIO on some IRQs is normal (per-CPU and managed IRQs refuse).
-        return Step("write", path, text.strip(), f"{exc.strerror} (errno {exc.errno})")
-    return Step("write", path, text.strip())
+        return Step("write", shown, text.strip(), f"{exc.strerror} (errno {exc.errno})")
+    return Step("write", shown, text.strip())
+
+
+def _write_step(root: Path, path: str, text: str) -> Step:
+    """Write the host file ``path`` (as named on the host) under ``root``."""
+    return _write(root / path.lstrip("/"), text, path)
 
 
 def _service_step(service: Callable[[str, str], None], action: str, name: str) -> Step:
@@ -357,15 +363,6 @@ def _comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return "?"
-
-
-def _write_abs(path: Path, text: str) -> Step:
-    """Write ``text`` to ``path`` (already under the root) as one Step."""
-    try:
-        _write_file(path, text + "\n")
-    except OSError as exc:
-        return Step("write", str(path), text, f"{exc.strerror} (errno {exc.errno})")
-    return Step("write", str(path), text)
 
 
 def _move_processes(pids, into: Path) -> Step:
@@ -413,11 +410,12 @@ def _make_shield(base: Path, plan: Plan, tasks: list[int] | None) -> list[Step]:
         except OSError as exc:
             return steps + [Step("mkdir", str(folder), error=f"{exc.strerror} (errno {exc.errno})")]
         for name, value in settings:
-            steps.append(_write_abs(folder / name, value))
+            steps.append(_write(folder / name, value + "\n", str(folder / name)))
             if steps[-1].error:
                 return steps
     steps.append(_move_processes(_procs(base) if tasks is None else tasks, system))
-    steps.append(_write_abs(base / "cpuset.sched_load_balance", "0"))
+    balance = base / "cpuset.sched_load_balance"
+    steps.append(_write(balance, "0\n", str(balance)))
     return steps
 
 
@@ -444,7 +442,8 @@ def _remove_shield(record: dict) -> list[Step]:
                                       error=f"{exc.strerror} (errno {exc.errno})"))
                     break
                 time.sleep(0.05)
-    steps.append(_write_abs(base / "cpuset.sched_load_balance", record["root_load_balance"]))
+    balance = base / "cpuset.sched_load_balance"
+    steps.append(_write(balance, record["root_load_balance"] + "\n", str(balance)))
     return steps
 
 

@@ -81,8 +81,7 @@ def report_host(profile: str) -> str:
     if this_host in counts:
         return this_host
     def shielded(host_id: str) -> bool:
-        fp = data_fingerprint(profile, host_id) or {}
-        return bool(fp.get("isolation", {}).get("shield"))
+        return bool(host.shield_of(data_fingerprint(profile, host_id)))
 
     return sorted(counts, key=lambda h: (-counts[h], shielded(h), h))[0]
 
@@ -199,7 +198,7 @@ class Study:
         out = []
         if fp["cpu"]["count"] <= 4:
             out.append(words("few_cpus", n_cpu=fp["cpu"]["count"]))
-        shield = fp["isolation"].get("shield")
+        shield = host.shield_of(fp)
         if shield:
             out.append(words("runtime_shield", shield=shield))
         elif not fp["isolation"]["isolated"]:
@@ -255,7 +254,7 @@ class Study:
         for host_id, sections in self.sections_by_host().items():
             fp = data_fingerprint(self.profile, host_id)
             states.append({"host_id": host_id, "fp": fp,
-                           "shield": (fp or {}).get("isolation", {}).get("shield"),
+                           "shield": host.shield_of(fp),
                            "verdicts": {v.claim: v.verdict for s in sections.values()
                                         for v in s.verdicts}})
         return states

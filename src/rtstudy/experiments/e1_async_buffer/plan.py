@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rtstudy.harness import Cell, with_drift
+from rtstudy.host import shield_of
 from rtstudy.realtime import RealtimeRequest
 
 EXPERIMENT = "e1_async_buffer"
@@ -59,9 +60,8 @@ def shield_placement(cfg: dict, shield: dict) -> dict[str, tuple[int, ...]] | No
     """One CPU per operator on a shielded host: the shielded CPUs first, then the housekeeping
     ones, no CPU above :data:`MAX_CPU_BANDWIDTH` at the sweep's shortest periods (so every point
     of the sweep runs with the same placement). None when the operators do not fit."""
-    shortest = min([cfg["fixed_period_ms"], *cfg["periods_ms"]])
-    need = {"tx1": cfg["tx1_runtime_ms"] / shortest, "tx2": cfg["tx2_runtime_ms"] / shortest,
-            "rx": cfg["rx_runtime_ms"] / cfg["rx_period_ms"]}
+    points = [periods(cfg, s, v) for s in cfg["scenarios"] for v in cfg["periods_ms"]]
+    need = {op: max(cfg[f"{op}_runtime_ms"] / p[op] for p in points) for op in OPERATORS}
     used = {cpu: 0.0 for cpu in [*shield["cpus"], *shield["housekeeping"]]}
     placement = {}
     for op in sorted(OPERATORS, key=need.get, reverse=True):
@@ -81,7 +81,7 @@ def pin_cpus(cfg: dict, fp: dict) -> dict[str, tuple[int, ...]]:
     """
     allowed = fp["realtime"].get("SCHED_DEADLINE pinned") == "ok"
     cpus = fp["cpu"]["online"]
-    shield = fp.get("isolation", {}).get("shield")
+    shield = shield_of(fp)
     if allowed and shield and cfg["pin"] != "never":
         placement = shield_placement(cfg, shield)
         if placement:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rtstudy.harness import Cell, with_drift
+from rtstudy.host import shield_of
 from rtstudy.realtime import RealtimeRequest
 
 EXPERIMENT = "e2_rt_threads"
@@ -31,7 +32,7 @@ def target_cpus(cfg: dict, fp: dict, policy: str) -> tuple[int, ...]:
         return ()
     if policy == "SCHED_DEADLINE" and fp["realtime"].get("SCHED_DEADLINE pinned") != "ok":
         return ()
-    shield = fp.get("isolation", {}).get("shield")
+    shield = shield_of(fp)
     return (shield["cpus"][-1],) if shield else (fp["cpu"]["online"][-1],)
 
 

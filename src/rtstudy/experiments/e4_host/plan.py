@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rtstudy import audit
 from rtstudy.harness import Cell, with_drift
+from rtstudy.host import shield_of
 
 EXPERIMENT = "e4_host"
 APP = "e4_floor"  # the name cells record (part of every cell id): never change it
@@ -38,7 +39,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     cpus = fp["cpu"]["online"] if cfg["jitter_cpus"] == "all" else cfg["jitter_cpus"]
     stress_workers = int(round(cfg["stress_load_factor"] * fp["cpu"]["count"]))
     interval_us = round(1e6 / e2_cfg["fps"])
-    shield = fp.get("isolation", {}).get("shield")
+    shield = shield_of(fp)
     floor_cpu = shield["cpus"][-1] if shield else fp["cpu"]["online"][-1]
     cells = []
     for rep in range(cfg["repetitions"]):
