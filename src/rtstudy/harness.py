@@ -11,7 +11,9 @@ its stdout and stderr (Holoscan's log, CUDA warnings included) go to
    never ticks the operator — from the log, the tick counts and
    the policy each operator read back from its own thread;
 2. adds the sidecar ``cell.json`` (requested and effective configuration,
-   host id, profile, versions, git commit, timings);
+   host id, profile, versions, git commit, timings, and the ``GXF_*`` /
+   ``HOLOSCAN_*`` variables the app got and those of the caller's shell it did
+   not: :func:`child_env` clears them, so nothing steers an app unrecorded);
 3. renames the finished work directory to ``<cell_id>/`` in one step, so a
    cell on disk is always complete. A failed cell goes to ``_failed/<cell_id>/``
    with its log and the reason, and the sweep goes on.
@@ -291,8 +293,23 @@ def verify_realtime(requests: tuple[RealtimeRequest, ...], result: dict | None,
 # ---------------------------------------------------------------------------
 # One cell
 
-def _child_env() -> dict:
-    env = dict(os.environ)
+# Variables of the caller's shell that steer Holoscan or GXF (the dispatcher's policy, for one)
+# would reach every app silently. The harness clears them all, records which it cleared in each
+# cell's sidecar, and warns once per sweep; only these, which change nothing but the log, pass.
+STEERING_PREFIXES = ("GXF_", "HOLOSCAN_")
+PASSED_THROUGH = ("HOLOSCAN_LOG_LEVEL", "HOLOSCAN_LOG_FORMAT")
+
+
+def cleared_env(environ: dict | None = None) -> dict:
+    """The caller's ``GXF_*`` / ``HOLOSCAN_*`` variables a cell does not get (name → value)."""
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in sorted(environ.items())
+            if k.startswith(STEERING_PREFIXES) and k not in PASSED_THROUGH}
+
+
+def child_env() -> dict:
+    """A cell's environment: the caller's, without :func:`cleared_env`, logging at WARN."""
+    env = {k: v for k, v in os.environ.items() if k not in cleared_env()}
     env.setdefault("HOLOSCAN_LOG_LEVEL", "WARN")
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -333,7 +350,7 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     with open(work / LOG, "wb") as log:
         shield = shield_of(context.fingerprint)
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=_child_env(), preexec_fn=partial(set_child_limits, shield))
+                                env=child_env(), preexec_fn=partial(set_child_limits, shield))
         try:
             rc = proc.wait(timeout=cell.timeout_s)
         except subprocess.TimeoutExpired:
@@ -371,6 +388,9 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     if not reason:
         try:
             _npz_to_parquet(work / RAW_SAMPLES, work / SAMPLES)
+            for extra in sorted(work.glob("*.npz")):
+                # Further tables an app returned (E2's scheduler trace): kept beside the samples.
+                _npz_to_parquet(extra, extra.with_suffix(".parquet"))
         except (OSError, ValueError) as exc:
             if isinstance(exc, OSError) and exc.errno in STORAGE_FIXES:
                 raise  # the data directory is the problem: stop the sweep, not just this cell
@@ -391,6 +411,10 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
         "operators": (result or {}).get("operators", {}),
         "summary": (result or {}).get("summary", {}),
         "realtime_verified": bool(cell.realtime) and not reason,
+        # The caller's GXF_*/HOLOSCAN_* variables this cell did not get, and those it got
+        # (child_env); an app that sets its own (E2's dispatcher) records them in its summary.
+        "env_cleared": cleared_env(),
+        "env": {k: v for k, v in sorted(child_env().items()) if k.startswith(STEERING_PREFIXES)},
         "order_index": order_index,
         "status": "failed" if reason else "ok",
         "reason": reason,
@@ -401,7 +425,8 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     (work / RESULT).unlink(missing_ok=True)
     failed_dir = out_dir / FAILED_DIR / cell.cell_id
     if reason:
-        (work / RAW_SAMPLES).unlink(missing_ok=True)
+        for raw in work.glob("*.npz"):
+            raw.unlink()
         (work / SAMPLES).unlink(missing_ok=True)
         write_json(work / SIDECAR, sidecar)
         failed_dir.parent.mkdir(exist_ok=True)
@@ -517,6 +542,10 @@ def _run_cells(cells: list[Cell], out_dir: Path, context: SweepContext, order_se
     todo = [c for c in ordered if not is_complete(out_dir, c)]
     done = len(ordered) - len(todo)
     experiment = cells[0].experiment if cells else "sweep"
+    if todo and cleared_env():
+        print(f"NOTE: {experiment}: not passed to the apps (recorded in each cell.json as "
+              f"env_cleared): {', '.join(cleared_env())}. The study sets what it varies itself.",
+              file=progress or sys.stderr)
     bar = tqdm(total=len(ordered), initial=done, desc=experiment, unit="cell",
                file=progress or sys.stderr, dynamic_ncols=True, smoothing=0.1)
     try:

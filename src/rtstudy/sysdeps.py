@@ -1,7 +1,7 @@
 """Debian packages the study needs besides Python: installed when we may, explained when we may not.
 
 ``make setup`` runs this. It installs ``rt-tests`` (cyclictest), ``stress-ng``,
-``chromium`` and ``openssh-server`` with apt when running as root; otherwise it
+``linux-perf``, ``chromium`` and ``openssh-server`` with apt when running as root; otherwise it
 only says what needs them and how to install them. It never fails the setup,
 and it never starts a service: where the host has no ``policy-rc.d`` (the
 Debian hook that vetoes service starts during installs), one is put in place
@@ -22,6 +22,7 @@ PACKAGES = {
     "stress-ng": ("stress-ng", "the loaded platform floor of E4 (cyclictest under stress-ng)"),
     "chromium": ("chromium", "the report's browser check in `make test` (headless screenshot)"),
     "sshd": ("openssh-server", "the DVC network-remote round trip in `make test` (sshd on 127.0.0.1)"),
+    "perf": ("linux-perf", "E2's kernel scheduler trace (the attribution of a frame's delay)"),
 }
 POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
 

@@ -3,7 +3,9 @@
 Usage (by the harness only): ``python -m <app module> SPEC.json WORKDIR``.
 The app's ``run(config, realtime)`` returns its samples (a mapping of column
 name to values) and a result dict; this module writes them to
-``WORKDIR/samples.npz`` and ``WORKDIR/result.json``. The result holds ``operators`` (per operator: ticks
+``WORKDIR/samples.npz`` and ``WORKDIR/result.json``; a third item, if it
+returns one, maps table names to further columns (``WORKDIR/<name>.npz``, kept
+beside the samples as ``<name>.parquet``). The result holds ``operators`` (per operator: ticks
 and the scheduling attributes read back on its own thread), ``effective``
 (the configuration the app really used), ``summary`` and ``measured_s`` (time
 spent inside Holoscan app runs, for the overhead benchmark).
@@ -11,6 +13,7 @@ spent inside Holoscan app runs, for the overhead benchmark).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -24,6 +27,54 @@ from rtstudy.realtime import RealtimeRequest
 def thread_record() -> dict:
     """The calling thread's effective scheduling attributes (policy, priority, CPUs, ...)."""
     return _native.thread_sched()
+
+
+# Environment variables that steer Holoscan or GXF; the harness passes none from the caller's
+# shell except these logging ones (see rtstudy.harness.child_env), and the app records them all.
+ENV_PREFIXES = ("GXF_", "HOLOSCAN_")
+DISPATCHER = "dispatcher"  # the EventBasedScheduler's dispatcher thread: its name, as Linux shows it
+
+
+def steering_env() -> dict:
+    """Every ``GXF_*`` / ``HOLOSCAN_*`` variable of this process, as the app runs with it."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
+
+
+def task_record(tid: int) -> dict:
+    """Another thread's scheduling attributes, in :func:`thread_record`'s keys (FIFO/RR/OTHER).
+
+    Read from outside the thread (``sched_getscheduler`` and friends), so a
+    SCHED_DEADLINE reservation is not read; its fields are 0.
+    """
+    return {"tid": tid, "policy": os.sched_getscheduler(tid),
+            "priority": os.sched_getparam(tid).sched_priority, "nice": os.getpriority(
+                os.PRIO_PROCESS, tid), "runtime_ns": 0, "deadline_ns": 0, "period_ns": 0,
+            "cpus": sorted(os.sched_getaffinity(tid))}
+
+
+def process_threads(pid: int | str = "self") -> list[dict]:
+    """Every thread of process ``pid``: its name (``comm``) and :func:`task_record`."""
+    rows = []
+    for name in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+        try:
+            comm = open(f"/proc/{pid}/task/{name}/comm").read().strip()
+            rows.append({"comm": comm, **task_record(int(name))})
+        except (OSError, ProcessLookupError):
+            continue  # the thread ended while we looked
+    return rows
+
+
+def apply_dispatcher(request: RealtimeRequest) -> None:
+    """Ask Holoscan for a real-time dispatcher: the variables its EventBasedScheduler reads at start.
+
+    NVIDIA's scheduler documentation names them; holoscan-cu12 4.6.0 honours
+    them in Python apps ("Dispatcher thread configured with SCHED_FIFO, priority 99").
+    Whether it did is read back from the thread named ``dispatcher``, not trusted.
+    """
+    os.environ["GXF_EBS_DISPATCHER_SCHED_POLICY"] = request.policy
+    os.environ["GXF_EBS_DISPATCHER_SCHED_PRIORITY"] = str(request.priority)
+    if request.cpus:
+        os.environ["GXF_EBS_DISPATCHER_CPU_CORE"] = str(request.cpus[0])
 
 
 def apply_realtime(app, operator, request: RealtimeRequest) -> None:
@@ -49,8 +100,10 @@ def main(run: Callable) -> None:
     spec_path, workdir = Path(sys.argv[1]), Path(sys.argv[2])
     spec = json.loads(spec_path.read_text())
     requests = tuple(RealtimeRequest(**{**r, "cpus": tuple(r["cpus"])}) for r in spec["realtime"])
-    samples, result = run(spec["config"], requests)
+    samples, result, *extra = run(spec["config"], requests)
     # NumPy here; the harness converts to Parquet. pyarrow imports pandas when it
     # converts Python data, which would add ~0.35 s to every cell's subprocess.
     np.savez(workdir / "samples.npz", **{k: np.asarray(v) for k, v in samples.items()})
+    for name, columns in (extra[0] if extra else {}).items():
+        np.savez(workdir / f"{name}.npz", **{k: np.asarray(v) for k, v in columns.items()})
     (workdir / "result.json").write_text(json.dumps(result, indent=2, default=str))

@@ -23,6 +23,7 @@ from pathlib import Path
 from rtstudy import paths
 from rtstudy.host import die_with_parent
 from rtstudy.apps.child import main
+from rtstudy.apps.loads import start_stress, stop_stress
 from rtstudy.realtime import POLICIES
 
 PROBE_SOURCE = Path(__file__).resolve().with_name("jitter_probe.c")
@@ -43,21 +44,7 @@ def start_load(config: dict) -> subprocess.Popen | None:
     if config["load"] != "stress":
         return None
     # Longer than the measurement; it is stopped as soon as the measurement ends.
-    seconds = int(config["seconds"] + 30)
-    # die_with_parent: a cell killed from outside must not leave its load running.
-    return subprocess.Popen(["stress-ng", "--cpu", str(config["stress_workers"]), "--timeout",
-                             f"{seconds}s", "--quiet"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
-
-
-def stop_load(proc: subprocess.Popen | None) -> None:
-    if proc is not None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return start_stress(config["stress_workers"], config["seconds"] + 30)
 
 
 def run_jitter(config: dict) -> tuple[dict, dict]:
@@ -122,7 +109,7 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
             time.sleep(1)  # let the load spread over the CPUs before measuring
         samples, summary = run_jitter(config) if config["kind"] == "jitter" else run_rt_tests(config)
     finally:
-        stop_load(load)
+        stop_stress(load)
     measured_s = (time.monotonic_ns() - start) / 1e9
     policy = "SCHED_OTHER"
     if config["kind"] == "cyclictest" or (config["kind"] == "jitter" and config["fifo_priority"]):

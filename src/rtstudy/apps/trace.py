@@ -1,0 +1,151 @@
+"""A kernel scheduler trace around a block of code: ``perf record`` of three tracepoints.
+
+``sched_waking`` (a thread is made runnable; recorded in the context of
+whoever woke it: a thread, or a timer interrupt in whatever thread was
+running), ``sched_wakeup`` and ``sched_switch`` (who left the CPU, in which
+state, and who got it), on every CPU, time-stamped with CLOCK_MONOTONIC: the
+clock of the apps' own time stamps (``time.monotonic_ns``), so each event can
+be set beside a frame.
+
+Debian's ``trace-cmd`` 3.1 cannot be used on this kind of host: it writes
+``/proc/sys/kernel/ftrace_enabled``, which the kernel refuses ("Can't enable
+ftrace"), and its ``-d`` option that skips the write crashes. ``perf`` (Debian
+``linux-perf``) reads the same tracepoints. perf mounts tracefs when it is not
+mounted; whatever it mounted is unmounted afterwards and recorded.
+
+The trace is started disabled and enabled through perf's control FIFO, which
+answers "ack" once the events are on, so the traced block starts only when
+tracing does.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from rtstudy.host import die_with_parent
+
+EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_switch")
+_LINE = re.compile(r"^\s*(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+sched:(\w+):\s+(.*)$")
+_SWITCH = re.compile(r"prev_comm=(.*) prev_pid=(-?\d+) prev_prio=(\d+) prev_state=(\S+) ==> "
+                     r"next_comm=(.*) next_pid=(-?\d+) next_prio=(\d+)\s*$")
+_WAKE = re.compile(r"comm=(.*) pid=(-?\d+) prio=(\d+) target_cpu=(\d+)\s*$")
+COLUMNS = ("t_ns", "cpu", "event", "tid", "pid", "comm", "prio", "prev_pid", "prev_comm",
+           "prev_state")
+
+
+class TraceError(RuntimeError):
+    """The trace could not be taken; the message says why and what to do."""
+
+
+def tracefs_mounts() -> set[str]:
+    """Where tracefs is mounted now (mount points)."""
+    with open("/proc/mounts") as f:
+        return {line.split()[1] for line in f if line.split()[2:3] == ["tracefs"]}
+
+
+def parse(text: str) -> dict[str, list]:
+    """``perf script`` lines of :data:`EVENTS` → columns (:data:`COLUMNS`).
+
+    ``tid`` is the thread in whose context the event was recorded; ``pid``
+    the thread woken (waking/wakeup) or switched in (switch), with its
+    ``comm`` and ``prio`` (the kernel's: 120 + nice for normal threads,
+    99 − priority for real-time ones); for a switch ``prev_*`` is who left
+    the CPU, ``prev_state`` ``R`` (preempted) or a sleep state.
+    """
+    cols: dict[str, list] = {c: [] for c in COLUMNS}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if not m:
+            continue
+        tid, cpu, sec, frac, event, rest = m.groups()
+        if event == "sched_switch":
+            s = _SWITCH.match(rest)
+            if not s:
+                continue
+            prev_comm, prev_pid, _, prev_state, comm, pid, prio = s.groups()
+        else:
+            w = _WAKE.match(rest)
+            if not w:
+                continue
+            comm, pid, prio, _ = w.groups()
+            prev_comm, prev_pid, prev_state = "", "-1", ""
+        row = (int(sec) * 1_000_000_000 + int(frac), int(cpu), event.removeprefix("sched_"),
+               int(tid), int(pid), comm, int(prio), int(prev_pid), prev_comm, prev_state)
+        for c, v in zip(COLUMNS, row):
+            cols[c].append(v)
+    return cols
+
+
+@contextlib.contextmanager
+def sched_trace(limit_s: float, record: dict):
+    """Trace the scheduler on every CPU while the block runs (at most ``limit_s`` seconds).
+
+    ``record`` is filled in: ``tool``, ``events``, ``tracefs_mounted_by_trace``
+    (unmounted again), ``perf_stderr`` and, once the block ends, ``columns``
+    (:func:`parse`). Raises :class:`TraceError` when perf is missing or does
+    not start; the block does not run then.
+    """
+    perf = shutil.which("perf")
+    if perf is None:
+        raise TraceError("perf is not installed: `sudo apt-get install linux-perf` "
+                         "(make setup does this when run as root)")
+    before = tracefs_mounts()
+    with tempfile.TemporaryDirectory(prefix="rtstudy-trace-") as tmp:
+        ctl, ack, data = Path(tmp, "ctl"), Path(tmp, "ack"), Path(tmp, "perf.data")
+        os.mkfifo(ctl)
+        os.mkfifo(ack)
+        # O_RDWR: opening a FIFO this way never blocks, even before perf has opened its end.
+        ctl_fd, ack_fd = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+        cmd = [perf, "record", "-a", "-k", "CLOCK_MONOTONIC", "-D", "-1",
+               "--control", f"fifo:{ctl},{ack}", "-o", str(data)]
+        for event in EVENTS:
+            cmd += ["-e", event]
+        cmd += ["--", "sleep", str(int(limit_s) + 1)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, preexec_fn=die_with_parent)
+        record.update(tool="perf record", events=list(EVENTS), clock="CLOCK_MONOTONIC")
+        try:
+            _command(ctl_fd, ack_fd, "enable", proc)
+            yield record
+            _command(ctl_fd, ack_fd, "disable", proc)
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+            try:
+                _, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+            os.close(ctl_fd)
+            os.close(ack_fd)
+            record["perf_stderr"] = (err or "").strip()[-2000:]
+            mounted = sorted(tracefs_mounts() - before)
+            for point in reversed(mounted):
+                subprocess.run(["umount", point], capture_output=True)
+            record["tracefs_mounted_by_trace"] = mounted
+            record["tracefs_left_mounted"] = sorted(tracefs_mounts() - before)
+        script = subprocess.run([perf, "script", "-i", str(data), "--ns", "-F",
+                                 "tid,cpu,time,event,trace"], capture_output=True, text=True)
+        if script.returncode != 0:
+            raise TraceError(f"perf script failed: {script.stderr.strip()[-500:]}")
+        record["columns"] = parse(script.stdout)
+        record["n_events"] = len(record["columns"]["t_ns"])
+
+
+def _command(ctl_fd: int, ack_fd: int, command: str, proc: subprocess.Popen) -> None:
+    """Send perf a control command and wait (at most 10 s) for its "ack"."""
+    os.write(ctl_fd, f"{command}\n".encode())
+    ready, _, _ = select.select([ack_fd], [], [], 10)
+    if not ready:
+        proc.kill()
+        err = proc.communicate()[1] or ""
+        raise TraceError(f"perf did not acknowledge '{command}' within 10 s: "
+                         f"{err.strip()[-500:] or 'no message'}")
+    os.read(ack_fd, 64)
