@@ -207,7 +207,9 @@ def test_the_schema_is_what_every_app_writes(tmp_path, fingerprint, monkeypatch)
     """One real cell per experiment, without real-time policies (any host), against its SAMPLES."""
     smaller = {"e1_async_buffer": dict(scenarios=["S1"], buffers=["default"], policies=["none"],
                                        periods_ms=[20], messages=10),
-               "e2_rt_threads": dict(policies=["normal"], load_factors=[0], duration_s=0.5),
+               "e2_rt_threads": dict(policies=["normal_dedicated"], load_factors=[0], duration_s=0.5,
+                                     contrast_policies=["normal_dedicated"], floor=False,
+                                     trace_seconds=0, seed_topologies=[]),
                "e3_overhead": dict(apps=["ping"], schedulers=["greedy"]),
                "e4_host": dict(jitter_cpus=[0], jitter_seconds=0.2, floor_tools=[])}
     assert set(smaller) == set(experiments.REGISTRY), "a new experiment needs its smallest cell here"

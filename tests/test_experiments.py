@@ -112,6 +112,10 @@ def test_cell_ids_are_those_of_data_measured_before_the_move():
             configs["e2_rt_threads"].setdefault("headline_repetitions",
                                                 configs["e2_rt_threads"]["repetitions"])
             for name in experiments.REGISTRY:
+                if name == "e2_rt_threads":
+                    # E2's conditions changed on purpose (the dispatcher, load placement and
+                    # topology factors; its own floor); every E2 cell was measured anew.
+                    continue
                 # Added since too: the drift check's two extra cells, which change no other id.
                 for drift_check in (False, True):
                     cfg = {**configs[name], "drift_check": drift_check}

@@ -44,13 +44,20 @@ def test_e1_falls_back_to_unpinned_when_the_threads_do_not_fit():
     assert all(not r.cpus for c in e1_plan.plan(cfg, FP, configs()) for r in c.realtime)
 
 
-def test_e2_pins_the_real_time_target_to_the_shield_only():
+def test_e2_pins_its_targets_and_floor_to_the_shield_and_the_seeds_as_they_do():
     cfg = configs()["e2_rt_threads"]
     for cell in e2_plan.plan(cfg, FP, configs()):
-        policy = cell.config["policy"]
-        expected = (1,) if policy in e2_plan.RT_POLICIES else ()
-        assert all(r.cpus == expected for r in cell.realtime), cell.label
-        assert cell.config["pinned"] == bool(expected)
+        k = cell.config
+        if k["topology"] in ("dedicated", "floor"):
+            # Every policy on its own thread gets the same CPU, normal_dedicated included.
+            expected = (1,) if k["policy"] != "normal" else ()
+        elif k["topology"].startswith("seed"):
+            expected = (0,) if k["policy"] in e2_plan.RT_POLICIES else ()  # the seeds' recipe
+        else:
+            expected = ()  # the shared pool, as the seed's normal baseline
+        assert tuple(k["target_cpus"]) == expected and k["pinned"] == bool(expected), cell.label
+        for r in cell.realtime:
+            assert r.cpus == (() if r.operator == e2_plan.DISPATCHER else expected), cell.label
 
 
 def test_e4_measures_both_cpus_and_the_floor_on_the_shield():

@@ -68,17 +68,20 @@ def e2_runs(rt_stds, normal_std=1.5, zero_diff=0.0, seed=0):
     """Per-run frame-period stds (ms) at 0 and 3 loads per CPU; frames are a stand-in."""
     rng = np.random.default_rng(seed)
     runs, frames = [], []
-    for policy in ("normal", "SCHED_FIFO", "SCHED_RR"):
+    # H2's baseline is normal_dedicated; the policy grid: load operators, Holoscan's dispatcher.
+    grid = {"topology": "dedicated", "dispatcher": "other", "load_placement": "operators"}
+    for policy in ("normal_dedicated", "SCHED_FIFO", "SCHED_RR"):
+        base = policy == "normal_dedicated"
         top = [normal_std * (1 + 0.05 * rng.standard_normal()) for _ in rt_stds] \
-            if policy == "normal" else list(rt_stds)
-        zero = [0.1 + (0 if policy == "normal" else zero_diff) + 0.002 * rng.standard_normal()
+            if base else list(rt_stds)
+        zero = [0.1 + (0 if base else zero_diff) + 0.002 * rng.standard_normal()
                 for _ in rt_stds]
         for factor, values in ((0.0, zero), (3.0, top)):
             for v in values:
                 runs.append({"policy": policy, "load_factor": factor, "load_work_model": "native",
-                             "period_std_ms": v})
+                             "period_std_ms": v, **grid})
                 frames += [{"policy": policy, "load_factor": factor, "load_work_model": "native",
-                            "period_ms": x} for x in 16.7 + v * rng.standard_normal(30)]
+                            "period_ms": x, **grid} for x in 16.7 + v * rng.standard_normal(30)]
     return pd.DataFrame(runs), pd.DataFrame(frames)
 
 

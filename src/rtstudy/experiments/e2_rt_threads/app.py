@@ -2,56 +2,79 @@
 
 The target runs at ``fps`` and stamps the start of every ``compute``
 (frame period = difference of consecutive starts) and the duration of a
-fixed amount of native work (its execution time). Load operators have no
-condition, so they run back to back, ``load_work_ms`` of work per call, until
-the target has produced its frames and disables them.
+fixed amount of native work (its execution time). The competing load runs for
+the whole measurement, placed as ``load_placement`` says:
 
-Topologies (``policy``):
+- ``operators``: load operators with no condition, run back to back,
+  ``load_work_ms`` of work per call, on the default pool (one worker each), until
+  the target has produced its frames and disables them (the seed's way);
+- ``process``: ``loads`` stress-ng CPU workers beside the app (normal policy, nice 0);
+- ``threads``: ``loads`` plain threads of the app's process that are not operators,
+  busy in ``load_work_ms`` chunks of the load work model.
 
-- ``normal``: the seed's baseline: target and loads share the default pool.
-- ``normal_dedicated``: the target alone on its own normal thread, loads on the
-  default pool (separates the effect of a dedicated thread from that of a policy).
-- ``SCHED_FIFO`` / ``SCHED_RR`` / ``SCHED_DEADLINE``: the target alone on its
-  own real-time thread, loads on the default pool. FIFO and RR are paced by
-  ``PeriodicCondition``; a DEADLINE worker is periodic by itself.
+Where the target runs (``topology``):
+
+- ``dedicated``: the target alone on its own worker thread, pinned to
+  ``target_cpus`` when given; ``policy`` ``normal_dedicated`` leaves it SCHED_OTHER, FIFO /
+  RR / DEADLINE make it real-time. Only the policy differs between them.
+- ``shared``: the seed's normal baseline: the target shares the default pool with the loads.
+- ``seed_python``: NVIDIA's Python benchmark. Normal: target and loads in a 2-thread
+  ``shared_pool`` allowed on CPUs [0, 1]; real-time: the target in a 1-thread
+  ``realtime_pool`` (pinned as ``target_cpus``), the loads in a 1-thread ``load_pool`` on CPU 1.
+- ``seed_cpp``: NVIDIA's C++ benchmark: target and loads on 2 default workers; real-time:
+  the target on its own pinned real-time thread.
+
+``dispatcher``: ``fifo`` asks the EventBasedScheduler for a SCHED_FIFO dispatcher
+(a ``dispatcher`` real-time request; see :func:`rtstudy.apps.child.apply_dispatcher`).
+Every thread's policy is read back during the run and the dispatcher's is recorded
+like an operator's, so the harness verifies it. ``trace_s`` > 0 records a kernel
+scheduler trace (:mod:`rtstudy.apps.trace`) of the measured frames.
 """
 from __future__ import annotations
 
 import time
 
 # First: importing rtstudy.apps preloads libcudart, without which holoscan does not import.
-from rtstudy.apps.child import apply_realtime, main, thread_record  # noqa: I001
+from rtstudy.apps.child import (DISPATCHER, apply_dispatcher, apply_realtime, main,  # noqa: I001
+                                process_threads, steering_env, thread_record)
 from holoscan.conditions import BooleanCondition, CountCondition, PeriodicCondition
 from holoscan.core import Application, Operator
 from holoscan.schedulers import EventBasedScheduler
 
+from rtstudy.apps.loads import BusyThreads, start_stress, stop_stress
+from rtstudy.apps.trace import sched_trace
 from rtstudy.work import busy_for, fixed_work
 
 MS = 1_000_000
+SEED_CPUS = [0, 1]    # NVIDIA's Python benchmark: its shared pool's CPUs; loads on the last one
 
 
 class TargetOp(Operator):
     """Stamps each compute start (ns) and times a fixed workload; stops the loads when done."""
 
-    def __init__(self, fragment, *args, frames: int, work_iterations: int, work_model: str,
-                 loads_done: list, **kwargs):
+    def __init__(self, fragment, *args, frames: int, work_iterations: int, loads_done: list,
+                 **kwargs):
         self.frames = frames
         self.work_iterations = work_iterations
-        self.work_model = work_model
         self.loads_done = loads_done
         self.t_start: list[int] = []
         self.exec_ns: list[int] = []
         self.sched: dict | None = None
+        self.threads: list[dict] | None = None
         super().__init__(fragment, *args, **kwargs)
 
     def compute(self, op_input, op_output, context):
         t0 = time.monotonic_ns()
-        fixed_work(self.work_iterations, self.work_model)
+        fixed_work(self.work_iterations, "native")
         t1 = time.monotonic_ns()
         self.t_start.append(t0)
         self.exec_ns.append(t1 - t0)
         if self.sched is None:
             self.sched = thread_record()
+        elif self.threads is None:
+            # Every thread of the process as it runs (the dispatcher's policy among them); on
+            # the second frame, so it is never the first frame's period that pays for it.
+            self.threads = process_threads()
         if len(self.t_start) == self.frames:
             for condition in self.loads_done:
                 condition.disable_tick()
@@ -73,50 +96,102 @@ class LoadOp(Operator):
 
 class ContentionApp(Application):
     def __init__(self, config: dict, realtime):
-        self.config, self.realtime = config, realtime
+        self.config = config
+        self.realtime = [r for r in realtime if r.operator != DISPATCHER]
         super().__init__()
 
     def compose(self):
         c = self.config
         self.loads, done = [], []
-        for i in range(c["loads"]):
-            flag = BooleanCondition(self, enable_tick=True, name=f"load{i}_on")
-            done.append(flag)
-            self.loads.append(LoadOp(self, flag, name=f"load{i}", work_ms=c["load_work_ms"],
-                                     work_model=c["load_work_model"]))
-            self.add_operator(self.loads[-1])
+        if c["load_placement"] == "operators":
+            for i in range(c["loads"]):
+                flag = BooleanCondition(self, enable_tick=True, name=f"load{i}_on")
+                done.append(flag)
+                self.loads.append(LoadOp(self, flag, name=f"load{i}", work_ms=c["load_work_ms"],
+                                         work_model=c["load_work_model"]))
+                self.add_operator(self.loads[-1])
         conditions = [CountCondition(self, c["frames"])]
         if c["policy"] != "SCHED_DEADLINE":
             conditions.append(PeriodicCondition(self, c["period_ns"]))
         self.target = TargetOp(self, *conditions, name="target", frames=c["frames"],
-                               work_iterations=c["target_work_iterations"],
-                               work_model="native", loads_done=done)
+                               work_iterations=c["target_work_iterations"], loads_done=done)
         self.add_operator(self.target)
-        if c["policy"] == "normal_dedicated":
-            self.make_thread_pool("target_pool", 1).add(self.target, pin_operator=True)
+        topology, cpus = c["topology"], list(c["target_cpus"])
+        if topology == "dedicated" and c["policy"] == "normal_dedicated":
+            self.make_thread_pool("target_pool", 1).add(self.target, pin_operator=True,
+                                                         pin_cores=cpus)
+        elif topology == "seed_python" and not self.realtime:
+            shared = self.make_thread_pool("shared_pool", 2)
+            for op in [self.target, *self.loads]:
+                shared.add(op, pin_cores=SEED_CPUS)
+        elif topology == "seed_python" and self.loads:
+            load_pool = self.make_thread_pool("load_pool", 1)
+            for op in self.loads:
+                load_pool.add(op, pin_cores=SEED_CPUS[-1:])
         for request in self.realtime:
             apply_realtime(self, self.target, request)
 
 
-def run(config: dict, realtime) -> tuple[dict, dict]:
+def default_workers(config: dict) -> int:
+    """The default pool's worker threads: one per load operator it runs, plus the target's when
+    it shares them; the C++ seed's 2; never below 1."""
+    topology, loads = config["topology"], config["loads"]
+    in_pool = loads if config["load_placement"] == "operators" else 0
+    if topology == "seed_cpp":
+        return 2
+    if topology == "seed_python":
+        return 1  # the seed's pools hold every operator; the default pool idles
+    shared = 1 if topology == "shared" else 0
+    return max(1, in_pool + shared)
+
+
+def run(config: dict, realtime) -> tuple[dict, dict, dict]:
+    for request in realtime:
+        if request.operator == DISPATCHER:
+            apply_dispatcher(request)
     app = ContentionApp(config, realtime)
-    # "normal" shares the default pool with the loads: one thread each, as the OS sees them.
-    shared = 1 if config["policy"] == "normal" else 0
-    workers = max(1, config["loads"] + shared)
+    workers = default_workers(config)
     app.scheduler(EventBasedScheduler(app, name="ebs", worker_thread_number=workers,
                                       stop_on_deadlock=True, stop_on_deadlock_timeout=100,
                                       max_duration_ms=config["max_duration_ms"]))
+    placement, limit_s = config["load_placement"], config["max_duration_ms"] / 1000
+    stress = threads = None
+    if placement == "process" and config["loads"]:
+        stress = start_stress(config["loads"], limit_s + 30)
+    elif placement == "threads" and config["loads"]:
+        threads = BusyThreads(config["loads"], config["load_work_ms"],
+                              config["load_work_model"]).start()
+    trace: dict = {}
     start = time.monotonic_ns()
-    app.run()
-    measured_s = (time.monotonic_ns() - start) / 1e9
+    try:
+        if config.get("trace_s"):
+            with sched_trace(limit_s, trace):
+                app.run()
+        else:
+            app.run()
+    finally:
+        measured_s = (time.monotonic_ns() - start) / 1e9
+        process = stop_stress(stress)
+        chunks = threads.stop() if threads else []
     target = app.target
     columns = {"frame": list(range(len(target.t_start))), "t_start_ns": target.t_start,
                "exec_ns": target.exec_ns}
+    every = target.threads or []
+    dispatcher = next((t for t in every if t["comm"] == DISPATCHER), None)
+    operators = {"target": {"ticks": len(target.t_start), "sched": target.sched}}
+    if dispatcher:
+        # Recorded like an operator, so the harness verifies a requested dispatcher policy.
+        operators[DISPATCHER] = {"ticks": 1, "sched": dispatcher}
     summary = {"frames": len(target.t_start), "load_ticks": [op.ticks for op in app.loads],
-               "duration_s": measured_s, "default_pool_workers": workers}
-    return columns, {"operators": {"target": {"ticks": len(target.t_start), "sched": target.sched}},
+               "load_thread_chunks": chunks, "stress_ng": process, "duration_s": measured_s,
+               "default_pool_workers": workers, "threads": every, "env": steering_env()}
+    extra = {}
+    if trace:
+        extra["trace"] = trace.pop("columns")
+        summary["trace"] = trace
+    return columns, {"operators": operators,
                      "effective": {**config, "default_pool_workers": workers},
-                     "summary": summary, "measured_s": measured_s}
+                     "summary": summary, "measured_s": measured_s}, extra
 
 
 if __name__ == "__main__":

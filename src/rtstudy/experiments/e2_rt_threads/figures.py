@@ -18,8 +18,15 @@ def _policies(frames: pd.DataFrame) -> list[str]:
     return [p for p in POLICY_ORDER if p in present]
 
 
+def _grid(table: pd.DataFrame) -> pd.DataFrame:
+    """The policy grid's rows: load operators and Holoscan's own dispatcher."""
+    return table[(table["dispatcher"] == "other") & (table["load_placement"] == "operators")
+                 & table["topology"].isin(["dedicated", "shared"])]
+
+
 def _e2_top(frames: pd.DataFrame) -> pd.DataFrame:
-    """Frames at the highest load factor with native loads: where contention is strongest."""
+    """Grid frames at the highest load factor with native loads: where contention is strongest."""
+    frames = _grid(frames)
     native = frames[frames["load_work_model"] == "native"]
     return native[native["load_factor"] == native["load_factor"].max()]
 
@@ -86,6 +93,7 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, ci: CI,
         Where to write the files (default ``report/figures``).
     """
     style()
+    runs = _grid(runs)
     models = [m for m in ("native", "python") if m in set(runs["load_work_model"])]
     policies = _policies(runs)
     factors = sorted(runs["load_factor"].unique())
@@ -118,4 +126,111 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, ci: CI,
                  f"{ci.level} bootstrap CI over runs, none below {MIN_RUNS} runs)",
                  fontsize="medium")
     save(fig, "e2_std", directory)
+    return fig
+
+
+def e2_factorial(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI,
+                 directory: Path | None = None) -> plt.Figure:
+    """At the headline point: the target's frame-period std per policy, dispatcher and load
+    placement (each run, and their mean with a CI over runs), beside the floor measured the same way.
+
+    Parameters
+    ----------
+    runs, floor : DataFrame
+        :func:`rtstudy.experiments.e2_rt_threads.analysis.load`'s ``runs`` and ``floor`` (ms).
+    ci : CI
+        The report's CI settings; below three runs there is no whisker.
+    directory : Path, optional
+        Where to write the files (default ``report/figures``).
+    """
+    style()
+    native = runs[(runs["topology"] == "dedicated") & (runs["load_work_model"] == "native")]
+    top = native[native["load_factor"] == native["load_factor"].max()]
+    placements = [p for p in ("operators", "threads", "process") if p in set(top["load_placement"])]
+    conditions = [(pol, disp) for pol in POLICY_ORDER for disp in ("other", "fifo")
+                  if ((top["policy"] == pol) & (top["dispatcher"] == disp)).any()]
+    fig, ax = plt.subplots(figsize=(8.4, 3.8), layout="constrained")
+    width = 0.8 / max(len(placements), 1)
+    labelled: set[str] = set()
+    for j, placement in enumerate(placements):
+        color = PALETTE[j % len(PALETTE)]
+        for i, (policy, disp) in enumerate(conditions):
+            sel = top[(top["policy"] == policy) & (top["dispatcher"] == disp)
+                      & (top["load_placement"] == placement)]["period_std_ms"]
+            if sel.empty:
+                continue
+            x = i - 0.4 + width * (j + 0.5)
+            ax.scatter([x - width / 4] * len(sel), sel, s=9, color=color, alpha=0.6, zorder=3,
+                       label=None if placement in labelled else f"load: {placement}")
+            labelled.add(placement)
+            est = over_runs(sel, ci)
+            err = ([[est.value - est.low], [est.high - est.value]] if np.isfinite(est.low)
+                   else None)
+            ax.errorbar([x + width / 4], [est.value], yerr=err, fmt="D", ms=3, color=color,
+                        capsize=2, zorder=4)
+    if len(floor):
+        f = floor[floor["load_factor"] == top["load_factor"].max()]["period_std_ms"]
+        if len(f):
+            ax.axhline(f.mean(), color="#404040", lw=0.9, ls="--",
+                       label=f"floor: cyclictest, same period/priority/CPU, stress-ng ({f.mean() * 1000:.0f} µs)")
+    names = {"normal_dedicated": "normal,\nown thread", "normal": "normal,\nshared pool"}
+    ax.set_xticks(range(len(conditions)),
+                  [f"{names.get(p, p.replace('SCHED_', ''))}\ndispatcher {d}"
+                   for p, d in conditions], fontsize="x-small")
+    ax.set_yscale("log")
+    ax.set_ylabel("frame-period std (ms, log)")
+    ax.legend(fontsize="x-small", loc="upper right")
+    ax.set_title(f"Policy × dispatcher × load placement at {top['load_factor'].max():g} loads per "
+                 f"CPU (native): each run (dots), mean (diamond, {ci.level} CI over runs)",
+                 fontsize="medium")
+    save(fig, "e2_factorial", directory)
+    return fig
+
+
+def e2_attribution(att: pd.DataFrame, parts: dict, directory: Path | None = None) -> plt.Figure:
+    """Where each traced frame's lateness accrues: per traced run, the typical (RMS) and the P99
+    time of each part, beside the lateness's own (their sum).
+
+    Times in µs on a log axis; the table beside the figure gives each part's mean, maximum
+    and share of the lateness's variance.
+
+    Parameters
+    ----------
+    att : DataFrame
+        :func:`rtstudy.experiments.e2_rt_threads.analysis.load`'s ``attribution`` (ms per part).
+    parts : dict
+        Part column → its readable name (``analysis.PARTS``), in the order they happen.
+    directory : Path, optional
+        Where to write the files (default ``report/figures``).
+    """
+    style()
+    labels = list(dict.fromkeys(att["label"]))
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 0.36 * len(labels) + 2.2), layout="constrained",
+                             sharey=True, sharex=True)
+    y = np.arange(len(labels))
+    columns = {**parts, "lateness_ms": "the frame's lateness against its release (their sum)"}
+    for k, (part, name) in enumerate(columns.items()):
+        rms, p99 = [], []
+        for label in labels:
+            x = att.loc[att["label"] == label, part].to_numpy(dtype=float) * 1000
+            rms.append(np.sqrt(np.mean(x ** 2)) if x.size else np.nan)
+            p99.append(np.percentile(x, 99) if x.size else np.nan)
+        deviation = part == "lateness_ms"
+        color = "#202020" if deviation else PALETTE[k % len(PALETTE)]
+        offset = 0 if deviation else (k - 1.5) * 0.14
+        for ax, values in zip(axes, (rms, p99)):
+            ax.scatter(np.clip(values, 0.1, None), y + offset, s=30 if deviation else 14,
+                       color=color, marker="|" if deviation else "o", zorder=3,
+                       label=name if ax is axes[0] else None)
+    for ax, what in zip(axes, ("RMS", "P99")):
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{what} (µs, log; below 0.1 shown at 0.1)")
+        ax.grid(axis="x", lw=0.3, alpha=0.5)
+    axes[0].set_yticks(y, [label.replace("SCHED_", "").replace("-trace", "") for label in labels],
+                       fontsize="x-small")
+    axes[0].invert_yaxis()
+    fig.legend(fontsize="x-small", loc="outside lower center", ncol=2)
+    fig.suptitle("Where the delay accrues: kernel scheduler trace of one run per condition",
+                 fontsize="medium")
+    save(fig, "e2_attribution", directory)
     return fig

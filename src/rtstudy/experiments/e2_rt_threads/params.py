@@ -3,9 +3,15 @@ from __future__ import annotations
 
 from rtstudy.rules import Rule, boolean, choice, integer, list_of, number
 
+POLICY_NAMES = ("normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
+# Where the competing load runs: Holoscan operators in the app (the seed's way), stress-ng
+# processes beside it, or plain threads in the app's process that are not operators.
+PLACEMENTS = ("operators", "process", "threads")
+DISPATCHERS = ("other", "fifo")  # the EventBasedScheduler's dispatcher thread: SCHED_OTHER or FIFO
+SEED_TOPOLOGIES = ("seed_python", "seed_cpp")
+
 SCHEMA: dict[str, Rule] = {
-    "policies": Rule(list_of(choice("normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR",
-                                    "SCHED_DEADLINE"))),
+    "policies": Rule(list_of(choice(*POLICY_NAMES))),
     "fps": Rule(integer(1, 1000)),
     "duration_s": Rule(number(0.5, 3600)),
     "warmup_frames": Rule(integer(0)),
@@ -13,14 +19,31 @@ SCHEMA: dict[str, Rule] = {
     "load_work_ms": Rule(number(0, 1000, lo_open=True)),
     "load_work_models": Rule(list_of(choice("native", "python"))),
     "target_work_iterations": Rule(integer(0, 100_000_000)),
+    # The real-time worker's FIFO/RR priority, and the dispatcher's when it is SCHED_FIFO
+    # (NVIDIA's recipe: dispatcher 99 above workers at 80).
     "priority": Rule(integer(1, 99)),
+    "dispatchers": Rule(list_of(choice(*DISPATCHERS))),
+    "dispatcher_priority": Rule(integer(1, 99)),
+    "dispatcher_pin": Rule(boolean()),        # pin the dispatcher to a housekeeping CPU
+    "load_placements": Rule(list_of(choice(*PLACEMENTS))),
+    # focused: the whole policy grid with operator loads, and every other factor varied one at
+    # a time at the headline point (the highest load factor, native loads) for the
+    # contrast policies; full: every factor crossed with every other (the seed profile).
+    "design": Rule(choice("focused", "full")),
+    "contrast_policies": Rule(list_of(choice(*POLICY_NAMES))),
+    "seed_topologies": Rule(list_of(choice(*SEED_TOPOLOGIES), min_len=0)),
+    "seed_policy": Rule(choice("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")),
+    "seed_loads": Rule(integer(1, 64)),
+    "seed_load_work_model": Rule(choice("native", "python")),
+    "floor": Rule(boolean()),                 # cyclictest like with like, in the same sweep
+    "trace_seconds": Rule(number(0, 30)),     # 0: no scheduler trace
     "deadline_runtime_fraction": Rule(number(0, 1, lo_open=True)),
     "late_threshold_ms": Rule(number(0)),
     # "No contention, no difference" means the difference in jitter lies within ±this (ms).
     "null_margin_ms": Rule(number(0, 100, lo_open=True)),
     "pin": Rule(choice("auto", "always", "never")),
     "repetitions": Rule(integer(1, 1000)),
-    # Runs of H2's own conditions (the highest load factor, native loads): more than the rest.
+    # Runs of every condition at the headline point (the highest load factor, native loads).
     "headline_repetitions": Rule(integer(1, 1000)),
     "timeout_margin_s": Rule(number(1, 3600)),
     "order_seed": Rule(integer(0)),
@@ -37,8 +60,23 @@ def cross_checks(cfg: dict) -> list[str]:
     if "SCHED_DEADLINE" in cfg["policies"] and cfg["deadline_runtime_fraction"] >= 1:
         errors.append(f"deadline_runtime_fraction = {cfg['deadline_runtime_fraction']} makes the "
                       "SCHED_DEADLINE runtime >= the period; it must be below 1")
-    if "normal" not in cfg["policies"]:
-        errors.append("policies must include 'normal', the baseline every policy is compared with")
+    if "normal_dedicated" not in cfg["policies"]:
+        errors.append("policies must include 'normal_dedicated', the baseline every real-time "
+                      "policy is compared with (the same thread and pinning, only the policy "
+                      "differs)")
+    stray = [p for p in cfg["contrast_policies"] if p not in cfg["policies"]]
+    if stray:
+        errors.append(f"contrast_policies {stray} are not in policies {cfg['policies']}; "
+                      "add them there or remove them here")
+    if "fifo" in cfg["dispatchers"] and cfg["dispatcher_priority"] <= cfg["priority"]:
+        errors.append(f"dispatcher_priority = {cfg['dispatcher_priority']} must be above the "
+                      f"worker's priority = {cfg['priority']}: NVIDIA's recipe has the dispatcher "
+                      "outrank the workers it feeds")
+    if "operators" not in cfg["load_placements"]:
+        errors.append("load_placements must include 'operators', the seed's placement the "
+                      "others are compared with")
+    if "other" not in cfg["dispatchers"]:
+        errors.append("dispatchers must include 'other' (Holoscan's default dispatcher)")
     if cfg["warmup_frames"] + 2 > cfg["duration_s"] * cfg["fps"] + cfg["warmup_frames"] - 1:
         errors.append(f"duration_s = {cfg['duration_s']} at fps = {cfg['fps']} leaves fewer than "
                       "3 frames")

@@ -1,19 +1,40 @@
-"""E2's sweep plan: policies × load factors × load work models, and where the target runs.
+"""E2's sweep plan: the conditions, where each runs, and which runs are traced.
 
-The measuring side of E2 (a dependency of its DVC stage, with ``app.py``).
+The measuring side of E2 (a dependency of its DVC stage, with ``app.py`` and ``floor.py``).
+
+A condition is one combination of the factors (``params.py``): the target's
+policy and topology, the dispatcher, where the load runs, how much load and of
+which work model. ``design: focused`` (the default profile) runs
+
+- the *policy grid*: every policy × load factor × load work model, load operators,
+  Holoscan's own dispatcher (what E2 always measured);
+- at the *headline point* (the highest load factor, native loads), for each
+  contrast policy, every dispatcher × load placement (the fair factorial: the same
+  thread and pinning, only the factor differs; plain-thread loads with Holoscan's own
+  dispatcher only, as they never pass through it);
+- the seed-compatible topologies, normal and real-time, at the seeds' load;
+- the floor (cyclictest, like with like) at the lowest and highest load factor;
+- one traced run of every condition at the headline point and of the seeds' real-time
+  topologies whose target has a thread of its own (the one the trace can follow).
+
+``design: full`` (the seed profile) crosses every factor with every other.
 """
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from rtstudy.harness import Cell, with_drift
 from rtstudy.host import shield_of
 from rtstudy.realtime import RealtimeRequest
+from rtstudy.sysdeps import which
 
 EXPERIMENT = "e2_rt_threads"
 APP = "e2_rt_threads"  # the name cells record (part of every cell id): never change it
 MODULE = "rtstudy.experiments.e2_rt_threads.app"
+FLOOR_MODULE = "rtstudy.experiments.e2_rt_threads.floor"
 RT_POLICIES = ("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
+DISPATCHER = "dispatcher"  # the name the dispatcher's request carries (rtstudy.apps.child)
 
 
 def period_ns(fps: int) -> int:
@@ -25,13 +46,30 @@ def after_sweep(directory: Path) -> None:
     """Nothing to record beside E2's cells."""
 
 
-def target_cpus(cfg: dict, fp: dict, policy: str) -> tuple[int, ...]:
-    """The CPU to pin the real-time target to, or () where not allowed: the last shielded CPU
-    on a shielded host (its loads stay on the housekeeping CPUs), else the last CPU."""
-    if cfg["pin"] == "never" or policy not in RT_POLICIES:
+def housekeeping_cpu(fp: dict) -> int:
+    """The first CPU outside the shield (CPU 0 on an unshielded host)."""
+    shield = shield_of(fp)
+    shielded = set(shield["cpus"]) if shield else set()
+    return next(c for c in fp["cpu"]["online"] if c not in shielded)
+
+
+def target_cpus(cfg: dict, fp: dict, policy: str, topology: str = "dedicated") -> tuple[int, ...]:
+    """The CPU the target is pinned to, or () where it runs unpinned.
+
+    Every policy of the ``dedicated`` topology gets the same CPU, so only the
+    policy differs (``normal_dedicated`` included): the last shielded CPU on a
+    shielded host (its loads stay on the housekeeping CPUs), else the last CPU.
+    The seeds pin their real-time target to CPU 0. ``shared`` and the seeds'
+    normal modes leave the target to its pool. DEADLINE stays unpinned where the
+    host refuses pinned DEADLINE threads (``rtstudy host check``).
+    """
+    if cfg["pin"] == "never" or policy == "normal" or \
+            (topology != "dedicated" and policy not in RT_POLICIES):
         return ()
     if policy == "SCHED_DEADLINE" and fp["realtime"].get("SCHED_DEADLINE pinned") != "ok":
         return ()
+    if topology != "dedicated":
+        return (fp["cpu"]["online"][0],)
     shield = shield_of(fp)
     return (shield["cpus"][-1],) if shield else (fp["cpu"]["online"][-1],)
 
@@ -43,64 +81,181 @@ def host_problems(cfg: dict, fp: dict) -> list[str]:
             fp["realtime"].get("SCHED_DEADLINE pinned") != "ok":
         problems.append("e2_rt_threads.pin = 'always', but this host refuses SCHED_DEADLINE "
                         "threads pinned to one CPU (see `rtstudy host check`); use pin: auto")
+    if cfg["seed_topologies"] and len(fp["cpu"]["online"]) < 2:
+        problems.append("the seed topologies pin to CPUs 0 and 1; this host has one CPU: set "
+                        "e2_rt_threads.seed_topologies: []")
     return problems
 
 
 def realtime(cfg: dict) -> tuple[str, ...]:
     """The policies the preflight must find allowed."""
-    return tuple(p for p in cfg["policies"] if p in RT_POLICIES)
+    wanted = set(cfg["policies"]) | ({cfg["seed_policy"]} if cfg["seed_topologies"] else set())
+    if "fifo" in cfg["dispatchers"] or cfg["floor"]:
+        wanted.add("SCHED_FIFO")
+    return tuple(p for p in RT_POLICIES if p in wanted)
+
+
+def tracing(cfg: dict) -> bool:
+    """Whether this plan takes scheduler traces: asked for, and perf is installed."""
+    return cfg["trace_seconds"] > 0 and which("perf") is not None
+
+
+class _Planner:
+    """Turns factor levels into cells; one instance per plan."""
+
+    def __init__(self, cfg: dict, fp: dict):
+        self.cfg, self.fp = cfg, fp
+        self.p_ns = period_ns(cfg["fps"])
+        self.frames = cfg["warmup_frames"] + int(cfg["duration_s"] * cfg["fps"])
+        self.top = max(cfg["load_factors"])
+        self.native = "native" if "native" in cfg["load_work_models"] else cfg["load_work_models"][0]
+        self.cells: list[Cell] = []
+        self.labels: set[str] = set()
+
+    def loads(self, factor: float) -> int:
+        return int(round(factor * self.fp["cpu"]["count"]))
+
+    def headline(self, factor: float, model: str) -> bool:
+        return factor == self.top and model == self.native
+
+    def reps(self, headline: bool) -> int:
+        c = self.cfg
+        return max(c["repetitions"], c["headline_repetitions"]) if headline else c["repetitions"]
+
+    def requests(self, policy: str, cpus: tuple[int, ...], dispatcher: str,
+                 seed: bool) -> tuple[RealtimeRequest, ...]:
+        c, out = self.cfg, []
+        if policy in ("SCHED_FIFO", "SCHED_RR"):
+            out.append(RealtimeRequest("target", policy, priority=c["priority"], cpus=cpus))
+        elif policy == "SCHED_DEADLINE":
+            # NVIDIA's Python benchmark gives its DEADLINE thread a deadline of 95 % of the period.
+            deadline = int(self.p_ns * 0.95) if seed else self.p_ns
+            out.append(RealtimeRequest("target", policy,
+                                       runtime_ns=int(self.p_ns * c["deadline_runtime_fraction"]),
+                                       deadline_ns=deadline, period_ns=self.p_ns, cpus=cpus))
+        if dispatcher == "fifo":
+            pin = (housekeeping_cpu(self.fp),) if c["dispatcher_pin"] else ()
+            out.append(RealtimeRequest(DISPATCHER, "SCHED_FIFO", priority=c["dispatcher_priority"],
+                                       cpus=pin))
+        return tuple(out)
+
+    def holoscan(self, policy: str, factor: float, model: str, dispatcher: str = "other",
+                 placement: str = "operators", topology: str = "", loads: int | None = None,
+                 reps: int | None = None, trace: bool = False) -> None:
+        c = self.cfg
+        topology = topology or ("shared" if policy == "normal" else "dedicated")
+        seed = topology.startswith("seed")
+        n = self.loads(factor) if loads is None else loads
+        cpus = target_cpus(c, self.fp, policy, topology)
+        frames = self.frames
+        if trace:
+            frames = c["warmup_frames"] + int(c["trace_seconds"] * c["fps"])
+        config = {
+            "policy": policy, "topology": topology, "dispatcher": dispatcher,
+            "load_placement": placement, "load_factor": factor, "loads": n,
+            "load_work_model": model, "load_work_ms": c["load_work_ms"],
+            "fps": c["fps"], "period_ns": self.p_ns, "frames": frames,
+            "target_work_iterations": c["target_work_iterations"],
+            "target_cpus": list(cpus), "pinned": bool(cpus),
+            # Three times the nominal duration, then Holoscan stops it.
+            "max_duration_ms": int(3000 * frames / c["fps"]) + 10_000,
+        }
+        if trace:
+            config["trace_s"] = c["trace_seconds"]
+        label = "-".join([*([topology] if seed else []), policy, f"lf{factor:g}", model,
+                          *([f"d{dispatcher}"] if dispatcher != "other" else []),
+                          *([placement] if placement != "operators" else []),
+                          *(["trace"] if trace else [])])
+        self._add(label, config, self.requests(policy, cpus, dispatcher, seed), MODULE,
+                  reps if reps is not None else 1 if trace else
+                  self.reps(self.headline(factor, model)))
+
+    def floor(self, factor: float) -> None:
+        c = self.cfg
+        cpus = target_cpus(c, self.fp, "SCHED_FIFO")
+        n = self.loads(factor)
+        config = {"tool": "cyclictest", "policy": "SCHED_FIFO", "topology": "floor",
+                  "dispatcher": "none", "load_placement": "process" if n else "none",
+                  "load_factor": factor, "loads": n, "load_work_model": self.native,
+                  "fps": c["fps"], "period_ns": self.p_ns, "frames": self.frames,
+                  "priority": c["priority"], "target_cpus": list(cpus), "pinned": bool(cpus),
+                  "max_duration_ms": int(3000 * self.frames / c["fps"]) + 10_000}
+        request = RealtimeRequest("cyclictest", "SCHED_FIFO", priority=c["priority"], cpus=cpus)
+        self._add(f"floor-cyclictest-lf{factor:g}", config, (request,), FLOOR_MODULE,
+                  self.reps(factor == self.top))
+
+    def _add(self, label, config, requests, module, reps) -> None:
+        if label in self.labels:
+            return  # a condition two parts of the design both ask for runs once
+        self.labels.add(label)
+        timeout = config["max_duration_ms"] / 1000 + self.cfg["timeout_margin_s"]
+        for rep in range(reps):
+            self.cells.append(Cell(EXPERIMENT, APP, label, config, rep, timeout, requests,
+                                   module=module))
 
 
 def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
-    """Policy × load factor × load work model × repetition.
+    """Every condition of ``cfg["design"]`` (module docstring) × its repetitions.
 
     Parameters
     ----------
     cfg : dict
         E2's resolved parameters.
     fp : dict
-        The host fingerprint (CPUs, which policies and pinning it allows).
+        The host fingerprint (CPUs, which policies and pinning it allows, the shield).
     configs : dict
         Every group's resolved parameters (E2 reads none of the others).
     """
-    p_ns = period_ns(cfg["fps"])
-    frames = cfg["warmup_frames"] + int(cfg["duration_s"] * cfg["fps"])
-    cells, reference = [], None
-    for policy in cfg["policies"]:
-        cpus = target_cpus(cfg, fp, policy)
-        requests = ()
-        if policy in ("SCHED_FIFO", "SCHED_RR"):
-            requests = (RealtimeRequest("target", policy, priority=cfg["priority"], cpus=cpus),)
-        elif policy == "SCHED_DEADLINE":
-            runtime = int(p_ns * cfg["deadline_runtime_fraction"])
-            requests = (RealtimeRequest("target", policy, runtime_ns=runtime, deadline_ns=p_ns,
-                                        period_ns=p_ns, cpus=cpus),)
-        for factor in cfg["load_factors"]:
-            loads = int(round(factor * fp["cpu"]["count"]))
-            # With no loads the load work model is moot: measure it once.
-            models = cfg["load_work_models"] if loads else cfg["load_work_models"][:1]
-            for model in models:
-                config = {
-                    "policy": policy, "load_factor": factor, "loads": loads,
-                    "load_work_model": model, "load_work_ms": cfg["load_work_ms"],
-                    "fps": cfg["fps"], "period_ns": p_ns, "frames": frames,
-                    "target_work_iterations": cfg["target_work_iterations"],
-                    "pinned": bool(cpus),
-                    # Three times the nominal duration, then Holoscan stops it.
-                    "max_duration_ms": int(3000 * frames / cfg["fps"]) + 10_000,
-                }
-                label = f"{policy}-lf{factor:g}-{model}"
-                timeout = config["max_duration_ms"] / 1000 + cfg["timeout_margin_s"]
-                headline = factor == max(cfg["load_factors"]) and model == "native"
-                reps = max(cfg["repetitions"], cfg["headline_repetitions"]) if headline \
-                    else cfg["repetitions"]
-                for rep in range(reps):
-                    cells.append(Cell(EXPERIMENT, APP, label, config, rep, timeout,
-                                      requests, module=MODULE))
-                if headline and policy in RT_POLICIES and reference is None:
-                    reference = label
-    if not cfg["drift_check"] or not cells:
+    c, p = cfg, _Planner(cfg, fp)
+    full = c["design"] == "full"
+    models_at = lambda factor: c["load_work_models"] if p.loads(factor) else c["load_work_models"][:1]  # noqa: E731
+    # The policy grid (and, in the full design, every dispatcher and placement with it).
+    for policy, factor in itertools.product(c["policies"], c["load_factors"]):
+        for model in models_at(factor):
+            for dispatcher, placement in itertools.product(
+                    c["dispatchers"] if full else ["other"],
+                    c["load_placements"] if full else ["operators"]):
+                if placement == "process" and model != p.native:
+                    continue  # stress-ng's workers are native code: the work model is moot
+                p.holoscan(policy, factor, model, dispatcher, placement)
+    # The fair factorial at the headline point: only one factor differs from the grid's cell.
+    for policy in c["contrast_policies"]:
+        for dispatcher, placement in itertools.product(c["dispatchers"], c["load_placements"]):
+            if placement == "threads" and dispatcher != "other" and not full:
+                continue  # plain threads never pass through the dispatcher: once is enough
+            p.holoscan(policy, p.top, p.native, dispatcher, placement)
+    # The seeds' own topologies and load, normal and real-time.
+    seed_factor = c["seed_loads"] / fp["cpu"]["count"]
+    for topology in c["seed_topologies"]:
+        # The Python seed's loads are Python loops (the GIL held); the C++ seed's are native.
+        seed_model = c["seed_load_work_model"] if topology == "seed_python" else "native"
+        for policy in ("normal", c["seed_policy"]):
+            p.holoscan(policy, seed_factor, seed_model, topology=topology, loads=c["seed_loads"],
+                       reps=p.reps(True))
+    if c["floor"]:
+        for factor in sorted(set(c["load_factors"]) if full else
+                             {min(c["load_factors"]), p.top}):
+            p.floor(factor)
+    cells = p.cells
+    if tracing(c):
+        # One traced run of every condition at the headline point and of the seeds' topologies:
+        # its own cell, set aside from the statistics (tracing costs the traced run time).
+        for cell in [x for x in cells if x.repetition == 0 and x.module == MODULE]:
+            k = cell.config
+            # Only a target with a thread of its own can be followed through the trace.
+            own_thread = k["topology"] == "dedicated" or k["policy"] in RT_POLICIES
+            if own_thread and (p.headline(k["load_factor"], k["load_work_model"])
+                               or k["topology"].startswith("seed")):
+                p.holoscan(k["policy"], k["load_factor"], k["load_work_model"], k["dispatcher"],
+                           k["load_placement"], k["topology"], k["loads"], trace=True)
+        cells = p.cells
+    if not c["drift_check"] or not cells:
         return cells
-    # The drift check repeats H2's real-time target at the sweep's start and end (the plan's
-    # first condition when it has none).
-    return with_drift(cells, reference or cells[0].label)
+    # The drift check repeats the first real-time condition at the headline point at the
+    # sweep's start and end (the plan's first condition when it has none).
+    reference = next((x.label for x in cells if x.config["policy"] in RT_POLICIES
+                      and x.config["topology"] == "dedicated" and x.module == MODULE
+                      and p.headline(x.config["load_factor"], x.config["load_work_model"])
+                      and x.config["dispatcher"] == "other"
+                      and x.config["load_placement"] == "operators"), cells[0].label)
+    return with_drift(cells, reference)

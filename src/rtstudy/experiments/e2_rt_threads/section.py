@@ -13,17 +13,18 @@ from rtstudy.stats import CI
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E2"
 HYPOTHESIS = "H2"
-# E2 compares its target with the platform floor, which E4 measures.
-NEEDS: tuple[str, ...] = ("e4_host",)
+# E2 measures its own floor (cyclictest like with like, in its sweep): it reads no other section.
+NEEDS: tuple[str, ...] = ()
 
 
 def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
-    """E2's section; ``others["e4_host"]`` (if measured) gives the floor's latency std."""
-    frames, runs = ds.tables["frames"], ds.tables["runs"]
+    """E2's section from its dataset: H2, the factors' effects, the floor and the attribution."""
+    t = ds.tables
+    frames, runs, floor, att = t["frames"], t["runs"], t["floor"], t["attribution"]
     red = analysis.reductions(runs, frames, ci)
-    floor = others.get("e4_host")
-    floor_std_ms = floor.headline.get("floor_std_ms", float("nan")) if floor else float("nan")
-    h = analysis.headline(cfg, runs, red, floor_std_ms)
+    h = analysis.headline(cfg, t, red, ci)
+    eff = analysis.effects(runs, ci)
+    ratios = analysis.floor_ratios(analysis.headline_point(runs), floor, ci)
 
     # Every block of the words sees the headline, the parameters and the CI settings.
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
@@ -33,12 +34,24 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
                        missing=len(ds.missing))),
-        Table(lambda: analysis.seed_table(red), words("caption_seed_table")),
+        Table(lambda: analysis.seed_table(h["seeds"]), words("caption_seed_table")),
         Table(lambda: analysis.comparison_table(red), words("caption_comparison")),
         Figure(lambda: figures.e2_std(frames, runs, ci)),
-        Figure(lambda: figures.e2_period_histograms(frames)),
-        Figure(lambda: figures.e2_time_series(frames)),
+        Markdown(words("factors")),
+        Table(lambda: analysis.effects_table(eff), words("caption_effects")),
+        Table(lambda: analysis.floor_table(ratios), words("caption_floor")),
     ]
+    if len(runs) and (runs["load_placement"] != "operators").any():
+        section.blocks.append(Figure(lambda: figures.e2_factorial(runs, floor, ci)))
+    section.blocks.append(Markdown(words("attribution")))
+    if len(att):
+        section.blocks += [
+            Table(lambda: analysis.attribution_table(analysis.attribution_summary(att)),
+                  words("caption_attribution")),
+            Figure(lambda: figures.e2_attribution(att, analysis.PARTS))]
+    section.blocks += [Markdown(words("advice")),
+                       Figure(lambda: figures.e2_period_histograms(frames)),
+                       Figure(lambda: figures.e2_time_series(frames))]
     zero_runs = [min(r["n_runs"], r["n_runs_normal"]) for r in h["zero"]["rows"]]
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
                                 h["verdict"]["verdict"], int(h["verdict"].get("runs", 0)),
@@ -53,11 +66,28 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
                  r["reduction"] * 100, r["low"] * 100, r["high"] * 100, "%",
                  int(min(r["n_runs"], r["n_runs_normal"])))
         for r in top.to_dict("records")]
+    if h["floor"]:
+        b = h["floor"]["best"]
+        section.quantities.append(Quantity(
+            "ratio to the floor, closest configuration", b["ratio"], b["low"], b["high"], "×",
+            int(min(b["n_runs"], b["n_floor"]))))
+    for r in h["effects"]:
+        if r["factor"] != "policy" and r.get("policy") == "SCHED_FIFO" and \
+                (r["factor"] == "dispatcher" and r["load_placement"] == "operators"
+                 or r["factor"] == "load_placement" and r["dispatcher"] == "other"):
+            section.quantities.append(Quantity(
+                f"SCHED_FIFO: std reduction, {r['factor'].replace('load_', 'load ')} "
+                f"{r['reference']} → {r['level']}", r["reduction"] * 100, r["low"] * 100,
+                r["high"] * 100, "%", int(min(r["n_runs"], r["n_reference"]))))
     section.measured = words("measured", n_runs=len(runs),
-                             n_frames=int(runs["n"].sum()) if len(runs) else 0)
+                             n_frames=int(runs["n"].sum()) if len(runs) else 0,
+                             n_floor=len(floor), n_traced=att["label"].nunique() if len(att) else 0)
     if len(runs):
         pinned = set(runs.loc[runs["pinned"], "policy"])
         unpinned = [p for p in RT_POLICIES if p in set(runs["policy"]) and p not in pinned]
         if unpinned:
             section.limitations.append(words("unpinned", unpinned=unpinned, pinned=sorted(pinned)))
+    if not len(att):
+        section.limitations.append(words("no_trace"))
     return section
+
