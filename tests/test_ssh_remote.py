@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from rtstudy.host import end_process
 from test_sharing import BIN, MAKE, SECTIONS, make_env, publish, sh
 
 SSHD = shutil.which("sshd") or shutil.which("sshd", path="/usr/sbin:/sbin")
@@ -74,12 +75,7 @@ def server(tmp_path_factory):
                 time.sleep(0.1)
         yield port, base / "client_key", home, store
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end_process(proc)
         log.close()
         if made_privsep:
             shutil.rmtree(privsep, ignore_errors=True)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import websocket  # websocket-client
 
+from rtstudy.host import end_process
+
 # Every image in the page: how many, and which did not decode (empty src or no pixels).
 _IMAGES_JS = """JSON.stringify({
   total: document.images.length,
@@ -160,10 +162,5 @@ def check_page(html: Path, screenshot: Path | None = None, width: int = 1366, he
         finally:
             tools.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end_process(proc)
         shutil.rmtree(profile, ignore_errors=True)

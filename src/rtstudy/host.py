@@ -358,6 +358,16 @@ def enter_shield_layout(shield: dict) -> None:
     os.sched_setaffinity(0, shield["housekeeping"])
 
 
+def end_process(proc: subprocess.Popen, timeout_s: float = 10) -> None:
+    """Ask a process we started to end (SIGTERM), wait ``timeout_s`` (s), then kill it."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def die_with_parent() -> None:
     """In a child process before exec: the kernel sends it SIGKILL when its parent thread dies."""
     _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))

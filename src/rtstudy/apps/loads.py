@@ -10,7 +10,7 @@ import subprocess
 import threading
 import time
 
-from rtstudy.host import die_with_parent
+from rtstudy.host import die_with_parent, end_process
 from rtstudy.work import busy_for
 
 MS = 1_000_000
@@ -40,12 +40,7 @@ def stop_stress(proc: subprocess.Popen | None) -> dict:
     if proc is None:
         return {}
     running = proc.poll() is None
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    end_process(proc)
     return {"pid": proc.pid, "running_at_stop": running, "exit_code": proc.returncode}
 
 
