@@ -126,13 +126,18 @@ def sched_trace(limit_s: float, record: dict):
             os.close(ctl_fd)
             os.close(ack_fd)
             record["perf_stderr"] = (err or "").strip()[-2000:]
-            mounted = sorted(tracefs_mounts() - before)
-            for point in reversed(mounted):
-                subprocess.run(["umount", point], capture_output=True)
-            record["tracefs_mounted_by_trace"] = mounted
-            record["tracefs_left_mounted"] = sorted(tracefs_mounts() - before)
-        script = subprocess.run([perf, "script", "-i", str(data), "--ns", "-F",
-                                 "tid,cpu,time,event,trace"], capture_output=True, text=True)
+            try:
+                # Before the unmount: perf script reads the events' formats from tracefs, and
+                # reading debugfs's tracing folder mounts it again by itself.
+                script = subprocess.run([perf, "script", "-i", str(data), "--ns", "-F",
+                                         "tid,cpu,time,event,trace"], capture_output=True,
+                                        text=True)
+            finally:
+                mounted = sorted(tracefs_mounts() - before)
+                for point in reversed(mounted):
+                    subprocess.run(["umount", point], capture_output=True)
+                record["tracefs_mounted_by_trace"] = mounted
+                record["tracefs_left_mounted"] = sorted(tracefs_mounts() - before)
         if script.returncode != 0:
             raise TraceError(f"perf script failed: {script.stderr.strip()[-500:]}")
         record["columns"] = parse(script.stdout)
