@@ -50,7 +50,7 @@ from tqdm import tqdm
 
 from rtstudy import paths
 from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits, shield_of
-from rtstudy.realtime import POLICY_NAMES, RealtimeRequest
+from rtstudy.realtime import POLICY_NAMES, STEERING_PREFIXES, RealtimeRequest
 
 FAILED_DIR = "_failed"
 PLAN_FILE = "plan.json"
@@ -296,20 +296,19 @@ def verify_realtime(requests: tuple[RealtimeRequest, ...], result: dict | None,
 # Variables of the caller's shell that steer Holoscan or GXF (the dispatcher's policy, for one)
 # would reach every app silently. The harness clears them all, records which it cleared in each
 # cell's sidecar, and warns once per sweep; only these, which change nothing but the log, pass.
-STEERING_PREFIXES = ("GXF_", "HOLOSCAN_")
 PASSED_THROUGH = ("HOLOSCAN_LOG_LEVEL", "HOLOSCAN_LOG_FORMAT")
 
 
-def cleared_env(environ: dict | None = None) -> dict:
+def cleared_env() -> dict:
     """The caller's ``GXF_*`` / ``HOLOSCAN_*`` variables a cell does not get (name → value)."""
-    environ = os.environ if environ is None else environ
-    return {k: v for k, v in sorted(environ.items())
+    return {k: v for k, v in sorted(os.environ.items())
             if k.startswith(STEERING_PREFIXES) and k not in PASSED_THROUGH}
 
 
 def child_env() -> dict:
     """A cell's environment: the caller's, without :func:`cleared_env`, logging at WARN."""
-    env = {k: v for k, v in os.environ.items() if k not in cleared_env()}
+    cleared = cleared_env()
+    env = {k: v for k, v in os.environ.items() if k not in cleared}
     env.setdefault("HOLOSCAN_LOG_LEVEL", "WARN")
     env["PYTHONUNBUFFERED"] = "1"
     return env

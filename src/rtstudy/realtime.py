@@ -8,6 +8,11 @@ from dataclasses import dataclass
 
 POLICIES = {"SCHED_OTHER": 0, "SCHED_FIFO": 1, "SCHED_RR": 2, "SCHED_DEADLINE": 6}
 POLICY_NAMES = {v: k for k, v in POLICIES.items()}
+# The EventBasedScheduler's dispatcher thread: its name as Linux shows it, and the "operator" a
+# request for its policy names (Holoscan applies it through GXF_EBS_DISPATCHER_* variables).
+DISPATCHER = "dispatcher"
+# Environment variables that steer Holoscan or GXF (the dispatcher's policy among them).
+STEERING_PREFIXES = ("GXF_", "HOLOSCAN_")
 
 
 @dataclass(frozen=True)

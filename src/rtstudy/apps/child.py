@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from rtstudy import _native
-from rtstudy.realtime import RealtimeRequest
+from rtstudy.realtime import STEERING_PREFIXES, RealtimeRequest
 
 
 def thread_record() -> dict:
@@ -29,15 +29,10 @@ def thread_record() -> dict:
     return _native.thread_sched()
 
 
-# Environment variables that steer Holoscan or GXF; the harness passes none from the caller's
-# shell except these logging ones (see rtstudy.harness.child_env), and the app records them all.
-ENV_PREFIXES = ("GXF_", "HOLOSCAN_")
-DISPATCHER = "dispatcher"  # the EventBasedScheduler's dispatcher thread: its name, as Linux shows it
-
-
 def steering_env() -> dict:
-    """Every ``GXF_*`` / ``HOLOSCAN_*`` variable of this process, as the app runs with it."""
-    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)}
+    """Every ``GXF_*`` / ``HOLOSCAN_*`` variable of this process, as the app runs with it (the
+    harness passes none of the caller's but the logging ones: rtstudy.harness.child_env)."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(STEERING_PREFIXES)}
 
 
 def task_record(tid: int) -> dict:

@@ -21,7 +21,7 @@ from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import (Dataset, completed_cells, read_samples, run_columns, set_aside_drift,
                         wide)
-from rtstudy.realtime import POLICY_NAMES
+from rtstudy.realtime import DISPATCHER, POLICY_NAMES
 from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
                            equivalence_verdict, format_p, holm, percentiles, rank_test,
                            spread_test, two_group_ci)
@@ -111,7 +111,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
     for sc in sidecars:
         config = sc["requested"]["config"]
         s = read_samples(Path(sc["_dir"]) / "samples.parquet").sort_values("frame")
-        dispatcher = sc["operators"].get("dispatcher", {}).get("sched") or {}
+        dispatcher = sc["operators"].get(DISPATCHER, {}).get("sched") or {}
         base = {"cell_id": sc["cell_id"], "host_id": sc["host_id"], **_factors(config),
                 "fps": config["fps"], "pinned": config["pinned"], "repetition": sc["repetition"],
                 "dispatcher_read": POLICY_NAMES.get(dispatcher.get("policy"), ""),
@@ -153,8 +153,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
         rows.append(row)
     frames = pd.concat(frame_frames, ignore_index=True) if frame_frames else pd.DataFrame()
     tables = {"frames": frames, "runs": pd.DataFrame(rows), "floor": pd.DataFrame(floor_rows),
-              # float: a traced run with no complete chain adds an empty (object) frame.
               "traces": pd.DataFrame(traces),
+              # float: a traced run with no complete chain adds an empty (object) frame.
               "attribution": (pd.concat(attributed, ignore_index=True).astype(
                   {c: float for c in ["lateness_ms", "deviation_ms", *PARTS]}) if attributed
                   else pd.DataFrame())}
@@ -163,12 +163,6 @@ def load(directory: Path, cfg: dict) -> Dataset:
 
 # ---------------------------------------------------------------------------
 # Attribution: where a frame's delay accrues, from the kernel scheduler trace
-
-def _last_before(times: np.ndarray, t: int, after: int) -> int:
-    """Index of the last time <= ``t`` that is > ``after``; -1 when there is none."""
-    i = int(np.searchsorted(times, t, side="right")) - 1
-    return i if i >= 0 and times[i] > after else -1
-
 
 def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
                   warmup_frames: int) -> pd.DataFrame:
@@ -203,7 +197,7 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     """
     threads = sidecar["summary"].get("threads", [])
     target = (sidecar["operators"]["target"].get("sched") or {}).get("tid")
-    dispatcher = next((t["tid"] for t in threads if t["comm"] == "dispatcher"), None)
+    dispatcher = next((t["tid"] for t in threads if t["comm"] == DISPATCHER), None)
     app_tids = {t["tid"] for t in threads}
     period = sidecar["requested"]["config"]["period_ns"]
     t = samples.sort_values("frame")["t_start_ns"].to_numpy()[warmup_frames:]
@@ -285,7 +279,7 @@ def _who(pid: int, comm: str, dispatcher: int | None, app_tids: set[int]) -> str
 
 
 def attribution_summary(att: pd.DataFrame) -> pd.DataFrame:
-    """Per traced condition: each part's mean and P99 (ms) and its share of the lateness's variance.
+    """Per traced condition: each part's mean and maximum (ms) and its share of the lateness's variance.
 
     The shares are Cov(part, lateness) / Var(lateness): they add up to 1
     because the parts add up to the lateness. Also the lateness's std, the
@@ -303,7 +297,6 @@ def attribution_summary(att: pd.DataFrame) -> pd.DataFrame:
         row = {"label": label, **{f: g[f].iloc[0] for f in FACTORS}, "frames": len(g),
                "lateness_std_ms": float(np.sqrt(var)) if np.isfinite(var) else np.nan,
                "lateness_max_ms": float(late.max()),
-               "deviation_std_ms": float(g["deviation_ms"].std(ddof=1)),
                "by_dispatcher": float((g["waker"] == "dispatcher").mean()),
                # Who had the CPU the worker waited for, over the frames in which it waited.
                "displaced": g.loc[g["cpu_wait_ms"] > 0.01, "displaced"]
@@ -313,7 +306,6 @@ def attribution_summary(att: pd.DataFrame) -> pd.DataFrame:
         for part in PARTS:
             x = g[part].to_numpy(dtype=float)
             row[f"{part}_mean"] = float(x.mean())
-            row[f"{part}_p99"] = float(np.percentile(x, 99))
             row[f"{part}_max"] = float(x.max())
             row[f"{part}_share"] = (float(np.cov(x, late, ddof=1)[0, 1] / var)
                                     if np.isfinite(var) and var > 0 else np.nan)

@@ -32,10 +32,11 @@ scheduler trace (:mod:`rtstudy.apps.trace`) of the measured frames.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 # First: importing rtstudy.apps preloads libcudart, without which holoscan does not import.
-from rtstudy.apps.child import (DISPATCHER, apply_dispatcher, apply_realtime, main,  # noqa: I001
+from rtstudy.apps.child import (apply_dispatcher, apply_realtime, main,  # noqa: I001
                                 process_threads, steering_env, thread_record)
 from holoscan.conditions import BooleanCondition, CountCondition, PeriodicCondition
 from holoscan.core import Application, Operator
@@ -43,6 +44,7 @@ from holoscan.schedulers import EventBasedScheduler
 
 from rtstudy.apps.loads import BusyThreads, start_stress, stop_stress
 from rtstudy.apps.trace import sched_trace
+from rtstudy.realtime import DISPATCHER
 from rtstudy.work import busy_for, fixed_work
 
 MS = 1_000_000
@@ -164,10 +166,7 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
     trace: dict = {}
     start = time.monotonic_ns()
     try:
-        if config.get("trace_s"):
-            with sched_trace(limit_s, trace):
-                app.run()
-        else:
+        with sched_trace(limit_s, trace) if config.get("trace_s") else contextlib.nullcontext():
             app.run()
     finally:
         measured_s = (time.monotonic_ns() - start) / 1e9

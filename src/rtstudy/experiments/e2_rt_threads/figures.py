@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from rtstudy.experiments.e2_rt_threads.analysis import grid, headline_point
 from rtstudy.figstyle import PALETTE, save, style
 from rtstudy.stats import CI, MIN_RUNS, over_runs
 
@@ -18,15 +19,9 @@ def _policies(frames: pd.DataFrame) -> list[str]:
     return [p for p in POLICY_ORDER if p in present]
 
 
-def _grid(table: pd.DataFrame) -> pd.DataFrame:
-    """The policy grid's rows: load operators and Holoscan's own dispatcher."""
-    return table[(table["dispatcher"] == "other") & (table["load_placement"] == "operators")
-                 & table["topology"].isin(["dedicated", "shared"])]
-
-
 def _e2_top(frames: pd.DataFrame) -> pd.DataFrame:
     """Grid frames at the highest load factor with native loads: where contention is strongest."""
-    frames = _grid(frames)
+    frames = grid(frames)
     native = frames[frames["load_work_model"] == "native"]
     return native[native["load_factor"] == native["load_factor"].max()]
 
@@ -93,7 +88,7 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, ci: CI,
         Where to write the files (default ``report/figures``).
     """
     style()
-    runs = _grid(runs)
+    runs = grid(runs)
     models = [m for m in ("native", "python") if m in set(runs["load_work_model"])]
     policies = _policies(runs)
     factors = sorted(runs["load_factor"].unique())
@@ -144,8 +139,7 @@ def e2_factorial(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI,
         Where to write the files (default ``report/figures``).
     """
     style()
-    native = runs[(runs["topology"] == "dedicated") & (runs["load_work_model"] == "native")]
-    top = native[native["load_factor"] == native["load_factor"].max()]
+    top = headline_point(runs)
     placements = [p for p in ("operators", "threads", "process") if p in set(top["load_placement"])]
     conditions = [(pol, disp) for pol in POLICY_ORDER for disp in ("other", "fifo")
                   if ((top["policy"] == pol) & (top["dispatcher"] == disp)).any()]
@@ -215,12 +209,12 @@ def e2_attribution(att: pd.DataFrame, parts: dict, directory: Path | None = None
             x = att.loc[att["label"] == label, part].to_numpy(dtype=float) * 1000
             rms.append(np.sqrt(np.mean(x ** 2)) if x.size else np.nan)
             p99.append(np.percentile(x, 99) if x.size else np.nan)
-        deviation = part == "lateness_ms"
-        color = "#202020" if deviation else PALETTE[k % len(PALETTE)]
-        offset = 0 if deviation else (k - 1.5) * 0.14
+        total = part == "lateness_ms"
+        color = "#202020" if total else PALETTE[k % len(PALETTE)]
+        offset = 0 if total else (k - 1.5) * 0.14
         for ax, values in zip(axes, (rms, p99)):
-            ax.scatter(np.clip(values, 0.1, None), y + offset, s=30 if deviation else 14,
-                       color=color, marker="|" if deviation else "o", zorder=3,
+            ax.scatter(np.clip(values, 0.1, None), y + offset, s=30 if total else 14,
+                       color=color, marker="|" if total else "o", zorder=3,
                        label=name if ax is axes[0] else None)
     for ax, what in zip(axes, ("RMS", "P99")):
         ax.set_xscale("log")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rtstudy.harness import Cell, with_drift
 from rtstudy.host import shield_of
-from rtstudy.realtime import RealtimeRequest
+from rtstudy.realtime import DISPATCHER, RealtimeRequest
 from rtstudy.sysdeps import which
 
 EXPERIMENT = "e2_rt_threads"
@@ -34,7 +34,6 @@ APP = "e2_rt_threads"  # the name cells record (part of every cell id): never ch
 MODULE = "rtstudy.experiments.e2_rt_threads.app"
 FLOOR_MODULE = "rtstudy.experiments.e2_rt_threads.floor"
 RT_POLICIES = ("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
-DISPATCHER = "dispatcher"  # the name the dispatcher's request carries (rtstudy.apps.child)
 
 
 def period_ns(fps: int) -> int:
@@ -208,10 +207,10 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     """
     c, p = cfg, _Planner(cfg, fp)
     full = c["design"] == "full"
-    models_at = lambda factor: c["load_work_models"] if p.loads(factor) else c["load_work_models"][:1]  # noqa: E731
     # The policy grid (and, in the full design, every dispatcher and placement with it).
     for policy, factor in itertools.product(c["policies"], c["load_factors"]):
-        for model in models_at(factor):
+        # With no loads the load work model is moot: measure it once.
+        for model in c["load_work_models"] if p.loads(factor) else c["load_work_models"][:1]:
             for dispatcher, placement in itertools.product(
                     c["dispatchers"] if full else ["other"],
                     c["load_placements"] if full else ["operators"]):
@@ -236,11 +235,10 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
         for factor in sorted(set(c["load_factors"]) if full else
                              {min(c["load_factors"]), p.top}):
             p.floor(factor)
-    cells = p.cells
     if tracing(c):
         # One traced run of every condition at the headline point and of the seeds' topologies:
         # its own cell, set aside from the statistics (tracing costs the traced run time).
-        for cell in [x for x in cells if x.repetition == 0 and x.module == MODULE]:
+        for cell in [x for x in p.cells if x.repetition == 0 and x.module == MODULE]:
             k = cell.config
             # Only a target with a thread of its own can be followed through the trace.
             own_thread = k["topology"] == "dedicated" or k["policy"] in RT_POLICIES
@@ -248,7 +246,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                                or k["topology"].startswith("seed")):
                 p.holoscan(k["policy"], k["load_factor"], k["load_work_model"], k["dispatcher"],
                            k["load_placement"], k["topology"], k["loads"], trace=True)
-        cells = p.cells
+    cells = p.cells
     if not c["drift_check"] or not cells:
         return cells
     # The drift check repeats the first real-time condition at the headline point at the
@@ -257,5 +255,6 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                       and x.config["topology"] == "dedicated" and x.module == MODULE
                       and p.headline(x.config["load_factor"], x.config["load_work_model"])
                       and x.config["dispatcher"] == "other"
-                      and x.config["load_placement"] == "operators"), cells[0].label)
+                      and x.config["load_placement"] == "operators"
+                      and not x.config.get("trace_s")), cells[0].label)
     return with_drift(cells, reference)

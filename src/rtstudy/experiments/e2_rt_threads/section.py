@@ -4,6 +4,8 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+import pandas as pd
+
 from rtstudy.experiments.e2_rt_threads import analysis, figures, published
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import Dataset
@@ -23,8 +25,9 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     frames, runs, floor, att = t["frames"], t["runs"], t["floor"], t["attribution"]
     red = analysis.reductions(runs, frames, ci)
     h = analysis.headline(cfg, t, red, ci)
-    eff = analysis.effects(runs, ci)
-    ratios = analysis.floor_ratios(analysis.headline_point(runs), floor, ci)
+    # The tables show what the headline computed (its bootstraps run once).
+    eff = pd.DataFrame(h["effects"])
+    ratios = pd.DataFrame(h["floor"]["rows"] if h["floor"] else [])
 
     # Every block of the words sees the headline, the parameters and the CI settings.
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
@@ -46,7 +49,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     section.blocks.append(Markdown(words("attribution")))
     if len(att):
         section.blocks += [
-            Table(lambda: analysis.attribution_table(analysis.attribution_summary(att)),
+            Table(lambda: analysis.attribution_table(pd.DataFrame(h["attribution"])),
                   words("caption_attribution")),
             Figure(lambda: figures.e2_attribution(att, analysis.PARTS))]
     section.blocks += [Markdown(words("advice")),
