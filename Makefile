@@ -2,14 +2,39 @@
 # a step they take or a convenience for people working on the study.
 SHELL := /bin/bash
 PYTHON ?= python3
-VENV := .venv
+# One exact lock per supported Python (requirements/py3.X.lock): the interpreter
+# decides which. Read before PATH below puts the venv first, so that `python3`
+# is the caller's, not the venv's.
+SUPPORTED := $(patsubst requirements/py%.lock,%,$(wildcard requirements/py*.lock))
+PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+LOCK := requirements/py$(PY_VERSION).lock
+# Several venvs (one per Python) can live side by side: make VENV=.venv-3.12 PYTHON=python3.12 ...
+VENV ?= .venv
 BIN := $(VENV)/bin
+VENV_VERSION := $(shell test -e $(BIN)/python && { $(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo unusable; })
 # The stamp records that the venv holds exactly the locked set and this
 # package's native module; it is remade only when one of these changes.
 STAMP := $(VENV)/.rtstudy-installed
-export PATH := $(CURDIR)/$(BIN):$(PATH)
+export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: study study-tuned test setup sysdeps report profile push pull publish-reference lab lock clean-venv help
+# Every goal but help, clean-venv and lock-all runs $(PYTHON); every goal but
+# those and lock needs it to be a supported Python that made the venv in use.
+GOALS := $(or $(MAKECMDGOALS),help)
+ifneq ($(filter-out help clean-venv lock-all,$(GOALS)),)
+ifeq ($(PY_VERSION),)
+$(error PYTHON=$(PYTHON) is not found or does not run (a pyenv shim of a version not selected does not). Supported Pythons: $(SUPPORTED); choose one with e.g. `make PYTHON=python3.12 study`)
+endif
+endif
+ifneq ($(filter-out help clean-venv lock lock-all,$(GOALS)),)
+ifeq ($(filter $(PY_VERSION),$(SUPPORTED)),)
+$(error PYTHON=$(PYTHON) is Python $(PY_VERSION), which rtstudy has no lock for. Supported Pythons: $(SUPPORTED); choose one with e.g. `make PYTHON=python3.12 study`)
+endif
+ifneq ($(filter-out $(PY_VERSION),$(VENV_VERSION)),)
+$(error $(VENV) holds Python $(VENV_VERSION), but PYTHON=$(PYTHON) is Python $(PY_VERSION). Remove that venv (`make VENV=$(VENV) clean-venv`) or give this Python a venv of its own (`make PYTHON=$(PYTHON) VENV=.venv-$(PY_VERSION) ...`))
+endif
+endif
+
+.PHONY: study study-tuned test setup sysdeps report profile push pull publish-reference lab lock lock-all clean-venv help
 
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
@@ -21,15 +46,17 @@ help:
 	@echo "make push           send the measured data to the DVC remote (see .dvc/config)"
 	@echo "make pull           fetch the data of dvc.lock (shared remote, else the reference in data/reference)"
 	@echo "make lab            JupyterLab on 127.0.0.1 with a token and the rtstudy kernel"
-	@echo "make lock           re-resolve requirements.lock from pyproject.toml"
+	@echo "make lock           re-resolve requirements/py$(PY_VERSION).lock (the lock of PYTHON=$(PYTHON)) from pyproject.toml"
+	@echo "make lock-all       re-resolve the lock of every supported Python: $(SUPPORTED)"
+	@echo "PYTHON=python3.X    the Python to use (supported: $(SUPPORTED)); VENV=DIR its venv (default .venv)"
 
 setup: $(STAMP) sysdeps
 
-$(STAMP): requirements.lock pyproject.toml setup.py src/rtstudy/_native.c
+$(STAMP): $(LOCK) pyproject.toml setup.py src/rtstudy/_native.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	$(BIN)/python -m ipykernel install --sys-prefix --name rtstudy --display-name "rtstudy (.venv)" >/dev/null
+	$(BIN)/python -m ipykernel install --sys-prefix --name rtstudy --display-name "rtstudy ($(VENV), Python $(PY_VERSION))" >/dev/null
 	@touch $@
 
 sysdeps:
@@ -95,12 +122,28 @@ lab: $(STAMP)
 	  --ServerApp.root_dir="$(CURDIR)" --MappingKernelManager.default_kernel_name=rtstudy \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
-lock:
-	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
-	.lock-venv/bin/python -m pip install --quiet --disable-pip-version-check setuptools wheel .
-	{ echo "# Exact versions for rtstudy's dependencies. Regenerate with: make lock"; \
-	  .lock-venv/bin/python -m pip freeze --all --exclude rtstudy --exclude pip; } > requirements.lock
-	rm -rf .lock-venv
+# The locks: uv resolves pyproject.toml's dependencies and the build backend
+# (`pip install -e .` runs without build isolation) for a Python version and
+# platform, with hashes. It needs no interpreter of that version, so `lock-all`
+# writes every lock from one Python. The platform is holoscan-cu12 4.6.0's
+# oldest wheel tag (glibc 2.35); aarch64 resolves to the same set today, and
+# LOCK_PLATFORM=aarch64-manylinux_2_35 re-resolves for it should that change.
+# The venv's own pip is left out: it is the installer, not a dependency.
+LOCK_TOOLS := uv==0.13.8 tomli==2.5.0
+LOCK_PLATFORM ?= x86_64-manylinux_2_35
+lock: LOCK_VERSIONS := $(PY_VERSION)
+lock-all: LOCK_VERSIONS := $(SUPPORTED)
+lock lock-all:
+	@set -euo pipefail; tools=$$(mktemp -d); trap 'rm -rf "$$tools"' EXIT; \
+	$(PYTHON) -m venv "$$tools"; \
+	"$$tools/bin/python" -m pip install --quiet --disable-pip-version-check $(LOCK_TOOLS); \
+	for version in $(LOCK_VERSIONS); do \
+	  echo "resolving requirements/py$$version.lock ($(LOCK_PLATFORM))"; \
+	  "$$tools/bin/python" -c 'import tomli; print(*tomli.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")' \
+	  | "$$tools/bin/uv" pip compile --quiet pyproject.toml - --python-version $$version \
+	      --python-platform $(LOCK_PLATFORM) --generate-hashes --no-emit-package pip \
+	      --no-python-downloads --custom-compile-command "make lock" -o requirements/py$$version.lock; \
+	done
 
 clean-venv:
 	rm -rf $(VENV)

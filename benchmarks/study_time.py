@@ -4,7 +4,7 @@
 
 Clones this checkout's HEAD into a temporary directory and runs there, in order:
 
-1. ``make setup``              -> set-up (venv from requirements.lock, native build, apt tools)
+1. ``make setup``              -> set-up (venv from requirements/py3.X.lock, native build, apt tools)
 2. ``dvc repro <experiments>`` -> the measuring stages (host fingerprint + E1-E4)
 3. ``dvc repro``               -> what remains (the report)
 4. ``make study``              -> a second study with nothing changed

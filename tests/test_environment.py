@@ -1,63 +1,98 @@
-"""pyproject.toml, requirements.lock and environment.yml name the same set, at one version."""
+"""pyproject.toml, the lock of every supported Python and environment.yml name the same set."""
 from __future__ import annotations
 
 import re
 import subprocess
-import tomllib
+import sys
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest's own dependency tomli is the same parser
+    import tomli as tomllib
+
+import pytest
 import yaml
+from packaging.specifiers import SpecifierSet
 
 from rtstudy import paths
+
+LOCKS = sorted((paths.root() / "requirements").glob("py*.lock"))
 
 
 def norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name.lower())
 
 
+def pyproject() -> dict:
+    return tomllib.loads((paths.root() / "pyproject.toml").read_text())["project"]
+
+
 def pyproject_deps() -> dict[str, str]:
-    deps = tomllib.loads((paths.root() / "pyproject.toml").read_text())["project"]["dependencies"]
-    return {norm(re.split(r"[=<>!~ \[]", d)[0]): d for d in deps}
+    return {norm(re.split(r"[=<>!~ \[]", d)[0]): d for d in pyproject()["dependencies"]}
 
 
-def lock() -> dict[str, str]:
-    pins = {}
-    for line in (paths.root() / "requirements.lock").read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            name, _, version = line.partition("==")
-            assert version, f"requirements.lock: {line!r} is not an exact pin"
-            pins[norm(name)] = version
-    return pins
+def lock_version(lock) -> str:
+    """``3.12`` for ``requirements/py3.12.lock``."""
+    return lock.stem.removeprefix("py")
 
 
-def conda_pip() -> dict[str, str]:
+def pins(lock) -> dict[str, str]:
+    """``{name: version}`` of a lock; a requirement's hashes and comments follow it indented."""
+    found = {}
+    for line in lock.read_text().splitlines():
+        if not line.strip() or line[0] in " \t#":
+            continue
+        requirement = line.removesuffix("\\").strip()
+        name, _, version = requirement.partition("==")
+        assert version and not re.search(r"[<>=!~;,* ]", version), \
+            f"{lock.name}: {requirement!r} is not an exact pin"
+        found[norm(name)] = version
+    return found
+
+
+def conda() -> tuple[str, dict[str, str]]:
+    """environment.yml's Python (``3.11``) and its pip pins."""
     env = yaml.safe_load((paths.root() / "environment.yml").read_text())
-    assert "python=3.11" in env["dependencies"]
+    python = next(d for d in env["dependencies"] if isinstance(d, str) and d.startswith("python="))
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    pins = {}
+    pip_pins = {}
     for item in pip:
         if item.startswith("-e"):
             continue
         name, _, version = item.partition("==")
-        pins[norm(name)] = version
-    return pins
+        pip_pins[norm(name)] = version
+    return python.removeprefix("python="), pip_pins
 
 
-def test_every_dependency_is_locked_exactly():
-    locked = lock()
+def test_there_is_one_lock_per_python_that_pyproject_allows():
+    allowed = SpecifierSet(pyproject()["requires-python"])
+    versions = {f"3.{minor}" for minor in range(30) if f"3.{minor}.0" in allowed}
+    assert {lock_version(lock) for lock in LOCKS} == versions, \
+        f"requires-python {allowed} allows {sorted(versions)}; requirements/ has {[l.name for l in LOCKS]}"
+
+
+@pytest.mark.parametrize("lock", LOCKS, ids=lock_version)
+def test_every_dependency_is_locked_exactly(lock):
+    locked = pins(lock)
     missing = sorted(set(pyproject_deps()) - set(locked))
-    assert not missing, f"in pyproject.toml but not in requirements.lock: {missing}; run `make lock`"
+    assert not missing, f"in pyproject.toml but not in {lock.name}: {missing}; run `make lock-all`"
     assert locked["holoscan-cu12"] == "4.6.0"
 
 
-def test_environment_yml_lists_the_same_set_at_locked_versions():
-    conda, locked = conda_pip(), lock()
-    assert set(conda) == set(pyproject_deps()), "environment.yml and pyproject.toml name different packages"
-    drift = {n: (v, locked[n]) for n, v in conda.items() if v != locked[n]}
-    assert not drift, f"environment.yml versions differ from requirements.lock: {drift}"
+def test_environment_yml_lists_the_same_set_at_the_versions_of_its_pythons_lock():
+    python, pip_pins = conda()
+    lock = paths.root() / "requirements" / f"py{python}.lock"
+    assert lock in LOCKS, f"environment.yml asks for python={python}, which has no lock"
+    locked = pins(lock)
+    assert set(pip_pins) == set(pyproject_deps()), \
+        "environment.yml and pyproject.toml name different packages"
+    drift = {n: (v, locked[n]) for n, v in pip_pins.items() if v != locked[n]}
+    assert not drift, f"environment.yml versions differ from {lock.name}: {drift}"
 
 
 def test_setup_is_up_to_date_so_a_second_call_does_not_reinstall():
-    # `make -q` exits 0 only if the target needs no rebuild.
-    proc = subprocess.run(["make", "-q", ".venv/.rtstudy-installed"], cwd=paths.root())
+    # `make -q` exits 0 only if the target needs no rebuild. The venv and the
+    # Python are the ones running this test, whichever they are.
+    proc = subprocess.run(["make", "-q", f"PYTHON={sys.executable}", f"VENV={sys.prefix}",
+                           f"{sys.prefix}/.rtstudy-installed"], cwd=paths.root())
     assert proc.returncode == 0, "make would reinstall the venv although nothing changed"

@@ -21,7 +21,7 @@ def cudart_path() -> Path:
     spec = importlib.util.find_spec("nvidia.cuda_runtime")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("nvidia-cuda-runtime-cu12 is not installed; run `make setup` "
-                          "(it installs requirements.lock into .venv)")
+                          "(it installs the lock of your Python, requirements/py3.X.lock, into .venv)")
     for location in spec.submodule_search_locations:
         candidate = Path(location) / "lib" / "libcudart.so.12"
         if candidate.exists():
