@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rtstudy import audit
+from rtstudy import audit, kernelfs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 
@@ -172,7 +172,7 @@ def test_a_missing_file_is_reported_not_raised(tmp_path):
 
 def test_a_permission_error_is_reported_not_raised(monkeypatch):
     # Tests run as root, so the reader itself is made to refuse.
-    real = audit._read_text
+    real = kernelfs._read_text
     denied = ("sched_rt_runtime_us", "cmdline", "nmi_watchdog", "smp_affinity_list")
 
     def refusing(path: Path) -> str:
@@ -180,7 +180,7 @@ def test_a_permission_error_is_reported_not_raised(monkeypatch):
             raise PermissionError(13, "Permission denied", str(path))
         return real(path)
 
-    monkeypatch.setattr(audit, "_read_text", refusing)
+    monkeypatch.setattr(kernelfs, "_read_text", refusing)
     by_name = items_by_name(FIXTURES / "isolated")
     for name in ("sched_rt_runtime_us", "kernel command line", "NMI watchdog", "IRQ affinity",
                  "rcu_nocbs CPUs", "isolation consistency"):
@@ -192,7 +192,7 @@ def test_a_permission_error_is_reported_not_raised(monkeypatch):
 def test_real_host_audit_reads_without_error():
     items = audit.audit()
     summary = audit.summary(items)
-    kernel_isolated = audit.to_cpus(Path("/sys/devices/system/cpu/isolated").read_text())
+    kernel_isolated = kernelfs.to_cpus(Path("/sys/devices/system/cpu/isolated").read_text())
     assert summary["isolated_cpus"] == kernel_isolated  # [] on the study's untuned VM
     assert sum(summary["counts"].values()) == len(items) == len(audit.audit(FIXTURES / "isolated"))
     rt = Path("/proc/sys/kernel/sched_rt_runtime_us").read_text().strip()
@@ -211,17 +211,6 @@ def test_json_and_table_carry_every_item():
         assert item.name in table
     assert table.count("fix: ") == 12
     assert table.splitlines()[-1] == "12 WARN, 6 N/A; isolated CPUs: none; tuned: no"
-
-
-def test_cpu_list_mask_and_cmdline_helpers():
-    assert audit.format_cpu_list([5, 0, 1, 2, 7, 8]) == "0-2,5,7-8"
-    assert audit.format_cpu_list([]) == ""
-    assert audit.cpu_mask([0, 1]) == "3"
-    assert audit.cpu_mask(range(40)) == "ff,ffffffff"
-    assert audit.mask_to_cpus("00000000,0000000c") == [2, 3]
-    assert audit.cmdline_cpus("managed_irq,domain,2-3", [0, 1, 2, 3]) == [2, 3]
-    assert audit.cmdline_cpus("all", [0, 1]) == [0, 1]
-    assert audit.cmdline_value("a=1 isolcpus=2 b isolcpus=3", "isolcpus") == "3"
 
 
 def test_parse_interrupts_names_cpus_by_column():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from rtstudy import host
+from rtstudy import host, kernelfs
 
 
 def test_fingerprint_is_byte_identical_across_calls():
@@ -42,8 +42,8 @@ def test_write_fingerprint_does_not_touch_an_unchanged_file(tmp_path):
 
 
 def test_parse_cpu_list():
-    assert host.parse_cpu_list("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
-    assert host.parse_cpu_list("") == [] and host.parse_cpu_list(None) == []
+    assert kernelfs.parse_cpu_list("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
+    assert kernelfs.parse_cpu_list("") == [] and kernelfs.parse_cpu_list(None) == []
 
 
 def test_unwritable_data_directory_fails_with_a_fix(tmp_path):

@@ -1,14 +1,17 @@
 """The runtime CPU shield on this host: apply, what it looks like, revert to exactly what was there.
 
-A shield needs a real cpuset hierarchy, so these tests change this host, within
-the limits the project sets for tests: a sysctl, IRQ affinities, an idle state,
-and a cpuset that holds only the test's own processes (``tasks=[...]``, the
-tuned study's ``--only-this-process``); no other process moves. Every test
-reverts, and checks that /proc and /sys read exactly as before.
+A shield acts on real processes, so these tests change this host, within the
+limits the project sets for tests: a sysctl, IRQ affinities, the workqueue
+mask, an idle state, and a cpuset or CPU affinities that hold only the test's
+own processes (``tasks=[...]``, the CLI's ``--only-this-process``); no other
+process moves. Both methods are tested for real here (this VM has a writable
+cgroup v1 cpuset; the affinity method needs none). Every test reverts, and
+checks that /proc and /sys read exactly as before.
 """
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,30 +23,35 @@ import pytest
 
 from conftest import default_signals
 from rtstudy import audit, host, tuning
+from rtstudy import shield as shielding
 
-BASE = host.cpuset_root()
+BASE = shielding.cpuset_root()
 ONLINE = tuning.online_cpus() or []
 CPU = ONLINE[-1] if len(ONLINE) > 1 else None
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or CPU is None or tuning.shield_problem() is not None,
-    reason=f"needs root, 2+ CPUs and a writable cgroup v1 cpuset ({tuning.shield_problem()})")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or CPU is None, reason="needs root and 2+ CPUs")
+needs_cpuset = pytest.mark.skipif(
+    shielding.cpuset_problem() is not None,
+    reason=f"needs a writable cgroup v1 cpuset ({shielding.cpuset_problem()})")
 
 
 def host_state() -> dict[str, str]:
     """Every file the shield, the IRQ and the sysctl steps touch, and the cpusets that exist."""
-    files = [Path(tuning.RT_RUNTIME), Path(tuning.DEFAULT_AFFINITY)]
+    files = [Path(tuning.RT_RUNTIME), Path(tuning.DEFAULT_AFFINITY), Path(tuning.WORKQUEUE_MASK),
+             Path(shielding.STATE_FILE)]
     files += sorted(Path("/proc/irq").glob("*/smp_affinity_list"))
     files += sorted(Path("/sys/devices/system/cpu").glob("cpu*/cpuidle/state*/disable"))
     # memory_pressure is a running average, not a setting.
-    files += sorted(f for f in BASE.glob("cpuset.*") if f.name != "cpuset.memory_pressure")
+    if BASE is not None:
+        files += sorted(f for f in BASE.glob("cpuset.*") if f.name != "cpuset.memory_pressure")
     state = {}
     for f in files:
         try:
             state[str(f)] = f.read_text()
         except OSError as exc:
             state[str(f)] = f"unreadable: {exc.strerror}"
-    state["cpusets"] = " ".join(sorted(p.name for p in BASE.iterdir() if p.is_dir()))
+    if BASE is not None:
+        state["cpusets"] = " ".join(sorted(p.name for p in BASE.iterdir() if p.is_dir()))
     return state
 
 
@@ -63,12 +71,13 @@ def procs(cpuset: Path) -> list[int]:
     return [int(x) for x in (cpuset / "cgroup.procs").read_text().split()]
 
 
+@needs_cpuset
 def test_apply_shields_the_cpu_and_revert_restores_proc_and_sys_exactly(tmp_path, sleeper):
     if tuning.running(Path("/"), "irqbalance"):
         pytest.skip("irqbalance runs here; apply would stop it (systemctl)")
     before = host_state()
     revert_file = tmp_path / "revert.json"
-    plan = tuning.plan(str(CPU), shield=True)
+    plan = tuning.plan(str(CPU), shield="cpuset")
     housekeeping = [c for c in ONLINE if c != CPU]
     try:
         steps = tuning.apply(plan, revert_file=revert_file, yes=True, tasks=[sleeper.pid],
@@ -78,7 +87,7 @@ def test_apply_shields_the_cpu_and_revert_restores_proc_and_sys_exactly(tmp_path
         assert any(s.action == "move" and s.value.startswith("1 of 1 processes") for s in steps)
 
         # Only the test's process moved, and it may no longer run on the shielded CPU.
-        assert procs(BASE / host.SYSTEM_CPUSET) == [sleeper.pid]
+        assert procs(BASE / shielding.SYSTEM_CPUSET) == [sleeper.pid]
         assert os.sched_getaffinity(sleeper.pid) == set(housekeeping)
         assert os.getpid() in procs(BASE)
 
@@ -105,10 +114,11 @@ def test_apply_shields_the_cpu_and_revert_restores_proc_and_sys_exactly(tmp_path
     assert [s for s in steps if s.error] == []
     assert host_state() == before
     assert sleeper.pid in procs(BASE)
-    assert host.shield_state() is None
+    assert shielding.state() is None
     assert (tmp_path / "revert.json.reverted").exists()
 
 
+@needs_cpuset
 def test_refusals_change_nothing(tmp_path):
     before = host_state()
     for cpus, message in [(",".join(map(str, ONLINE)), "names every online CPU"),
@@ -116,7 +126,7 @@ def test_refusals_change_nothing(tmp_path):
                           (str(max(ONLINE) + 1), "is not online"),
                           ("1-", "malformed")]:
         with pytest.raises(tuning.TuningError, match=message):
-            tuning.plan(cpus, shield=True)
+            tuning.plan(cpus, shield="cpuset")
     # A host without a cpuset hierarchy (a copied /proc without one mounted).
     fake = tmp_path / "root"
     (fake / "proc").mkdir(parents=True)
@@ -124,14 +134,14 @@ def test_refusals_change_nothing(tmp_path):
     (fake / "sys/devices/system/cpu").mkdir(parents=True)
     (fake / "sys/devices/system/cpu/online").write_text("0-1\n")
     with pytest.raises(tuning.TuningError, match="no cgroup v1 cpuset hierarchy"):
-        tuning.plan("1", root=fake, shield=True)
+        tuning.plan("1", root=fake, shield="cpuset")
     # A shield left behind (a SIGKILLed tuned study), and a pending revert file.
-    (BASE / host.SHIELD_CPUSET).mkdir()
+    (BASE / shielding.SHIELD_CPUSET).mkdir()
     try:
-        with pytest.raises(tuning.TuningError, match="already exists.*rtstudy host revert"):
-            tuning.plan(str(CPU), shield=True)
+        with pytest.raises(tuning.TuningError, match="already in place.*rtstudy host revert"):
+            tuning.plan(str(CPU), shield="cpuset")
     finally:
-        (BASE / host.SHIELD_CPUSET).rmdir()
+        (BASE / shielding.SHIELD_CPUSET).rmdir()
     pending = tmp_path / "pending.json"
     pending.write_text("{}")
     proc = subprocess.run([sys.executable, "-m", "rtstudy.cli", "host", "study", "--cpus", str(CPU),
@@ -149,6 +159,7 @@ def tuned_study(tmp_path: Path, *command: str) -> subprocess.Popen:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=default_signals)
 
 
+@needs_cpuset
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_tuned_study_leaves_the_host_restored(tmp_path, sig):
     if tuning.running(Path("/"), "irqbalance"):
@@ -163,7 +174,7 @@ def test_an_interrupted_tuned_study_leaves_the_host_restored(tmp_path, sig):
         assert study.poll() is None, study.stdout.read()
         assert time.monotonic() < deadline, "the command never started"
         time.sleep(0.1)
-    assert host.shield_state()["cpus"] == [CPU], "shielded while the command runs"
+    assert shielding.state()["cpus"] == [CPU], "shielded while the command runs"
     study.send_signal(sig)
     out, _ = study.communicate(timeout=120)
     assert study.returncode != 0, out
@@ -172,6 +183,7 @@ def test_an_interrupted_tuned_study_leaves_the_host_restored(tmp_path, sig):
     assert not (tmp_path / "revert.json").exists() and (tmp_path / "revert.json.reverted").exists()
 
 
+@needs_cpuset
 def test_a_failing_study_command_is_reported_and_the_host_restored(tmp_path):
     if tuning.running(Path("/"), "irqbalance"):
         pytest.skip("irqbalance runs here; the tuned study would stop it")
@@ -180,4 +192,72 @@ def test_a_failing_study_command_is_reported_and_the_host_restored(tmp_path):
     out, _ = study.communicate(timeout=120)
     assert study.returncode == 3, out
     assert "shielded CPU" in out and "host restored" in out
+    assert host_state() == before
+
+
+def affinities(pid: int) -> dict[int, set[int]]:
+    return {int(t): os.sched_getaffinity(int(t)) for t in os.listdir(f"/proc/{pid}/task")}
+
+
+def test_the_affinity_shield_moves_only_our_process_and_reverts_exactly(tmp_path, sleeper):
+    if tuning.running(Path("/"), "irqbalance"):
+        pytest.skip("irqbalance runs here; apply would stop it (systemctl)")
+    before, mine = host_state(), affinities(sleeper.pid)
+    others = {p: os.sched_getaffinity(p) for p in (1, os.getpid())}
+    revert_file = tmp_path / "revert.json"
+    plan = tuning.plan(str(CPU), shield="affinity")
+    assert plan.shield == "affinity" and any("tuna isolate" in c for c in plan.commands)
+    housekeeping = [c for c in ONLINE if c != CPU]
+    child = None
+    try:
+        steps = tuning.apply(plan, revert_file=revert_file, yes=True, tasks=[sleeper.pid],
+                             service=no_services)
+        assert [s for s in steps if s.error and not s.target.startswith("/proc/irq/")] == []
+        assert any(s.action == "affinity" and s.value.startswith("1 of 1 threads") for s in steps)
+        assert os.sched_getaffinity(sleeper.pid) == set(housekeeping)
+        assert {p: os.sched_getaffinity(p) for p in others} == others, "no other process moved"
+
+        found = shielding.state()
+        assert found["method"] == "affinity" and found["cpus"] == [CPU]
+        assert found["housekeeping"] == housekeeping
+        assert host.fingerprint()["isolation"]["shield"] == found
+        items = {i.name: i for i in audit.audit()}
+        assert "affinity" in items["isolated CPUs"].evidence
+
+        # A cell: housekeeping CPUs for what it does not pin, and free to pin to the shield.
+        probe = ("import os; print(sorted(os.sched_getaffinity(0))); "
+                 f"os.sched_setaffinity(0, {{{CPU}}}); print(sorted(os.sched_getaffinity(0)))")
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                             preexec_fn=partial(host.set_child_limits, found), timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split("\n")[:2] == [str(housekeeping), str([CPU])]
+    finally:
+        steps = tuning.revert(revert_file)
+    assert [s for s in steps if s.error] == []
+    assert host_state() == before
+    assert affinities(sleeper.pid) == mine
+    assert shielding.state() is None
+
+
+def test_the_cli_applies_the_affinity_shield_where_no_cpuset_can_be_written(tmp_path):
+    """``rtstudy host apply --cpus N --yes`` then ``host revert``, moving only its own process."""
+    no_cgroup = tmp_path / "root"
+    (no_cgroup / "proc").mkdir(parents=True)
+    (no_cgroup / "proc/mounts").write_text("proc /proc proc rw 0 0\n")
+    assert shielding.choose(no_cgroup) == "affinity"
+    assert "--method affinity" in shielding.problem("cpuset", no_cgroup)
+    before = host_state()
+    revert_file = tmp_path / "revert.json"
+    cli = [sys.executable, "-m", "rtstudy.cli", "host"]
+    applied = subprocess.run([*cli, "apply", "--cpus", str(CPU), "--yes", "--method", "affinity",
+                              "--only-this-process", "--revert-file", str(revert_file)],
+                             capture_output=True, text=True, timeout=120)
+    try:
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert re.search(r"ok +affinity \d+ of \d+ threads", applied.stdout) and revert_file.exists()
+        assert shielding.state()["method"] == "affinity"
+    finally:
+        reverted = subprocess.run([*cli, "revert", "--revert-file", str(revert_file)],
+                                  capture_output=True, text=True, timeout=120)
+    assert reverted.returncode == 0, reverted.stdout + reverted.stderr
     assert host_state() == before

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from rtstudy import audit, tuning
+from rtstudy import audit, kernelfs, tuning
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 
 
 @pytest.fixture(autouse=True)
 def sandbox_only(monkeypatch, tmp_path):
-    real_write = tuning._write_file
+    real_write = kernelfs.write
 
     def guarded(path: Path, text: str) -> None:
         inside = Path(path).resolve().is_relative_to(tmp_path.resolve())
@@ -29,7 +29,7 @@ def sandbox_only(monkeypatch, tmp_path):
     def no_systemctl(action: str, name: str) -> None:
         raise AssertionError(f"a test ran systemctl {action} {name}")
 
-    monkeypatch.setattr(tuning, "_write_file", guarded)
+    monkeypatch.setattr(kernelfs, "write", guarded)
     monkeypatch.setattr(tuning, "systemctl", no_systemctl)
 
 
@@ -119,13 +119,13 @@ def test_apply_records_first_then_changes_the_sandbox(tmp_path, monkeypatch):
     revert_file = tmp_path / "revert.json"
     services = FakeServices(revert_file)
     writes_seen = []
-    guarded = tuning._write_file
+    guarded = kernelfs.write
 
     def recording(path, text):
         writes_seen.append((str(path), revert_file.exists()))
         guarded(path, text)
 
-    monkeypatch.setattr(tuning, "_write_file", recording)
+    monkeypatch.setattr(kernelfs, "write", recording)
     steps = tuning.apply(tuning.plan("2-3", root), root=root, revert_file=revert_file, yes=True,
                          service=services)
 
@@ -171,14 +171,14 @@ def test_revert_restores_every_file_byte_for_byte(tmp_path):
 
 def test_failed_writes_are_recorded_not_fatal(tmp_path, monkeypatch):
     root = sandbox(tmp_path, "stock")
-    guarded = tuning._write_file
+    guarded = kernelfs.write
 
     def eio_on_irq_125(path, text):
         if "/irq/125/" in str(path):
             raise OSError(errno.EIO, "Input/output error")
         guarded(path, text)
 
-    monkeypatch.setattr(tuning, "_write_file", eio_on_irq_125)
+    monkeypatch.setattr(kernelfs, "write", eio_on_irq_125)
     steps = tuning.apply(tuning.plan("2-3", root), root=root, revert_file=tmp_path / "r.json",
                          yes=True, service=FakeServices(tmp_path / "r.json"))
     failed = [s for s in steps if s.error]

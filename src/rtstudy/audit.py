@@ -11,12 +11,15 @@ never writes anything.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rtstudy.host import SHIELD_CPUSET, mask_to_cpus, parse_cpu_list, shield_state
+from rtstudy import shield as shielding
+from rtstudy.kernelfs import (CPU_DIR, HostFile, Process, cmdline_cpus, cmdline_value, cpu_mask, format_cpu_list,
+                              list_names, mask_to_cpus, online_cpus, preempt_model, processes,
+                              smt_siblings, to_cpus)
+from rtstudy.kernelfs import read as read_file
 
 STATUSES = ("PASS", "WARN", "FAIL", "N/A")
 
@@ -28,7 +31,6 @@ CORE_ITEMS = ("kernel command line", "isolated CPUs", "nohz_full CPUs", "rcu_noc
               "tuned daemon", "IRQ affinity", "IRQ counts on isolated CPUs",
               "kernel threads on isolated CPUs", "RCU callback threads")
 
-CPU_DIR = "/sys/devices/system/cpu"
 GRUB_STEPS = ("in /etc/default/grub, append to GRUB_CMDLINE_LINUX: "
               'GRUB_CMDLINE_LINUX="... {args}", then run `update-grub` and reboot '
               "(IGX/Jetson: append it to the APPEND line of the active entry in "
@@ -62,109 +64,6 @@ class AuditItem:
     facts: dict = field(default_factory=dict, kw_only=True)
 
 
-# ---------------------------------------------------------------------------
-# Reading files under a root
-
-
-def _read_text(path: Path) -> str:
-    """The only place the audit reads a file (tests replace it to simulate errors)."""
-    return path.read_text(errors="replace")
-
-
-@dataclass(frozen=True)
-class HostFile:
-    """A file's stripped text, or ``None`` and the reason (``problem``) it could not be read.
-
-    ``path`` is the file's name on the host (``/proc/cmdline``), whatever the
-    root it was read under; ``missing`` tells a FileNotFoundError from other errors.
-    """
-
-    path: str
-    text: str | None
-    problem: str = ""
-    missing: bool = False
-
-
-def read_file(root: Path, path: str) -> HostFile:
-    """Read ``path`` (as named on the host, e.g. ``/proc/cmdline``) under ``root``."""
-    try:
-        return HostFile(path, _read_text(root / path.lstrip("/")).strip())
-    except FileNotFoundError:
-        return HostFile(path, None, f"{path}: not present (FileNotFoundError)", missing=True)
-    except PermissionError:
-        return HostFile(path, None, f"{path}: permission denied (PermissionError)")
-    except OSError as exc:
-        return HostFile(path, None, f"{path}: unreadable ({type(exc).__name__}: {exc.strerror})")
-
-
-def list_names(root: Path, directory: str, pattern: str) -> list[str] | None:
-    """Entries of ``directory`` matching the regular expression ``pattern``, in natural order.
-
-    ``None`` when the directory is missing or cannot be listed.
-    """
-    try:
-        names = os.listdir(root / directory.lstrip("/"))
-    except OSError:
-        return None
-    found = [n for n in names if re.fullmatch(pattern, n)]
-    return sorted(found, key=lambda n: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", n)])
-
-
-def to_cpus(text: str | None) -> list[int] | None:
-    """A kernel CPU list as sorted CPU numbers; ``None`` for an unread file or a non-list."""
-    if text is None:
-        return None
-    try:
-        return sorted(set(parse_cpu_list(text)))
-    except ValueError:
-        return None
-
-
-def cmdline_value(cmdline: str, key: str) -> str | None:
-    """The value of ``key=`` on a kernel command line (the last one wins, as in the kernel)."""
-    values = re.findall(rf"(?:^|\s){re.escape(key)}=(\S+)", cmdline)
-    return values[-1] if values else None
-
-
-def cmdline_cpus(value: str | None, online: list[int]) -> list[int] | None:
-    """CPUs of an isolcpus/nohz_full/rcu_nocbs value; flags (``domain``) are dropped.
-
-    ``all`` means every online CPU; an unparseable value gives ``None``.
-    """
-    if value is None:
-        return []
-    if value == "all":
-        return list(online)
-    # isolcpus takes leading flags: "managed_irq,domain,2-3".
-    spec = ",".join(p for p in value.split(",") if not re.fullmatch(r"[a-z_]+", p))
-    return to_cpus(spec)
-
-
-# ---------------------------------------------------------------------------
-# CPU lists, masks and the boot parameters that isolate CPUs
-
-
-def format_cpu_list(cpus) -> str:
-    """The kernel's compact form of CPU numbers: ``[0, 1, 2, 5]`` -> ``"0-2,5"``."""
-    ranges: list[list[int]] = []
-    for cpu in sorted(set(cpus)):
-        if ranges and cpu == ranges[-1][1] + 1:
-            ranges[-1][1] = cpu
-        else:
-            ranges.append([cpu, cpu])
-    return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in ranges)
-
-
-def cpu_mask(cpus) -> str:
-    """The hexadecimal affinity mask of ``cpus`` as /proc/irq/*/smp_affinity takes it.
-
-    Above 32 CPUs the kernel groups the mask in comma-separated 32-bit words.
-    """
-    digits = f"{sum(1 << c for c in set(cpus)):x}"
-    head = len(digits) % 8 or 8
-    return ",".join([digits[:head]] + [digits[i:i + 8] for i in range(head, len(digits), 8)])
-
-
 def kernel_args(cpus, housekeeping) -> str:
     """The boot parameters that isolate ``cpus`` and keep IRQs on ``housekeeping``.
 
@@ -195,59 +94,6 @@ def _grub_remedy(online: list[int], cpus: list[int] | None = None) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Processes
-
-
-@dataclass(frozen=True)
-class _Process:
-    pid: int
-    comm: str
-    kthread: bool
-    cpus: list[int] | None  # None when the status file could not be read
-
-
-def _processes(root: Path) -> tuple[list[_Process], str]:
-    """Every process under ``root/proc``, and a note on what could not be read."""
-    procs = []
-    unreadable = 0
-    for name in list_names(root, "/proc", r"\d+") or []:
-        comm = read_file(root, f"/proc/{name}/comm")
-        if comm.text is None:
-            # Exited between listing and reading, or hidden from this user.
-            unreadable += 0 if comm.missing else 1
-            continue
-        status = read_file(root, f"/proc/{name}/status").text or ""
-        fields = dict(re.findall(r"^(\w+):\s*(.*)$", status, re.M))
-        # Kernels before 6.0 have no "Kthread:" field; there, kernel threads are
-        # kthreadd (pid 2) and its children.
-        kthread = fields.get("Kthread") == "1" or fields.get("PPid") == "2" or name == "2"
-        cpus = to_cpus(fields.get("Cpus_allowed_list"))
-        procs.append(_Process(int(name), comm.text, kthread, cpus))
-    note = f"; {unreadable} processes unreadable" if unreadable else ""
-    return procs, note
-
-
-def running(root: Path, comm: str) -> list[int]:
-    """PIDs whose ``/proc/<pid>/comm`` under ``root`` is ``comm``."""
-    return [p.pid for p in _processes(root)[0] if p.comm == comm]
-
-
-def online_cpus(root: Path = Path("/")) -> list[int] | None:
-    """The online CPUs under ``root``; ``None`` when the list cannot be read."""
-    return to_cpus(read_file(root, f"{CPU_DIR}/online").text)
-
-
-def smt_siblings(root: Path, cpus) -> dict[int, list[int]]:
-    """Each CPU's hardware-thread siblings (itself excluded); unreadable ones are left out."""
-    siblings = {}
-    for cpu in cpus:
-        found = to_cpus(read_file(root, f"{CPU_DIR}/cpu{cpu}/topology/thread_siblings_list").text)
-        if found is not None:
-            siblings[cpu] = [c for c in found if c != cpu]
-    return siblings
-
-
-# ---------------------------------------------------------------------------
 # The items
 
 
@@ -262,9 +108,10 @@ class _Host:
     isolated: list[int]
     nohz_file: HostFile
     nohz: list[int]
-    processes: list[_Process]
+    processes: list[Process]
     process_note: str
     shielded: list[int] = field(default_factory=list)  # CPUs of a runtime shield (rtstudy host apply)
+    shield_method: str = ""  # how the shield keeps tasks off them: cpuset or affinity
 
     @property
     def housekeeping(self) -> list[int]:
@@ -279,14 +126,16 @@ class _Host:
 def _load(root: Path) -> _Host:
     isolated_file = read_file(root, f"{CPU_DIR}/isolated")
     nohz_file = read_file(root, f"{CPU_DIR}/nohz_full")
-    processes, note = _processes(root)
-    shield = shield_state(root)
+    procs, unreadable = processes(root)
+    note = f"; {unreadable} processes unreadable" if unreadable else ""
+    shield = shielding.state(root)
     shielded = shield["cpus"] if shield else []
     # A runtime shield isolates its CPUs from the scheduler's load balancing and every movable
     # task, as isolcpus=domain does at boot: the items about isolated CPUs judge them too.
     isolated = sorted(set(to_cpus(isolated_file.text) or []) | set(shielded))
     return _Host(root, read_file(root, "/proc/cmdline"), online_cpus(root) or [], isolated_file,
-                 isolated, nohz_file, to_cpus(nohz_file.text) or [], processes, note, shielded)
+                 isolated, nohz_file, to_cpus(nohz_file.text) or [], procs, note, shielded,
+                 shielding.method_of(shield) if shield else "")
 
 
 def _cmdline_item(h: _Host) -> AuditItem:
@@ -310,8 +159,10 @@ def _isolated_item(h: _Host) -> AuditItem:
     evidence = (f"{h.isolated_file.path}: {h.isolated_file.text or '(empty)'}; "
                 f"online {format_cpu_list(h.online)}")
     if h.shielded:
-        evidence += (f"; runtime shield (cpuset {SHIELD_CPUSET}, not load-balanced, every movable "
-                     f"task moved off): CPU {format_cpu_list(h.shielded)} — the tick, RCU "
+        how = (f"cpuset {shielding.SHIELD_CPUSET}, not load-balanced, every movable task moved off"
+               if h.shield_method == "cpuset" else
+               "every movable thread's affinity moved off; load balancing stays on")
+        evidence += (f"; runtime shield ({how}): CPU {format_cpu_list(h.shielded)} — the tick, RCU "
                      "callbacks and per-CPU kernel threads stay (only boot parameters move them)")
     if not h.isolated:
         return AuditItem(name, "WARN", evidence + "; no CPU is isolated from the scheduler",
@@ -690,26 +541,6 @@ def _smt_item(h: _Host) -> AuditItem:
 # (lazy preemption defers only for normal tasks).
 PREEMPTIBLE = ("PREEMPT_RT", "PREEMPT", "PREEMPT_LAZY", "PREEMPT_DYNAMIC (full)",
                "PREEMPT_DYNAMIC (lazy)")
-
-
-def preempt_model(root: Path = Path("/")) -> tuple[str, str]:
-    """The kernel's preemption model under ``root`` and the file that told.
-
-    debugfs shows a PREEMPT_DYNAMIC kernel's current mode; otherwise
-    /sys/kernel/realtime and the ``uname -v`` text (/proc/sys/kernel/version) do.
-    """
-    dyn = read_file(root, "/sys/kernel/debug/sched/preempt")
-    match = re.search(r"\((\w+)\)", dyn.text or "")
-    if match:
-        return f"PREEMPT_DYNAMIC ({match.group(1)})", f"{dyn.path}: {dyn.text}"
-    version = read_file(root, "/proc/sys/kernel/version")
-    evidence = f"{version.path}: {version.text}" if version.text is not None else version.problem
-    if read_file(root, "/sys/kernel/realtime").text == "1" or "PREEMPT_RT" in (version.text or ""):
-        return "PREEMPT_RT", evidence
-    for model in ("PREEMPT_DYNAMIC", "PREEMPT_LAZY", "PREEMPT"):
-        if re.search(rf"\b{model}\b", version.text or ""):
-            return model, evidence
-    return "none or voluntary", evidence
 
 
 def _preempt_item(h: _Host) -> AuditItem:

@@ -7,13 +7,14 @@
     rtstudy host check              preflight: what this host allows, with fixes
     rtstudy host audit [--json] [--strict] [--root DIR]
                                     read-only audit of the host's real-time tuning (E4)
-    rtstudy host plan --cpus LIST [--no-shield]
+    rtstudy host plan --cpus LIST [--method M | --no-shield]
                                     boot line and runtime commands that isolate LIST
-    rtstudy host apply --cpus LIST --yes [--no-shield] [--revert-file F]
+    rtstudy host apply --cpus LIST --yes [--method M | --no-shield] [--revert-file F]
                                     shield LIST at run time, recording how to revert it
+                                    (M: auto | cpuset | affinity)
     rtstudy host revert [--revert-file F]
                                     restore what apply changed
-    rtstudy host study [--cpus LIST] [--yes] [--timeout-min M] [-- COMMAND ...]
+    rtstudy host study [--cpus LIST] [--method M] [--yes] [--timeout-min T] [-- COMMAND ...]
                                     shield, run COMMAND (dvc repro), always revert
     rtstudy run STAGE               run a measuring stage's notebook with papermill
     rtstudy report                  execute the report notebook and render report/report.html
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -77,24 +79,30 @@ def _host_audit(args) -> int:
     return 1 if any(i.status in failing for i in items) else 0
 
 
+def _shield(args) -> str | None:
+    """The shield method asked for on the command line, None with --no-shield."""
+    return None if getattr(args, "no_shield", False) else args.method
+
+
 def _host_plan(args) -> int:
     from rtstudy import tuning
 
-    print(tuning.format_plan(tuning.plan(args.cpus, shield=not args.no_shield)))
+    print(tuning.format_plan(tuning.plan(args.cpus, shield=_shield(args))))
     return 0
 
 
 def _host_apply(args) -> int:
     from rtstudy import tuning
 
-    plan = tuning.plan(args.cpus, shield=not args.no_shield)
+    plan = tuning.plan(args.cpus, shield=_shield(args))
     for warning in plan.warnings:
         print(f"warning: {warning}")
     if args.yes:
         # What is about to change, before it changes.
         print("changing:\n" + "\n".join(f"  {c}" for c in plan.commands), flush=True)
     revert_file = Path(args.revert_file) if args.revert_file else tuning.default_revert_file()
-    steps = tuning.apply(plan, revert_file=revert_file, yes=args.yes)
+    steps = tuning.apply(plan, revert_file=revert_file, yes=args.yes,
+                         tasks=[os.getpid()] if args.only_this_process else None)
     print(tuning.format_steps(steps))
     if revert_file.exists():
         again = f" --revert-file {revert_file}" if args.revert_file else ""
@@ -109,7 +117,7 @@ def _host_study(args) -> int:
 
     cpus = args.cpus or tuned.default_cpus()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    return tuned.run(cpus, command or ["dvc", "repro"], yes=args.yes,
+    return tuned.run(cpus, command or ["dvc", "repro"], yes=args.yes, method=args.method,
                      revert_file=Path(args.revert_file) if args.revert_file else None,
                      timeout_min=args.timeout_min, only_this_process=args.only_this_process)
 
@@ -154,6 +162,19 @@ def _report(args) -> int:
     return 0
 
 
+METHODS = ("cpuset", "affinity")
+METHOD_HELP = ("how to keep other tasks off the CPUs: cpuset (a cgroup v1 cpuset without load "
+               "balancing), affinity (every movable thread's affinity, as `tuna isolate`; any "
+               "host), auto (cpuset where a cgroup v1 cpuset is writable, else affinity)")
+
+
+def _shield_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--method", choices=("auto", *METHODS), default="auto", help=METHOD_HELP)
+    group.add_argument("--no-shield", action="store_true",
+                       help="leave out the shield (IRQs, sysctl, governor, idle states only)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rtstudy", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -184,15 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
     au.set_defaults(func=_host_audit)
     pl = hsub.add_parser("plan", help="what isolating CPUs takes: boot line and runtime commands")
     pl.add_argument("--cpus", required=True, help="CPUs to isolate, e.g. 2-3 or 1,3")
-    pl.add_argument("--no-shield", action="store_true",
-                    help="leave out the cpuset shield (IRQs, sysctl, governor, idle states only)")
+    _shield_options(pl)
     pl.set_defaults(func=_host_plan)
     ap = hsub.add_parser("apply", help="apply a plan's runtime settings (needs --yes), "
                                        "recording first how to revert them")
     ap.add_argument("--cpus", required=True, help="CPUs to isolate, e.g. 2-3 or 1,3")
     ap.add_argument("--yes", action="store_true", help="really change this host's settings")
-    ap.add_argument("--no-shield", action="store_true",
-                    help="leave out the cpuset shield (IRQs, sysctl, governor, idle states only)")
+    _shield_options(ap)
+    ap.add_argument("--only-this-process", action="store_true",
+                    help="for tests: move only this command's own process off the shield")
     ap.add_argument("--revert-file",
                     help="where to record the previous values (default /var/lib/rtstudy/tuning-revert.json)")
     ap.set_defaults(func=_host_apply)
@@ -204,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        "revert (make study-tuned)")
     st.add_argument("--cpus", help="CPUs to shield (default: the last online CPU; never CPU 0)")
     st.add_argument("--yes", action="store_true", help="change the host without asking")
+    st.add_argument("--method", choices=("auto", *METHODS), default="auto", help=METHOD_HELP)
     st.add_argument("--timeout-min", type=float, default=90,
                     help="stop the command after this many minutes (default 90); the host is "
                          "reverted either way")

@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtstudy import _native, paths
+from rtstudy import _native, kernelfs, paths, shield
 from rtstudy.holo import STACK_BYTES
 
 SCHEMA_VERSION = 1
@@ -44,108 +44,9 @@ PROBES = {
 }
 
 
-def _read(path: str | Path) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
-
-
-def parse_cpu_list(text: str | None) -> list[int]:
-    """Expand a kernel CPU list such as ``"0-3,8,10-11"``; empty or None gives []."""
-    cpus: list[int] = []
-    for part in (text or "").strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            cpus.extend(range(int(lo), int(hi) + 1))
-        else:
-            cpus.append(int(part))
-    return cpus
-
-
-def mask_to_cpus(text: str | None) -> list[int] | None:
-    """CPUs of a hexadecimal affinity mask such as ``"00000000,0000000f"``; ``None`` if not one."""
-    if text is None:
-        return None
-    try:
-        value = int(text.replace(",", ""), 16)
-    except ValueError:
-        return None
-    return [bit for bit in range(value.bit_length()) if value >> bit & 1]
-
-
-# The runtime shield `rtstudy host apply` makes (rtstudy.tuning): two cgroup v1 cpusets under the
-# cpuset hierarchy's root, the shielded CPUs (exclusive, not load-balanced) and the housekeeping
-# CPUs that every movable task is moved to.
-SHIELD_CPUSET = "rtstudy-shield"
-SYSTEM_CPUSET = "rtstudy-system"
-
-
-def cpuset_root(root: Path = Path("/")) -> Path | None:
-    """Where the cgroup v1 cpuset hierarchy is mounted (under ``root``), or None."""
-    mounts = _read(Path(root) / "proc/mounts") or ""
-    for line in mounts.splitlines():
-        fields = line.split()
-        if len(fields) >= 4 and fields[2] == "cgroup" and "cpuset" in fields[3].split(","):
-            return Path(root) / fields[1].lstrip("/")
-    return None
-
-
-def shield_state(root: Path = Path("/")) -> dict | None:
-    """The runtime shield in place on the host under ``root``, or None when there is none.
-
-    Returns
-    -------
-    dict or None
-        ``cpus`` (shielded), ``housekeeping`` (where every other task runs),
-        ``irq_default`` (the CPUs of /proc/irq/default_smp_affinity) and
-        ``irqs_on_shield`` (IRQs still allowed on a shielded CPU: per-CPU and
-        managed IRQs refuse to move). Part of the fingerprint, so a shielded
-        host's data is a dataset of its own.
-    """
-    base = cpuset_root(root)
-    if base is None or not (base / SHIELD_CPUSET).is_dir():
-        return None
-    cpus = parse_cpu_list(_read(base / SHIELD_CPUSET / "cpuset.cpus"))
-    if not cpus:
-        return None
-    irqs = []
-    for entry in sorted((Path(root) / "proc/irq").glob("[0-9]*"), key=lambda p: int(p.name)):
-        if set(parse_cpu_list(_read(entry / "smp_affinity_list"))) & set(cpus):
-            irqs.append(int(entry.name))
-    return {"cpus": cpus,
-            "housekeeping": parse_cpu_list(_read(base / SYSTEM_CPUSET / "cpuset.cpus")),
-            "irq_default": mask_to_cpus(_read(Path(root) / "proc/irq/default_smp_affinity")) or [],
-            "irqs_on_shield": irqs}
-
-
 def shield_of(fp: dict | None) -> dict | None:
-    """The runtime shield a fingerprint records (:func:`shield_state`), None for an untuned host
-    or a fingerprint from before the shield was recorded."""
-    return ((fp or {}).get("isolation") or {}).get("shield")
-
-
-def _cmdline_value(cmdline: str, key: str) -> str | None:
-    match = re.search(rf"(?:^|\s){re.escape(key)}=(\S+)", cmdline)
-    return match.group(1) if match else None
-
-
-def preempt_model(kernel_version: str) -> str:
-    """The preemption model, from debugfs when mounted, else from ``uname -v``."""
-    dyn = _read("/sys/kernel/debug/sched/preempt")
-    if dyn:
-        match = re.search(r"\((\w+)\)", dyn)
-        if match:
-            return f"PREEMPT_DYNAMIC ({match.group(1)})"
-    if _read("/sys/kernel/realtime") == "1" or "PREEMPT_RT" in kernel_version:
-        return "PREEMPT_RT"
-    for model in ("PREEMPT_DYNAMIC", "PREEMPT_LAZY", "PREEMPT"):
-        if re.search(rf"\b{model}\b", kernel_version):
-            return model
-    return "none or voluntary (not shown by uname)"
+    """The runtime shield a fingerprint records (:func:`rtstudy.shield.state`), or None."""
+    return shield.of(fp)
 
 
 def probe_realtime() -> dict[str, str]:
@@ -155,7 +56,7 @@ def probe_realtime() -> dict[str, str]:
     may use first: the kernel refuses that (EPERM) while ``sched_rt_runtime_us``
     is not -1, which decides whether experiments may pin their DEADLINE threads.
     (On a shielded host this process runs on the housekeeping CPUs; the cells
-    may also use the shield, :func:`enter_shield_layout`.)
+    may also use the shield, :func:`rtstudy.shield.enter_layout`.)
     """
     results = {}
     probes = dict(PROBES)
@@ -179,15 +80,16 @@ def versions() -> dict[str, str]:
 def fingerprint() -> dict:
     """The host's stable description (see the module docstring), without its id."""
     uname = os.uname()
-    cmdline = _read("/proc/cmdline") or ""
-    cpuinfo = _read("/proc/cpuinfo") or ""
+    root = kernelfs.ROOT
+    cmdline = kernelfs.text(root, "/proc/cmdline") or ""
+    cpuinfo = kernelfs.text(root, "/proc/cpuinfo") or ""
     model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
-    online = parse_cpu_list(_read("/sys/devices/system/cpu/online"))
+    online = kernelfs.online_cpus(root) or []
     governors = {}
     for cpu in online:
-        gov = _read(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
+        gov = kernelfs.text(root, f"{kernelfs.CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor")
         governors[str(cpu)] = gov if gov is not None else "n/a (no cpufreq)"
-    machine_id = _read("/etc/machine-id") or ""
+    machine_id = kernelfs.text(root, "/etc/machine-id") or ""
     return {
         "schema": SCHEMA_VERSION,
         "hostname": socket.gethostname(),
@@ -196,7 +98,7 @@ def fingerprint() -> dict:
         "kernel": {
             "release": uname.release,
             "version": uname.version,
-            "preempt_model": preempt_model(uname.version),
+            "preempt_model": kernelfs.preempt_model(root)[0],
             "arch": uname.machine,
         },
         "cmdline": cmdline,
@@ -204,19 +106,20 @@ def fingerprint() -> dict:
             "model": model.group(1).strip() if model else "unknown",
             "count": os.cpu_count(),
             "online": online,
-            "smt": _read("/sys/devices/system/cpu/smt/control") or "n/a",
+            "smt": kernelfs.text(root, f"{kernelfs.CPU_DIR}/smt/control") or "n/a",
         },
         "isolation": {
-            "isolated": parse_cpu_list(_read("/sys/devices/system/cpu/isolated")),
-            "nohz_full": parse_cpu_list(_read("/sys/devices/system/cpu/nohz_full")),
-            "rcu_nocbs": parse_cpu_list(_cmdline_value(cmdline, "rcu_nocbs")),
+            "isolated": kernelfs.isolated_cpus(root),
+            "nohz_full": kernelfs.to_cpus(kernelfs.text(root, f"{kernelfs.CPU_DIR}/nohz_full")) or [],
+            # None when the boot line's value is not a CPU list ("all" is one: every CPU).
+            "rcu_nocbs": kernelfs.boot_cpus(root, "rcu_nocbs", online),
             # Runtime shielding (`rtstudy host apply`); None on an untuned host.
-            "shield": shield_state(),
+            "shield": shield.state(root),
         },
         "governors": governors,
         "sched": {
-            "rt_runtime_us": int(_read("/proc/sys/kernel/sched_rt_runtime_us") or 0),
-            "rt_period_us": int(_read("/proc/sys/kernel/sched_rt_period_us") or 0),
+            "rt_runtime_us": int(kernelfs.text(root, "/proc/sys/kernel/sched_rt_runtime_us") or 0),
+            "rt_period_us": int(kernelfs.text(root, "/proc/sys/kernel/sched_rt_period_us") or 0),
         },
         "realtime": probe_realtime(),
         "rlimits": {
@@ -320,10 +223,11 @@ _prctl = ctypes.CDLL(None, use_errno=True).prctl
 _PR_SET_PDEATHSIG = 1
 
 
-def set_child_limits(shield: dict | None = None) -> None:
+def set_child_limits(layout: dict | None = None) -> None:
     """In a child process before exec: 32 MiB stack (Holoscan's minimum), own process group,
-    killed when the thread that started it dies; on a shielded host, placed as a cell is
-    (:func:`enter_shield_layout`).
+    killed when the thread that started it dies; placed on its CPUs as a cell is
+    (``layout``: a runtime shield, :func:`rtstudy.shield.enter_layout`, or ``{"cpus": [...]}``,
+    the CPUs for what the cell does not pin).
 
     The own process group lets the harness kill a cell with everything it
     started. It also keeps signals sent to the parent's group away from the
@@ -337,25 +241,10 @@ def set_child_limits(shield: dict | None = None) -> None:
         resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
     os.setpgrp()
     die_with_parent()
-    if shield:
-        enter_shield_layout(shield)
-
-
-def enter_shield_layout(shield: dict) -> None:
-    """In a cell's process before exec, on a shielded host: the cell's own CPU layout.
-
-    The shield moved every task, this one's parent included, into the
-    housekeeping cpuset, where pinning a thread to a shielded CPU fails. The
-    cell joins the cpuset root (every CPU) and runs on the housekeeping CPUs;
-    only the threads it pins itself (its real-time operators, E4's probe on a
-    shielded CPU) run on the shield. E2's loads and stress-ng inherit the
-    housekeeping CPUs.
-    """
-    base = cpuset_root()
-    if base is not None:
-        with open(base / "tasks", "w") as f:
-            f.write(str(os.getpid()))
-    os.sched_setaffinity(0, shield["housekeeping"])
+    if layout and "housekeeping" in layout:
+        shield.enter_layout(layout)
+    elif layout:
+        os.sched_setaffinity(0, layout["cpus"])
 
 
 def end_process(proc: subprocess.Popen, timeout_s: float = 10) -> None:
@@ -414,11 +303,17 @@ def writable_check(directory: Path, min_free_mb: int = 200) -> Check:
 
 
 def tools_check() -> Check:
-    missing = [t for t in ("cyclictest", "stress-ng") if shutil.which(t) is None]
+    """The system tools the measurements use (:mod:`rtstudy.sysdeps`): what each missing one
+    costs, and this distribution's command that installs it."""
+    from rtstudy import sysdeps  # kept local: this check is host.py's only use of it
+
+    tools = [t.name for t in sysdeps.tools_for("study")]
+    missing = [t for t in tools if sysdeps.which(t) is None]
     if not missing:
-        return Check("rt-tests, stress-ng", "PASS", "cyclictest and stress-ng found")
-    return Check("rt-tests, stress-ng", "WARN", "missing: " + ", ".join(missing),
-                 "`sudo apt-get install rt-tests stress-ng` (needed by the platform floor of E2 and E4)")
+        return Check("system tools", "PASS", f"{', '.join(tools)} found")
+    distro = sysdeps.detect()
+    return Check("system tools", "WARN", "missing: " + ", ".join(missing),
+                 " | ".join(sysdeps.advice(distro, t, root=os.geteuid() == 0) for t in missing))
 
 
 def preflight(fp: dict, data_directory: Path, need_realtime: tuple[str, ...] = ()) -> list[Check]:

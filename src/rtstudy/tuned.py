@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rtstudy import tuning
+from rtstudy import kernelfs, tuning
 from rtstudy.host import set_child_limits
 
 DEFAULT_TIMEOUT_MIN = 90
@@ -35,7 +35,7 @@ def _raise_on(signum, frame) -> None:
 
 def default_cpus() -> str:
     """The last online CPU: CPU 0 stays a housekeeping CPU."""
-    online = tuning.online_cpus() or []
+    online = kernelfs.online_cpus() or []
     return str(online[-1]) if len(online) > 1 else ""
 
 
@@ -53,7 +53,8 @@ def confirm(plan: tuning.Plan, yes: bool) -> None:
 
 
 def run(cpus: str, command: list[str], yes: bool = False, revert_file: Path | None = None,
-        timeout_min: float = DEFAULT_TIMEOUT_MIN, only_this_process: bool = False) -> int:
+        timeout_min: float = DEFAULT_TIMEOUT_MIN, only_this_process: bool = False,
+        method: str = "auto") -> int:
     """Shield ``cpus``, run ``command`` there, revert; the command's exit status.
 
     Parameters
@@ -70,8 +71,10 @@ def run(cpus: str, command: list[str], yes: bool = False, revert_file: Path | No
     timeout_min : float
         The bound on ``command``, in minutes.
     only_this_process : bool
-        Move only this process (and so what it starts) into the housekeeping
-        cpuset, not every process: for tests, which must move no other process.
+        Move only this process (and so what it starts) off the shield, not
+        every process: for tests, which must move no other process.
+    method : str
+        The shield's method (:mod:`rtstudy.shield`): ``auto``, ``cpuset`` or ``affinity``.
 
     Raises
     ------
@@ -79,7 +82,7 @@ def run(cpus: str, command: list[str], yes: bool = False, revert_file: Path | No
         A refused plan or an unconfirmed one (nothing changed), or an apply
         that failed part-way (reverted at once).
     """
-    plan = tuning.plan(cpus, shield=True)
+    plan = tuning.plan(cpus, shield=method)
     confirm(plan, yes)
     revert_file = Path(revert_file) if revert_file else tuning.default_revert_file()
     if revert_file.exists():

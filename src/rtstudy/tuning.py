@@ -7,18 +7,8 @@ settings. ``apply`` changes only the runtime settings, and only when asked with
 content, the services it stops and the shield it makes, then changes them.
 ``revert`` puts them back. The runtime settings:
 
-- the *shield* (``shield=True``): two cgroup v1 cpusets, ``rtstudy-shield``
-  (the CPUs, exclusive, not load-balanced) and ``rtstudy-system`` (the
-  housekeeping CPUs), every movable process moved into the latter, and load
-  balancing off at the cpuset root, so the shielded CPUs form their own
-  scheduling domain that nothing runs on unless pinned there. This is what
-  ``cset shield`` (Debian's ``cpuset``) does; it is written out here because
-  the revert must be recorded before the first change and restore exactly
-  what was there (``cset shield --reset`` keeps no record and moves every
-  task to the root, including tasks that were in other cpusets), its sets'
-  names ("system", "user") may collide with a host's own, and the tests must
-  be able to move only their own processes. ``tuna --isolate`` instead
-  rewrites every thread's affinity, which a revert could not restore exactly;
+- the *shield* (``method``): every task but the study's pinned threads off the CPUs,
+  by a cgroup v1 cpuset or by thread affinity (:mod:`rtstudy.shield`);
 - every IRQ affinity (and the default one) off the CPUs; IRQs that refuse
   (per-CPU, managed) are listed;
 - ``kernel.sched_rt_runtime_us = -1``: no real-time throttling, and
@@ -26,33 +16,34 @@ content, the services it stops and the shield it makes, then changes them.
   with it, so the experiments check their own bandwidth per CPU);
 - the ``performance`` governor and no idle state deeper than polling on the
   CPUs, where the host exposes them;
+- unbound workqueues on the housekeeping CPUs (/sys/devices/virtual/workqueue/cpumask);
 - irqbalance stopped (it would move the IRQs back).
 
 Paths are taken under ``root`` so tests work on a copy of a host's /proc and
-/sys; the shield needs a real cpuset hierarchy, so it is tested on this host
-with a cpuset that holds only the test's own process (``tasks``).
+/sys; the shield acts on real processes, so it is tested on this host moving
+only the test's own processes (``tasks``).
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rtstudy.audit import (CPU_DIR, GRUB_STEPS, cpu_mask, format_cpu_list, kernel_args, list_names,
-                           mask_to_cpus, online_cpus, read_file, running, smt_siblings,
-                           suggested_isolation, to_cpus)
-from rtstudy.host import SHIELD_CPUSET, SYSTEM_CPUSET, cpuset_root
+from rtstudy import kernelfs, shield as shielding
+from rtstudy.audit import GRUB_STEPS, kernel_args, suggested_isolation
+from rtstudy.kernelfs import (CPU_DIR, CpuListError, cpu_mask, format_cpu_list, list_names,
+                              mask_to_cpus, online_cpus, running, smt_siblings, to_cpus)
+from rtstudy.kernelfs import read as read_file
+from rtstudy.shield import Step
 
-REVERT_SCHEMA = 2
-CPU_LIST_SYNTAX = "comma-separated CPU numbers and ranges, e.g. '2-3', '1,3' or '2-3,6'"
+REVERT_SCHEMA = 3  # 2: the cpuset shield's record had no method; 1: no shield at all
 RT_RUNTIME = "/proc/sys/kernel/sched_rt_runtime_us"
 DEFAULT_AFFINITY = "/proc/irq/default_smp_affinity"
+WORKQUEUE_MASK = "/sys/devices/virtual/workqueue/cpumask"
 # Services that undo the tuning while they run (the quiet-core article).
 SERVICES = ("irqbalance",)
 
@@ -62,33 +53,11 @@ class TuningError(ValueError):
 
 
 def parse_cpus(text: str) -> list[int]:
-    """Parse a CPU list given by a user, strictly.
-
-    Parameters
-    ----------
-    text : str
-        CPU numbers and ranges, e.g. ``"2-3"`` or ``"1,3"``.
-
-    Returns
-    -------
-    list of int
-        The CPU numbers, sorted, without duplicates.
-
-    Raises
-    ------
-    TuningError
-        When ``text`` is not such a list or a range runs backwards.
-    """
-    if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text.strip()):
-        raise TuningError(f"CPU list {text!r} is malformed: expected {CPU_LIST_SYNTAX}")
-    cpus = set()
-    for part in text.strip().split(","):
-        lo, _, hi = part.partition("-")
-        if hi and int(hi) < int(lo):
-            raise TuningError(f"CPU list {text!r} has the backward range {part!r}: expected "
-                              f"{CPU_LIST_SYNTAX}")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return sorted(cpus)
+    """A user's CPU list (:func:`rtstudy.kernelfs.parse_user_cpus`); TuningError when malformed."""
+    try:
+        return kernelfs.parse_user_cpus(text)
+    except CpuListError as exc:
+        raise TuningError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -107,8 +76,8 @@ class Plan:
         The runtime settings as shell commands, as ``apply`` would change them now.
     warnings : tuple of str
         Problems that do not stop the plan, such as SMT siblings left unisolated.
-    shield : bool
-        Whether ``apply`` makes the cpuset shield (see the module docstring).
+    shield : str or None
+        The shield ``apply`` makes (``cpuset`` or ``affinity``, :mod:`rtstudy.shield`), or None.
     """
 
     cpus: tuple[int, ...]
@@ -117,7 +86,7 @@ class Plan:
     boot: str
     commands: tuple[str, ...]
     warnings: tuple[str, ...]
-    shield: bool = False
+    shield: str | None = None
 
     @property
     def cpu_list(self) -> str:
@@ -145,6 +114,8 @@ def _runtime_changes(cpus, housekeeping, root: Path) -> tuple[list[tuple[str, st
             writes.append((path, hk_list))
     if set(mask_to_cpus(read_file(root, DEFAULT_AFFINITY).text) or []) & set(cpus):
         writes.append((DEFAULT_AFFINITY, cpu_mask(housekeeping)))
+    if set(mask_to_cpus(read_file(root, WORKQUEUE_MASK).text) or []) & set(cpus):
+        writes.append((WORKQUEUE_MASK, cpu_mask(housekeeping)))
     # A missing file (no cpufreq, say) is a setting this host does not have.
     writes = [(path, value) for path, value in writes
               if (current := read_file(root, path)).text is not None and current.text != value]
@@ -160,45 +131,11 @@ def _commands(writes: list[tuple[str, str]], services: list[str]) -> list[str]:
         commands.append(f"cpupower -c {format_cpu_list(governed)} frequency-set -g performance")
     commands += [f"systemctl stop {name}" for name in services]
     commands += [f"echo {v} > {p}" for p, v in writes
-                 if p.startswith("/proc/irq/") or "/cpuidle/" in p]
+                 if p.startswith("/proc/irq/") or "/cpuidle/" in p or p == WORKQUEUE_MASK]
     return commands
 
 
-def _shield_commands(base: Path, cpus, housekeeping) -> list[str]:
-    """The cpuset shield as the shell commands a person would type (``cset shield`` by hand)."""
-    system, shield = base / SYSTEM_CPUSET, base / SHIELD_CPUSET
-    mems = (base / "cpuset.mems").read_text().strip() if (base / "cpuset.mems").exists() else "0"
-    return [f"mkdir {system} {shield}",
-            f"echo {format_cpu_list(housekeeping)} > {system}/cpuset.cpus; "
-            f"echo {mems} > {system}/cpuset.mems",
-            f"echo {format_cpu_list(cpus)} > {shield}/cpuset.cpus; echo {mems} > {shield}/cpuset.mems; "
-            f"echo 1 > {shield}/cpuset.cpu_exclusive; echo 0 > {shield}/cpuset.sched_load_balance",
-            f"for p in $(cat {base}/cgroup.procs); do echo $p > {system}/cgroup.procs; done"
-            "  # kernel threads bound to their CPUs refuse, and stay",
-            f"echo 0 > {base}/cpuset.sched_load_balance"]
-
-
-def shield_problem(root: Path = Path("/")) -> str | None:
-    """Why a cpuset shield cannot be made on the host under ``root``, with the fix; None if it can."""
-    base = cpuset_root(root)
-    if base is None:
-        v2 = (Path(root) / "sys/fs/cgroup/cgroup.controllers").exists()
-        return ("no cgroup v1 cpuset hierarchy is mounted (see /proc/mounts)"
-                + ("; this host has cgroup v2 only, whose isolated cpuset partitions rtstudy does "
-                   "not make yet" if v2 else "")
-                + ": mount one (`mkdir -p /sys/fs/cgroup/cpuset && mount -t cgroup -o cpuset "
-                  "cpuset /sys/fs/cgroup/cpuset`), or plan without the shield (--no-shield)")
-    if not (base / "cpuset.cpus").is_file() or not os.access(base, os.W_OK):
-        return (f"the cpuset hierarchy at {base} is not writable by this user: run as root (in a "
-                "container: --privileged), or plan without the shield (--no-shield)")
-    if (base / SHIELD_CPUSET).exists() or (base / SYSTEM_CPUSET).exists():
-        return (f"{base / SHIELD_CPUSET} or {base / SYSTEM_CPUSET} already exists: an earlier "
-                "shield was not reverted; undo it with `rtstudy host revert` (or, without a "
-                f"revert file, move its tasks back to {base}/cgroup.procs and rmdir both)")
-    return None
-
-
-def plan(cpus: str, root: Path = Path("/"), shield: bool = False) -> Plan:
+def plan(cpus: str, root: Path = Path("/"), shield: str | None = None) -> Plan:
     """Check ``cpus`` against the host under ``root`` and plan their isolation.
 
     Parameters
@@ -207,9 +144,10 @@ def plan(cpus: str, root: Path = Path("/"), shield: bool = False) -> Plan:
         The CPUs to isolate, e.g. ``"2-3"`` (see ``CPU_LIST_SYNTAX``).
     root : Path
         The file-system root whose /proc and /sys describe the host.
-    shield : bool
-        Also shield the CPUs with cpusets (the module docstring); the CLI's
-        default, refused where no writable cpuset hierarchy exists.
+    shield : str, optional
+        Also shield the CPUs (:mod:`rtstudy.shield`): ``cpuset``, ``affinity``
+        or ``auto`` (a writable cgroup v1 cpuset, else affinity); the CLI's
+        default is ``auto``. None: no shield.
 
     Returns
     -------
@@ -220,7 +158,7 @@ def plan(cpus: str, root: Path = Path("/"), shield: bool = False) -> Plan:
     TuningError
         When ``cpus`` is malformed, names a CPU that is not online, names
         every online CPU (the kernel needs at least one housekeeping CPU) or
-        CPU 0, or (with ``shield``) the host cannot make the shield.
+        CPU 0, or (with ``shield``) the host cannot make that shield.
     """
     root = Path(root)
     wanted = parse_cpus(cpus)
@@ -242,7 +180,9 @@ def plan(cpus: str, root: Path = Path("/"), shield: bool = False) -> Plan:
         raise TuningError(f"{cpus!r} names CPU 0, which stays a housekeeping CPU (it keeps the "
                           "boot CPU's timekeeping and the IRQs that cannot move); shield other "
                           f"CPUs, e.g. {format_cpu_list(online[1:])!r}")
-    if shield and (problem := shield_problem(root)):
+    if shield == "auto":
+        shield = shielding.choose(root)
+    if shield and (problem := shielding.problem(shield, root)):
         raise TuningError(f"cannot shield CPU {format_cpu_list(wanted)}: {problem}")
     warnings = []
     for cpu, siblings in smt_siblings(root, wanted).items():
@@ -255,11 +195,18 @@ def plan(cpus: str, root: Path = Path("/"), shield: bool = False) -> Plan:
     writes, services = _runtime_changes(wanted, housekeeping, root)
     commands = _commands(writes, services)
     if shield:
-        commands = _shield_commands(cpuset_root(root), wanted, housekeeping) + commands
+        commands = shielding.commands(shield, wanted, housekeeping, root) + commands
     if all(read_file(root, f"{CPU_DIR}/cpu{c}/cpufreq/scaling_governor").missing for c in wanted):
         commands.append("# no cpufreq: the firmware or hypervisor sets the CPU frequency")
     return Plan(tuple(wanted), tuple(housekeeping), args, GRUB_STEPS.format(args=args),
                 tuple(commands), tuple(warnings), shield)
+
+
+SHIELD_WORDS = {
+    "cpuset": "a cgroup v1 cpuset of its own, without load balancing",
+    "affinity": "every movable thread's CPU affinity, as `tuna isolate` does; the scheduler's "
+                "load balancing stays on",
+}
 
 
 def format_plan(p: Plan) -> str:
@@ -272,32 +219,11 @@ def format_plan(p: Plan) -> str:
               "and records how to revert them):"]
     lines += [f"  {c}" for c in p.commands] or ["  nothing to change"]
     if p.shield:
-        lines += ["", "runtime shielding cannot stop the scheduler tick, RCU callbacks or per-CPU "
-                  "kernel threads on the shielded CPUs: only the kernel command line above can"]
+        lines += ["", f"shield method: {p.shield} ({SHIELD_WORDS[p.shield]}); runtime shielding "
+                  "cannot stop the scheduler tick, RCU callbacks or per-CPU kernel threads on the "
+                  "shielded CPUs: only the kernel command line above can"]
     lines += ["", "then check the host with `rtstudy host audit`"]
     return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One change made by ``apply`` or ``revert``.
-
-    Attributes
-    ----------
-    action : str
-        ``write``, ``stop``, ``start``, ``mkdir``, ``rmdir`` or ``move`` (processes between cpusets).
-    target : str
-        The file (its path on the host), the service or the cpuset folder.
-    value : str
-        What was written, or what was moved; empty for a service.
-    error : str
-        Why it failed, empty when it succeeded.
-    """
-
-    action: str
-    target: str
-    value: str = ""
-    error: str = ""
 
 
 def systemctl(action: str, name: str) -> None:
@@ -312,31 +238,9 @@ def default_revert_file(root: Path = Path("/")) -> Path:
     return Path(root) / "var/lib/rtstudy/tuning-revert.json"
 
 
-def _write_file(path: Path, text: str) -> None:
-    """Write ``text`` in one write(2), as ``echo`` does: procfs and sysfs take one value per write.
-
-    No O_CREAT: a kernel file that is not there is an error, not a file to create.
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-
-
-def _write(path: Path, text: str, shown: str) -> Step:
-    """Write ``text`` to ``path`` as one Step named ``shown``; a refusal is the Step's error."""
-    try:
-        _write_file(path, text)
-    except OSError as exc:
-        # EINVAL/EIO on some IRQs is normal (per-CPU and managed IRQs refuse).
-        return Step("write", shown, text.strip(), f"{exc.strerror} (errno {exc.errno})")
-    return Step("write", shown, text.strip())
-
-
 def _write_step(root: Path, path: str, text: str) -> Step:
     """Write the host file ``path`` (as named on the host) under ``root``."""
-    return _write(root / path.lstrip("/"), text, path)
+    return shielding.write(root / path.lstrip("/"), text, path)
 
 
 def _service_step(service: Callable[[str, str], None], action: str, name: str) -> Step:
@@ -358,101 +262,12 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return "?"
-
-
-def _move_processes(pids, into: Path) -> Step:
-    """Move each process of ``pids`` into the cpuset ``into``; those that refuse stay, and are named.
-
-    Kernel threads bound to their CPUs (per-CPU workers, kthreadd, workqueue
-    rescuers) refuse (EINVAL). A process that exited meanwhile (ESRCH) is no
-    longer there to move.
-    """
-    moved, refused = 0, []
-    for pid in pids:
-        try:
-            _write_file(into / "cgroup.procs", f"{pid}\n")
-            moved += 1
-        except OSError as exc:
-            if exc.errno != errno.ESRCH:
-                refused.append(f"{_comm(pid)}[{pid}]")
-    value = f"{moved} of {len(pids)} processes"
-    if refused:
-        shown = ", ".join(refused[:8]) + (f" and {len(refused) - 8} more" if len(refused) > 8 else "")
-        value += f"; {len(refused)} kernel threads refuse to move and stay: {shown}"
-    return Step("move", str(into), value)
-
-
-def _procs(cpuset: Path) -> list[int]:
-    try:
-        return [int(x) for x in (cpuset / "cgroup.procs").read_text().split()]
-    except OSError:
-        return []
-
-
-def _make_shield(base: Path, plan: Plan, tasks: list[int] | None) -> list[Step]:
-    """Make the cpuset shield of ``plan`` under ``base``; stops at the first step that fails."""
-    mems = (base / "cpuset.mems").read_text().strip()
-    system, shield = base / SYSTEM_CPUSET, base / SHIELD_CPUSET
-    steps = []
-    for folder, settings in ((system, [("cpuset.cpus", format_cpu_list(plan.housekeeping)),
-                                       ("cpuset.mems", mems)]),
-                             (shield, [("cpuset.cpus", format_cpu_list(plan.cpus)),
-                                       ("cpuset.mems", mems), ("cpuset.cpu_exclusive", "1"),
-                                       ("cpuset.sched_load_balance", "0")])):
-        try:
-            folder.mkdir()
-            steps.append(Step("mkdir", str(folder)))
-        except OSError as exc:
-            return steps + [Step("mkdir", str(folder), error=f"{exc.strerror} (errno {exc.errno})")]
-        for name, value in settings:
-            steps.append(_write(folder / name, value + "\n", str(folder / name)))
-            if steps[-1].error:
-                return steps
-    steps.append(_move_processes(_procs(base) if tasks is None else tasks, system))
-    balance = base / "cpuset.sched_load_balance"
-    steps.append(_write(balance, "0\n", str(balance)))
-    return steps
-
-
-def _remove_shield(record: dict) -> list[Step]:
-    """Undo :func:`_make_shield`: every process back to the root cpuset, both cpusets removed,
-    the root's load balancing as it was."""
-    base = Path(record["base"])
-    steps = []
-    for folder in (base / SHIELD_CPUSET, base / SYSTEM_CPUSET):
-        if not folder.exists():
-            continue
-        # A process forked into the cpuset while we move the others keeps it busy: try again.
-        for attempt in range(20):
-            pids = _procs(folder)
-            if pids:
-                steps.append(_move_processes(pids, base))
-            try:
-                folder.rmdir()
-                steps.append(Step("rmdir", str(folder)))
-                break
-            except OSError as exc:
-                if exc.errno != errno.EBUSY or attempt == 19:
-                    steps.append(Step("rmdir", str(folder),
-                                      error=f"{exc.strerror} (errno {exc.errno})"))
-                    break
-                time.sleep(0.05)
-    balance = base / "cpuset.sched_load_balance"
-    steps.append(_write(balance, record["root_load_balance"] + "\n", str(balance)))
-    return steps
-
-
 def apply(plan: Plan, root: Path = Path("/"), revert_file: Path | None = None, yes: bool = False,
           service: Callable[[str, str], None] | None = None,
           tasks: list[int] | None = None) -> list[Step]:
     """Apply ``plan``'s runtime settings under ``root``, recording first how to revert them.
 
-    With ``plan.shield``, makes the cpuset shield (the module docstring). Sets
+    With ``plan.shield``, makes that shield (:mod:`rtstudy.shield`). Sets
     kernel.sched_rt_runtime_us to -1, the ``performance`` governor and no idle
     state deeper than polling on the plan's CPUs (where the host has them),
     every IRQ affinity that includes them (and the default one) to the
@@ -474,14 +289,14 @@ def apply(plan: Plan, root: Path = Path("/"), revert_file: Path | None = None, y
     service : callable, optional
         ``service(action, name)`` starts or stops a service; default ``systemctl``.
     tasks : list of int, optional
-        With a shield: the processes to move into the housekeeping cpuset;
-        None moves every process of the cpuset root (the shield's purpose). A
-        test passes its own processes, so no other process moves.
+        With a shield: the processes to move off the shielded CPUs; None moves
+        every process (the shield's purpose). A test passes its own processes,
+        so no other process moves.
 
     Returns
     -------
     list of Step
-        Every service stop, cpuset step and file write, with its error if it failed.
+        Every service stop, shield step and file write, with its error if it failed.
 
     Raises
     ------
@@ -509,11 +324,9 @@ def apply(plan: Plan, root: Path = Path("/"), revert_file: Path | None = None, y
         files.append({"path": path, "previous": previous, "new": value})
     shield = None
     if plan.shield:
-        if problem := shield_problem(root):
+        if problem := shielding.problem(plan.shield, root):
             raise TuningError(f"cannot shield CPU {plan.cpu_list}: {problem}")
-        base = cpuset_root(root)
-        shield = {"base": str(base),
-                  "root_load_balance": (base / "cpuset.sched_load_balance").read_text().strip()}
+        shield = shielding.record(plan.shield, plan.cpus, plan.housekeeping, root, tasks)
     if not files and not services and not shield:
         return steps
     record = {"schema": REVERT_SCHEMA, "root": str(root.resolve()), "cpus": plan.cpu_list,
@@ -522,7 +335,7 @@ def apply(plan: Plan, root: Path = Path("/"), revert_file: Path | None = None, y
     # irqbalance first: running, it would move the IRQs back as they are written.
     steps += [_service_step(service, "stop", name) for name in services]
     if shield:
-        steps += _make_shield(Path(shield["base"]), plan, tasks)
+        steps += shielding.make(shield, root, tasks)
     steps += [_write_step(root, f["path"], f["new"] + "\n") for f in files]
     return steps
 
@@ -557,12 +370,12 @@ def revert(revert_file: Path | None = None, root: Path = Path("/"),
         record = json.loads(revert_file.read_text())
     except FileNotFoundError:
         raise TuningError(f"no revert file {revert_file}: nothing to revert") from None
-    if record.get("schema") not in (1, REVERT_SCHEMA):  # 1: before the shield, no "shield" key
+    if record.get("schema") not in (1, 2, REVERT_SCHEMA):
         raise TuningError(f"{revert_file} has schema {record.get('schema')!r}, expected {REVERT_SCHEMA}")
     if record["root"] != str(root.resolve()):
         raise TuningError(f"{revert_file} records changes under {record['root']}, not under {root}")
     service = service or systemctl
-    steps = _remove_shield(record["shield"]) if record.get("shield") else []
+    steps = shielding.remove(record["shield"], root) if record.get("shield") else []
     for f in record["files"]:
         # A file that still holds its previous value needs nothing: apply's write to it failed
         # (a managed IRQ refuses every write, the old value included).
@@ -580,8 +393,8 @@ def format_steps(steps: list[Step]) -> str:
     for s in steps:
         if s.action == "write":
             what = f"write {s.value} -> {s.target}"
-        elif s.action == "move":
-            what = f"move {s.value} -> {s.target}"
+        elif s.action in ("move", "affinity"):
+            what = f"{s.action} {s.value} -> {s.target}"
         else:
             what = f"{s.action} {s.target}"
         lines.append(f"FAILED  {what}: {s.error}" if s.error else f"ok      {what}")
