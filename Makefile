@@ -59,8 +59,13 @@ $(STAMP): $(LOCK) pyproject.toml setup.py src/rtstudy/_native.c
 	$(BIN)/python -m ipykernel install --sys-prefix --name rtstudy --display-name "rtstudy ($(VENV), Python $(PY_VERSION))" >/dev/null
 	@touch $@
 
-sysdeps:
-	@$(BIN)/python -m rtstudy.sysdeps
+# System tools by distribution (rtstudy.sysdeps): what the measurements use; `make test` adds
+# what only the tests use (chromium, sshd). A target-specific value reaches the target's
+# prerequisites, so `make test` -> setup -> sysdeps installs both sets.
+SYSDEPS_FOR = study
+test: SYSDEPS_FOR = test
+sysdeps: $(STAMP)
+	@$(BIN)/python -m rtstudy.sysdeps --for $(SYSDEPS_FOR)
 
 study: setup
 	$(BIN)/rtstudy params check
