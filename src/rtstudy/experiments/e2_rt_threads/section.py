@@ -8,7 +8,7 @@ import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import analysis, figures, published
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
-from rtstudy.io import Dataset
+from rtstudy.io import Dataset, read_plan
 from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, render
 from rtstudy.stats import CI
 
@@ -17,6 +17,17 @@ LABEL = "E2"
 HYPOTHESIS = "H2"
 # E2 measures its own floor (cyclictest like with like, in its sweep): it reads no other section.
 NEEDS: tuple[str, ...] = ()
+
+
+def traced_runs(ds: Dataset) -> dict[str, int]:
+    """How many traced runs E2's plan holds (``planned``) and how many are measured.
+
+    Why a dataset has no trace is read from the data, not from the host that renders
+    it: E2 plans traced runs only where the measuring host had a working ``perf``
+    (``plan.tracing``), and the plan is recorded beside the cells.
+    """
+    planned = sum(1 for c in read_plan(ds.directory)["cells"] if c["config"].get("trace_s"))
+    return {"planned": planned, "measured": len(ds.tables["traces"])}
 
 
 def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
@@ -31,6 +42,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
 
     # Every block of the words sees the headline, the parameters and the CI settings.
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
+    no_trace = words("no_trace", traces=traced_runs(ds)) if not len(att) else ""
 
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
                       headline=h)
@@ -40,13 +52,13 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
         Table(lambda: analysis.seed_table(h["seeds"]), words("caption_seed_table")),
         Table(lambda: analysis.comparison_table(red), words("caption_comparison")),
         Figure(lambda: figures.e2_std(frames, runs, ci)),
-        Markdown(words("factors")),
+        Markdown(words("factors", n_floor=len(floor))),
         Table(lambda: analysis.effects_table(eff), words("caption_effects")),
         Table(lambda: analysis.floor_table(ratios), words("caption_floor")),
     ]
     if len(runs) and (runs["load_placement"] != "operators").any():
         section.blocks.append(Figure(lambda: figures.e2_factorial(runs, floor, ci)))
-    section.blocks.append(Markdown(words("attribution")))
+    section.blocks.append(Markdown(words("attribution", no_trace=no_trace)))
     if len(att):
         section.blocks += [
             Table(lambda: analysis.attribution_table(pd.DataFrame(h["attribution"])),
@@ -90,7 +102,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
         unpinned = [p for p in RT_POLICIES if p in set(runs["policy"]) and p not in pinned]
         if unpinned:
             section.limitations.append(words("unpinned", unpinned=unpinned, pinned=sorted(pinned)))
-    if not len(att):
-        section.limitations.append(words("no_trace"))
+    if no_trace:
+        section.limitations.append(no_trace)
     return section
 

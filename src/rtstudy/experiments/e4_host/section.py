@@ -24,9 +24,15 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     record = ds.extra.get("audit", {})
     h = analysis.headline(record, stats, ci)
 
-    # Every block of the words sees the headline, the parameters and the CI settings.
+    jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
+    floor = stats[stats["kind"] != "jitter"] if len(stats) else stats
+    # Every block of the words sees the headline, the parameters and the CI settings, and
+    # which floor tools and loads the data holds (a host without rt-tests or stress-ng runs
+    # E4 only with them taken out of its parameters).
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci,
-                    interruption_us=analysis.INTERRUPTION_NS / 1000)
+                    interruption_us=analysis.INTERRUPTION_NS / 1000,
+                    floor_kinds=sorted(set(floor["kind"])) if len(floor) else [],
+                    floor_loads=sorted(set(floor["load"])) if len(floor) else [])
 
     section = Section(name="e4_host", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
                       headline=h)
@@ -46,8 +52,6 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
                                 words("summary", v=v, worst_ratio=max(ratios.values(), default=np.nan)),
                                 v["verdict"], int(v.get("runs", 0)),
                                 words("criterion", min_runs=MIN_RUNS))]
-    jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
-    floor = stats[stats["kind"] != "jitter"] if len(stats) else stats
     # One quantity per CPU and load (and per tool and load): the mean over repetitions, each
     # repetition one run, with its CI over runs where there are enough.
     positive = jitter[jitter["p50"] > 0] if len(jitter) else jitter
