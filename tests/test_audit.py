@@ -57,16 +57,16 @@ def test_untuned_vm_is_reported_as_it_is():
         assert by_name[name].status == "N/A", name
     assert by_name["NMI watchdog"].status == "PASS"
     # This VM leaves only CPU 0 for housekeeping when CPU 1 is isolated.
-    assert ('GRUB_CMDLINE_LINUX="... isolcpus=managed_irq,domain,1 nohz_full=1 rcu_nocbs=1 '
-            'irqaffinity=0"') in by_name["kernel command line"].remedy
+    assert ("`isolcpus=managed_irq,domain,1 nohz_full=1 rcu_nocbs=1 irqaffinity=0`"
+            in by_name["kernel command line"].remedy)
     assert audit.summary(list(by_name.values()))["tuned"] is False
 
 
 def test_stock_host_warns_with_the_exact_commands():
     by_name = items_by_name(FIXTURES / "stock")
     expected = {
-        "kernel command line": 'GRUB_CMDLINE_LINUX="... isolcpus=managed_irq,domain,2-3 nohz_full=2-3 '
-                               'rcu_nocbs=2-3 irqaffinity=0-1", then run `update-grub`',
+        "kernel command line": "add `isolcpus=managed_irq,domain,2-3 nohz_full=2-3 rcu_nocbs=2-3 "
+                               "irqaffinity=0-1` to the kernel command line",
         "CPU governor": "cpupower -c 0-3 frequency-set -g performance",
         "C-states": "echo 1 > /sys/devices/system/cpu/cpu3/cpuidle/state3/disable",
         "transparent hugepages": "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
@@ -218,3 +218,31 @@ def test_parse_interrupts_names_cpus_by_column():
     assert rows["36"]["counts"] == {0: 0, 1: 156308}
     assert rows["36"]["what"].endswith("virtio1-req.0")
     assert "ERR" not in rows and rows["LOC"]["counts"][0] > 0
+
+
+def test_remedies_name_debian_ubuntu_rhel_and_igx_commands():
+    by_name = items_by_name(FIXTURES / "stock")
+    boot = by_name["kernel command line"].remedy
+    for command in ("update-grub", "grubby --update-kernel=ALL", "extlinux.conf"):
+        assert command in boot
+    for kernel in ("linux-image-rt-amd64", "realtime-kernel", "kernel-rt"):
+        assert kernel in by_name["preemption model"].remedy
+
+
+@pytest.mark.parametrize("profile, status", [("realtime", "PASS"), ("realtime-virtual-host", "PASS"),
+                                             ("throughput-performance", "WARN")])
+def test_tuned_running_a_realtime_profile_is_a_tuning(tmp_path, profile, status):
+    """A host tuned with tuned's realtime profile is tuned, not told to disable tuned."""
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURES / "isolated", root)
+    (root / "proc/900").mkdir()
+    (root / "proc/900/comm").write_text("tuned\n")
+    (root / "proc/900/status").write_text("Name:\ttuned\nPPid:\t1\nCpus_allowed_list:\t0-1\n")
+    (root / "etc/tuned").mkdir(parents=True)
+    (root / "etc/tuned/active_profile").write_text(profile + "\n")
+    items = audit.audit(root)
+    item = {i.name: i for i in items}["tuned daemon"]
+    assert item.status == status and item.facts["profile"] == profile
+    assert audit.summary(items)["tuned"] is (status == "PASS")
+    if status == "WARN":
+        assert "tuned-adm profile realtime" in item.remedy

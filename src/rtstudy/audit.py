@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -31,10 +33,20 @@ CORE_ITEMS = ("kernel command line", "isolated CPUs", "nohz_full CPUs", "rcu_noc
               "tuned daemon", "IRQ affinity", "IRQ counts on isolated CPUs",
               "kernel threads on isolated CPUs", "RCU callback threads")
 
-GRUB_STEPS = ("in /etc/default/grub, append to GRUB_CMDLINE_LINUX: "
-              'GRUB_CMDLINE_LINUX="... {args}", then run `update-grub` and reboot '
-              "(IGX/Jetson: append it to the APPEND line of the active entry in "
-              "/boot/extlinux/extlinux.conf, then reboot)")
+# Where each family of distributions takes boot parameters.
+GRUB_STEPS = ("add `{args}` to the kernel command line, then reboot: Debian/Ubuntu: append it to "
+              "GRUB_CMDLINE_LINUX in /etc/default/grub and run `update-grub`; RHEL/Rocky/Fedora: "
+              "`grubby --update-kernel=ALL --args=\"{args}\"`; IGX/Jetson: append it to the APPEND "
+              "line of the active entry in /boot/extlinux/extlinux.conf")
+# A kernel whose code is preemptible everywhere, by distribution.
+RT_KERNELS = ("Debian: `apt install linux-image-rt-amd64` (arm64: linux-image-rt-arm64); Ubuntu: "
+              "`pro enable realtime-kernel` (Ubuntu Pro's real-time kernel); RHEL: `dnf install "
+              "kernel-rt` (the Real Time repository); IGX/Jetson: NVIDIA's real-time kernel "
+              "(IGX OS and JetPack ship one)")
+# tuned's profiles that isolate CPUs themselves (their isolated_cores variable): a tuning, not
+# a daemon to stop.
+TUNED_RT_PROFILES = ("realtime", "realtime-virtual-host", "realtime-virtual-guest",
+                     "cpu-partitioning")
 UNREADABLE_REMEDY = ("re-run the audit as root (`sudo .venv/bin/rtstudy host audit`) so the file "
                      "can be read")
 
@@ -304,9 +316,9 @@ def _cstate_item(h: _Host) -> AuditItem:
     shown = ", ".join(f"{state} on CPUs {format_cpu_list(cpus)}" for state, cpus in enabled.items())
     return AuditItem(name, "WARN", f"enabled idle states: {shown}{context}; waking from them delays "
                      "the first instruction after an idle period",
-                     "at run time: " + "; ".join(disable_cmds) + " — or at boot add "
-                     "`processor.max_cstate=1 intel_idle.max_cstate=0` (or `idle=poll`, which "
-                     "burns the CPU while idle) to GRUB_CMDLINE_LINUX and run `update-grub`")
+                     "at run time: " + "; ".join(disable_cmds) + " — or at boot: " + GRUB_STEPS.format(
+                         args="processor.max_cstate=1 intel_idle.max_cstate=0") + " (`idle=poll` "
+                     "instead burns the CPU while idle)")
 
 
 def _thp_item(h: _Host) -> AuditItem:
@@ -357,6 +369,45 @@ def _daemon_item(h: _Host, daemon: str, why: str) -> AuditItem:
                          f"systemctl disable --now {daemon}", facts=facts)
     return AuditItem(name, "PASS", f"no {daemon} among {len(h.processes)} processes{h.process_note}",
                      facts=facts)
+
+
+def tuned_verify() -> tuple[bool, str] | None:
+    """``tuned-adm verify`` on this host: (passed, its last line); None where tuned-adm is absent."""
+    if shutil.which("tuned-adm") is None:
+        return None
+    try:
+        proc = subprocess.run(["tuned-adm", "verify"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"tuned-adm verify could not run: {exc}"
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    return proc.returncode == 0, lines[-1] if lines else f"exit status {proc.returncode}"
+
+
+def _tuned_item(h: _Host) -> AuditItem:
+    """tuned's real-time profiles are a tuning (they isolate CPUs themselves); others undo one."""
+    item = _daemon_item(h, "tuned", "its profiles reset governors and IRQ affinities")
+    if not item.facts.get("pids"):
+        return item
+    profile = read_file(h.root, "/etc/tuned/active_profile").text or ""
+    facts = {**item.facts, "profile": profile}
+    if not set(profile.split()) & set(TUNED_RT_PROFILES):
+        return AuditItem(item.name, "WARN", item.evidence + f"; active profile {profile or '(none)'}",
+                         "either let tuned do the tuning: put the CPUs in isolated_cores= of "
+                         "/etc/tuned/realtime-variables.conf, `tuned-adm profile realtime` "
+                         "(realtime-virtual-host on a KVM host), reboot; or `systemctl disable --now "
+                         "tuned`", facts=facts)
+    evidence = f"tuned runs the {profile} profile, which isolates CPUs itself"
+    # tuned-adm verify checks the running host, so only when auditing this host.
+    verified = tuned_verify() if h.root == Path("/") else None
+    if verified is None:
+        return AuditItem(item.name, "PASS", evidence, facts=facts)
+    passed, last = verified
+    facts["verify"] = last
+    if passed:
+        return AuditItem(item.name, "PASS", f"{evidence}; tuned-adm verify: {last}", facts=facts)
+    return AuditItem(item.name, "WARN", f"{evidence}, but tuned-adm verify fails: {last}",
+                     "see `tuned-adm verify` and /var/log/tuned/tuned.log (a reboot applies the "
+                     "profile's boot parameters)", facts=facts)
 
 
 def _nmi_item(h: _Host) -> AuditItem:
@@ -548,8 +599,8 @@ def _preempt_item(h: _Host) -> AuditItem:
     model, evidence = preempt_model(h.root)
     boot_mode = cmdline_value(h.cmdline.text or "", "preempt")
     facts = {"model": model}
-    remedy = ("boot a PREEMPT_RT kernel (Debian: `apt install linux-image-rt-amd64`), or on a "
-              "PREEMPT_DYNAMIC kernel add preempt=full to GRUB_CMDLINE_LINUX and run `update-grub`")
+    remedy = (f"boot a PREEMPT_RT kernel ({RT_KERNELS}), or on a PREEMPT_DYNAMIC kernel "
+              + GRUB_STEPS.format(args="preempt=full"))
     if model in PREEMPTIBLE or (model == "PREEMPT_DYNAMIC" and boot_mode in ("full", "lazy")):
         suffix = f" with preempt={boot_mode}" if model == "PREEMPT_DYNAMIC" else ""
         return AuditItem(name, "PASS", f"{model}{suffix}: {evidence}", facts=facts)
@@ -582,7 +633,7 @@ def audit(root: Path = Path("/")) -> list[AuditItem]:
         _cmdline_item(h), _isolated_item(h), _nohz_item(h), _rcu_item(h), _consistency_item(h),
         _governor_item(h), _cstate_item(h), _thp_item(h), _rt_runtime_item(h),
         _daemon_item(h, "irqbalance", "it moves IRQs back onto isolated CPUs"),
-        _daemon_item(h, "tuned", "its profiles reset governors and IRQ affinities"),
+        _tuned_item(h),
         _nmi_item(h), _irq_count_item(h), _irq_affinity_item(h), _kthread_item(h),
         _rcu_thread_item(h), _smt_item(h), _preempt_item(h),
     ]
