@@ -39,7 +39,8 @@ endif
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
 	@echo "make study-tuned    the study on this host as it is, then on a runtime-shielded CPU, always"
-	@echo "                    reverted (CPUS=LIST, default the last CPU; YES=1 skips the question)"
+	@echo "                    reverted (CPUS=LIST, default the last CPU; METHOD=cpuset|affinity, default"
+	@echo "                    a cgroup v1 cpuset where writable, else affinity; YES=1 skips the question)"
 	@echo "make test           set up, then run every test (real Holoscan runs at smoke size)"
 	@echo "make report         render report/report.html from the data present (measures nothing)"
 	@echo "make profile P=NAME choose the parameter profile: smoke | default | seed"
@@ -80,8 +81,9 @@ study: setup
 CPUS ?=
 study-tuned: setup
 	$(BIN)/rtstudy params check
+	$(BIN)/rtstudy host study --check $(if $(CPUS),--cpus $(CPUS)) $(if $(METHOD),--method $(METHOD))
 	$(BIN)/dvc repro
-	$(BIN)/rtstudy host study $(if $(CPUS),--cpus $(CPUS)) $(if $(YES),--yes) -- $(BIN)/dvc repro
+	$(BIN)/rtstudy host study $(if $(CPUS),--cpus $(CPUS)) $(if $(METHOD),--method $(METHOD)) $(if $(YES),--yes) -- $(BIN)/dvc repro
 	$(BIN)/dvc repro
 	@echo "Report (both host states): $(CURDIR)/report/report.html"
 

@@ -261,3 +261,19 @@ def test_the_cli_applies_the_affinity_shield_where_no_cpuset_can_be_written(tmp_
                                   capture_output=True, text=True, timeout=120)
     assert reverted.returncode == 0, reverted.stdout + reverted.stderr
     assert host_state() == before
+
+
+def test_the_tuned_study_checks_the_shield_before_it_measures(tmp_path):
+    """``make study-tuned`` runs this first: a host that cannot be shielded is told so at once."""
+    cli = [sys.executable, "-m", "rtstudy.cli", "host", "study", "--check",
+           "--revert-file", str(tmp_path / "revert.json")]
+    before = host_state()
+    ok = subprocess.run([*cli, "--cpus", str(CPU), "--method", "affinity"], capture_output=True,
+                        text=True, timeout=120)
+    assert ok.returncode == 0 and "the shield can be applied" in ok.stdout, ok.stderr
+    refused = subprocess.run([*cli, "--cpus", "0"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "stays a housekeeping CPU" in refused.stderr
+    (tmp_path / "revert.json").write_text("{}")
+    pending = subprocess.run([*cli, "--cpus", str(CPU)], capture_output=True, text=True, timeout=120)
+    assert pending.returncode == 2 and "has not been reverted" in pending.stderr
+    assert host_state() == before

@@ -113,9 +113,15 @@ def _host_apply(args) -> int:
 
 
 def _host_study(args) -> int:
-    from rtstudy import tuned
+    from rtstudy import tuned, tuning
 
     cpus = args.cpus or tuned.default_cpus()
+    if args.check:
+        plan = tuned.check(cpus, args.method,
+                           Path(args.revert_file) if args.revert_file else None)
+        print(f"the shield can be applied: CPU {plan.cpu_list}, method {plan.shield} "
+              f"(housekeeping CPU {tuning.format_cpu_list(plan.housekeeping)})")
+        return 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     return tuned.run(cpus, command or ["dvc", "repro"], yes=args.yes, method=args.method,
                      revert_file=Path(args.revert_file) if args.revert_file else None,
@@ -233,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="where to record the previous values (default /var/lib/rtstudy/tuning-revert.json)")
     st.add_argument("--only-this-process", action="store_true",
                     help="for tests: move only this command's processes off the shield, no other")
+    st.add_argument("--check", action="store_true",
+                    help="only check that the shield can be applied (changes nothing)")
     st.add_argument("command", nargs=argparse.REMAINDER,
                     help="what to run shielded, after `--` (default: dvc repro)")
     st.set_defaults(func=_host_study)

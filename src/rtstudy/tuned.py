@@ -39,6 +39,33 @@ def default_cpus() -> str:
     return str(online[-1]) if len(online) > 1 else ""
 
 
+def check(cpus: str, method: str = "auto", revert_file: Path | None = None) -> tuning.Plan:
+    """Everything that would stop the shield, checked before anything is measured.
+
+    ``make study-tuned`` runs this first, so that a host that cannot be
+    shielded (CPU 0 asked, no housekeeping CPU left, a cpuset that is not
+    writable, no root, a shield or revert file left behind) is told so before
+    the untuned study's minutes are spent.
+
+    Raises
+    ------
+    TuningError
+        Naming the problem and its fix.
+    """
+    if os.geteuid() != 0:
+        raise tuning.TuningError("shielding CPUs changes other processes and kernel settings: run "
+                                 "as root (`sudo make study-tuned`)")
+    if not cpus:
+        raise tuning.TuningError("this host has one CPU: nothing is left to shield (CPU 0 stays "
+                                 "a housekeeping CPU)")
+    plan = tuning.plan(cpus, shield=method)
+    revert_file = Path(revert_file) if revert_file else tuning.default_revert_file()
+    if revert_file.exists():
+        raise tuning.TuningError(f"{revert_file} exists: an earlier apply has not been reverted; "
+                                 "restore the host with `rtstudy host revert` first")
+    return plan
+
+
 def confirm(plan: tuning.Plan, yes: bool) -> None:
     """Print the plan; go on with ``yes``, else ask on a terminal, else refuse."""
     print(tuning.format_plan(plan), flush=True)
@@ -82,12 +109,9 @@ def run(cpus: str, command: list[str], yes: bool = False, revert_file: Path | No
         A refused plan or an unconfirmed one (nothing changed), or an apply
         that failed part-way (reverted at once).
     """
-    plan = tuning.plan(cpus, shield=method)
+    plan = check(cpus, method, revert_file)
     confirm(plan, yes)
     revert_file = Path(revert_file) if revert_file else tuning.default_revert_file()
-    if revert_file.exists():
-        raise tuning.TuningError(f"{revert_file} exists: an earlier apply has not been reverted; "
-                                 "restore the host with `rtstudy host revert` first")
     previous = {sig: signal.signal(sig, _raise_on) for sig in (signal.SIGTERM, signal.SIGHUP)}
     proc = None
     try:
