@@ -176,7 +176,7 @@ def test_the_words_for_tools_without_a_package_name_the_way():
     assert "Arch Linux is not a distribution this study knows" in unknown
     assert "rt-tests on debian" in unknown and "realtime-tests on rhel" in unknown
     floor = sysdeps.advice(sysdeps.detect(OS_RELEASE["debian12"]), "cyclictest")
-    assert "E4 refuses to start while e4_host.floor_tools names cyclictest" in floor
+    assert "E4 refuses to start while its floor_tools name cyclictest" in floor
     assert "E2's floor cells fail" in floor
 
 

@@ -68,14 +68,14 @@ class Tool:
 # runs (plan.tracing); the tests that need chromium or sshd skip.
 TOOLS = (
     Tool("cyclictest", "study",
-         "E2's and E4's platform floor (rt-tests) is lost. E4 refuses to start while "
-         "e4_host.floor_tools names cyclictest or cyclicdeadline, and E2's floor cells fail (and "
-         "with them its stage) while e2_rt_threads.floor is true; with floor_tools: [] and "
-         "floor: false the study runs without a floor."),
+         "E2's and E4's platform floor (rt-tests) is lost. E4 refuses to start while its "
+         "floor_tools name cyclictest or cyclicdeadline, and E2's floor cells fail (and with "
+         "them its stage) while E2's floor is true; with E4's floor_tools: [] and E2's floor: "
+         "false in params.yaml the study runs without a floor."),
     Tool("stress-ng", "study",
-         "the load outside the app is lost. E4 refuses to start while e4_host.loads lists "
-         "stress, and E2's cells with stress-ng beside them fail (load placement process, and "
-         "the floor above load factor 0)."),
+         "the load outside the app is lost. E4 refuses to start while its loads list stress, "
+         "and E2's cells with stress-ng beside them fail (load placement process, and the floor "
+         "above load factor 0)."),
     Tool("perf", "study",
          "E2's kernel scheduler traces are lost: E2 plans no traced run, the study runs, and the "
          "report's E2 section says its dataset has no trace (no attribution of a frame's delay).",
