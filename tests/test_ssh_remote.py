@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from rtstudy import sysdeps
 from rtstudy.host import end_process
 from test_sharing import BIN, MAKE, SECTIONS, make_env, publish, sh
 
-SSHD = shutil.which("sshd") or shutil.which("sshd", path="/usr/sbin:/sbin")
+SSHD = sysdeps.which("sshd")
 
 
 def free_port() -> int:
@@ -32,8 +33,8 @@ def free_port() -> int:
 def server(tmp_path_factory):
     """A running sshd on 127.0.0.1: ``(port, client key, HOME with known_hosts, remote folder)``."""
     if SSHD is None:
-        pytest.skip("sshd is not installed (Debian openssh-server; `make setup` installs it as "
-                    "root)")
+        pytest.skip(sysdeps.advice(sysdeps.detect(), "sshd", root=os.geteuid() == 0)
+                    + " (`make test` installs it as root)")
     if os.geteuid() != 0:
         pytest.skip("sshd logs in only as the user it runs as; this test logs in as root")
     base = tmp_path_factory.mktemp("ssh")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import websocket  # websocket-client
 
+from rtstudy import sysdeps
 from rtstudy.host import end_process
 
 # Every image in the page: how many, and which did not decode (empty src or no pixels).
@@ -48,12 +49,11 @@ class PageCheck:
 
 def find_chromium() -> str:
     """The chromium executable; raises :class:`BrowserError` naming the fix if absent."""
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    raise BrowserError("chromium is not installed; `make setup` installs it as root "
-                       "(or: sudo apt-get install chromium)")
+    path = sysdeps.which("chromium")  # or chromium-browser, google-chrome
+    if path:
+        return path
+    raise BrowserError(sysdeps.advice(sysdeps.detect(), "chromium", root=os.geteuid() == 0)
+                       + " (`make test` installs it as root where a package has it)")
 
 
 class _DevTools:
