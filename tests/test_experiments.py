@@ -15,7 +15,8 @@ from rtstudy import experiments, paths
 SRC = Path(experiments.__file__).resolve().parents[1]
 # The layers below the registry: they must work without any experiment.
 SHARED = ("paths", "rules", "harness", "io", "stats", "figstyle", "host", "realtime", "work",
-          "holo", "audit", "tuning", "browser", "sysdeps", "apps/__init__", "apps/child",
+          "holo", "audit", "tuning", "browser", "sysdeps", "kernelfs", "shield",
+          "placement", "tuned", "apps/__init__", "apps/child",
           "apps/rt_probe", "report/__init__", "report/section", "report/render", "report/figures")
 # What an experiment folder must provide (README "Adding an experiment").
 PROTOCOL = {

@@ -50,6 +50,8 @@ from tqdm import tqdm
 
 from rtstudy import paths
 from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits, shield_of
+from rtstudy.kernelfs import thread_cpu
+from rtstudy.placement import Placement
 from rtstudy.realtime import POLICY_NAMES, STEERING_PREFIXES, RealtimeRequest
 
 FAILED_DIR = "_failed"
@@ -153,11 +155,25 @@ class SweepContext:
     versions: dict
     git: dict
     fingerprint: dict = field(default_factory=dict)
+    placement: Placement | None = None
 
     @classmethod
-    def from_fingerprint(cls, fp: dict, profile: str) -> "SweepContext":
+    def from_fingerprint(cls, fp: dict, profile: str,
+                         where: Placement | None = None) -> "SweepContext":
         return cls(host_id=fp["host_id"], profile=profile, versions=fp["versions"], git=git_state(),
-                   fingerprint=fp)
+                   fingerprint=fp, placement=where)
+
+    @property
+    def layout(self) -> dict | None:
+        """Where a cell's process runs what it does not pin (:func:`rtstudy.host.set_child_limits`):
+        a runtime shield's layout, the housekeeping CPUs where the placement confines
+        cells to them, or None (anywhere)."""
+        shield = shield_of(self.fingerprint)
+        if shield:
+            return shield
+        if self.placement is not None and self.placement.confines:
+            return {"cpus": list(self.placement.housekeeping)}
+        return None
 
 
 @dataclass
@@ -322,6 +338,74 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+class ThreadWatch:
+    """Where each thread of a running cell runs, sampled from outside the cell.
+
+    The parent reads the CPU each thread last ran on (/proc/<tid>/stat) every
+    ``interval_s`` while it waits: nothing runs inside the measured process (a
+    sampling thread there would take its GIL). A thread that lives shorter than
+    the interval may be missed; ``samples`` says how often each was seen.
+    """
+
+    def __init__(self, pid: int, interval_s: float = 0.1):
+        self.pid, self.interval_s = pid, interval_s
+        self.seen: dict[int, dict] = {}
+
+    def sample(self) -> None:
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{self.pid}/task")]
+        except OSError:
+            return
+        for tid in tids:
+            cpu = thread_cpu(tid)
+            if cpu is None:
+                continue
+            row = self.seen.get(tid)
+            if row is None:
+                try:
+                    comm = Path(f"/proc/{self.pid}/task/{tid}/comm").read_text().strip()
+                except OSError:
+                    continue
+                row = self.seen[tid] = {"tid": tid, "comm": comm, "cpus": set(), "samples": 0}
+            row["cpus"].add(cpu)
+            row["samples"] += 1
+
+    def wait(self, proc: subprocess.Popen, timeout_s: float) -> int:
+        """``proc.wait(timeout_s)``, sampling meanwhile; TimeoutExpired as ``wait`` raises it."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return proc.wait(timeout=min(self.interval_s, max(deadline - time.monotonic(), 0)))
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    raise
+                self.sample()
+
+    def threads(self) -> list[dict]:
+        return [{**row, "cpus": sorted(row["cpus"])} for row in self.seen.values()]
+
+
+def placement_record(where: Placement | None, watch: ThreadWatch,
+                     requests: tuple[RealtimeRequest, ...]) -> dict:
+    """The cell's placement as planned and as seen (:class:`ThreadWatch`).
+
+    ``outside`` names the threads seen off the housekeeping CPUs. ``held`` says
+    the placement held: no more threads outside than real-time requests that
+    pin one, each only on the housekeeping CPUs and those pins.
+    """
+    threads = watch.threads()
+    if where is None:
+        return {"threads": threads}
+    hk = set(where.housekeeping)
+    pins = {c for r in requests for c in r.cpus}
+    outside = [t for t in threads if set(t["cpus"]) - hk]
+    held = len(outside) <= sum(bool(r.cpus) for r in requests) and \
+        all(set(t["cpus"]) <= hk | pins for t in outside)
+    return {"realtime": list(where.realtime), "housekeeping": list(where.housekeeping),
+            "source": where.source, "threads": threads,
+            "outside": sorted(t["comm"] for t in outside), "held": held}
+
+
 def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int = 0) -> CellOutcome:
     """Run one cell in a subprocess and store it atomically; never raises for a failed run.
 
@@ -347,11 +431,12 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     started = time.monotonic()
     reason = ""
     with open(work / LOG, "wb") as log:
-        shield = shield_of(context.fingerprint)
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=child_env(), preexec_fn=partial(set_child_limits, shield))
+                                env=child_env(),
+                                preexec_fn=partial(set_child_limits, context.layout))
+        watch = ThreadWatch(proc.pid)
         try:
-            rc = proc.wait(timeout=cell.timeout_s)
+            rc = watch.wait(proc, cell.timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             rc = None
@@ -414,6 +499,8 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
         # (child_env); an app that sets its own (E2's dispatcher) records them in its summary.
         "env_cleared": cleared_env(),
         "env": {k: v for k, v in sorted(child_env().items()) if k.startswith(STEERING_PREFIXES)},
+        # Where the cell's threads were meant to run and where they were seen running.
+        "placement": placement_record(context.placement, watch, cell.realtime),
         "order_index": order_index,
         "status": "failed" if reason else "ok",
         "reason": reason,

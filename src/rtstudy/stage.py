@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rtstudy import experiments, host, params, paths
+from rtstudy import experiments, host, params, paths, placement
 from rtstudy.harness import CellOutcome, SweepContext, run_sweep
 
 EXPERIMENT_NOTEBOOK = "experiment"  # notebooks/experiment.ipynb runs every measuring stage
@@ -27,7 +27,8 @@ def preflight(name: str, cfg: dict, fp: dict) -> list[host.Check]:
     plan = experiments.get(name).plan
     directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
     checks = host.preflight(fp, directory, need_realtime=plan.realtime(cfg))
-    problems = plan.host_problems(cfg, fp)
+    problems = placement.problems(params.stage_config(params.CPUS, cfg["profile"]), fp)
+    problems += plan.host_problems(cfg, fp)
     if problems or any(c.status == "FAIL" for c in checks):
         text = host.format_checks(checks)
         if problems:
@@ -54,10 +55,12 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
     preflight(name, cfg, fp)
     stream = sys.__stderr__ if progress == "terminal" else sys.stderr
     configs = {group: params.stage_config(group, cfg["profile"])
-               for group in experiments.get(name).params.USES}
+               for group in (*experiments.get(name).params.USES, params.CPUS)}
     directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
+    where = placement.resolve(configs[params.CPUS], fp)
+    print(f"{name}: {where.describe()}", file=stream, flush=True)
     outcomes = run_sweep(plan.plan(cfg, fp, configs), directory,
-                         SweepContext.from_fingerprint(fp, cfg["profile"]), cfg["order_seed"],
+                         SweepContext.from_fingerprint(fp, cfg["profile"], where), cfg["order_seed"],
                          progress=stream)
     plan.after_sweep(directory)
     return outcomes

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from conftest import require_policy
-from rtstudy import params
+from rtstudy import params, placement
 from rtstudy.apps.trace import tracefs_mounts
 from rtstudy.experiments.e2_rt_threads import analysis, plan
 from rtstudy.harness import POLICY_NAMES, SweepContext, run_sweep, verify_realtime
@@ -264,6 +264,30 @@ def test_a_pinned_dispatcher_goes_to_a_housekeeping_cpu(fingerprint):
     cfg = smoke_cfg(dispatcher_pin=True, trace_seconds=0)
     cells = plan.plan(cfg, fingerprint, {})
     pins = {r.cpus for c in cells for r in c.realtime if r.operator == plan.DISPATCHER}
-    assert pins == {(plan.housekeeping_cpu(fingerprint),)}
+    assert pins == {(fingerprint["cpu"]["online"][0],)}
     assert all(not r.cpus for c in plan.plan(smoke_cfg(trace_seconds=0), fingerprint, {})
                for r in c.realtime if r.operator == plan.DISPATCHER)
+
+
+def test_an_override_keeps_loads_on_the_housekeeping_cpu_as_read_back(tmp_path, fingerprint):
+    """cpus: realtime 1, housekeeping 0: the target runs on CPU 1, every other thread on CPU 0."""
+    require_policy(fingerprint, "SCHED_FIFO")
+    online = fingerprint["cpu"]["online"]
+    if len(online) < 2:
+        pytest.skip("needs 2 CPUs")
+    rt, hk = online[-1], online[0]
+    configs = {"cpus": {"realtime": str(rt), "housekeeping": str(hk)}}
+    where = placement.resolve(configs["cpus"], fingerprint)
+    cfg = smoke_cfg(trace_seconds=0, floor=False)
+    cells = [c for c in plan.plan(cfg, fingerprint, configs)
+             if c.config["policy"] == "SCHED_FIFO" and c.config["loads"] > 0]
+    assert cells and all(c.config["target_cpus"] == [rt] for c in cells)
+    assert all(c.config["loads"] == round(c.config["load_factor"] * 1) for c in cells)
+    with open("/dev/null", "w") as devnull:
+        run_sweep(cells[:1], tmp_path, SweepContext.from_fingerprint(fingerprint, "smoke", where),
+                  cfg["order_seed"], progress=devnull)
+    seen = sidecar(tmp_path, cells[0])["placement"]
+    assert (seen["realtime"], seen["housekeeping"], seen["source"]) == ([rt], [hk], "params")
+    # Only the real-time target's thread ran on the real-time CPU; loads and pools stayed off it.
+    assert seen["held"] and len(seen["outside"]) == 1, seen
+    assert sum(t["cpus"] == [hk] and t["samples"] > 1 for t in seen["threads"]) >= 2

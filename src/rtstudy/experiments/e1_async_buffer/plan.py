@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rtstudy import placement
 from rtstudy.harness import Cell, with_drift
-from rtstudy.host import shield_of
 from rtstudy.realtime import RealtimeRequest
 
 EXPERIMENT = "e1_async_buffer"
@@ -50,42 +50,45 @@ def host_limit(fp: dict) -> float:
     return rt / fp["sched"]["rt_period_us"] * cpus
 
 
-# The most SCHED_DEADLINE bandwidth placed on one CPU of a shielded host. With
+# The most SCHED_DEADLINE bandwidth placed on one CPU of an isolated host. With
 # sched_rt_runtime_us = -1 (which pinning needs) the kernel admits any amount, so the plan keeps
 # the same 5 % the kernel's default throttling would.
 MAX_CPU_BANDWIDTH = 0.95
 
 
-def shield_placement(cfg: dict, shield: dict) -> dict[str, tuple[int, ...]] | None:
-    """One CPU per operator on a shielded host: the shielded CPUs first, then the housekeeping
-    ones, no CPU above :data:`MAX_CPU_BANDWIDTH` at the sweep's shortest periods (so every point
-    of the sweep runs with the same placement). None when the operators do not fit."""
+def isolated_placement(cfg: dict, where: placement.Placement) -> dict[str, tuple[int, ...]] | None:
+    """One CPU per operator on an isolated or shielded host: the real-time CPUs first, then the
+    housekeeping ones, no CPU above :data:`MAX_CPU_BANDWIDTH` at the sweep's shortest periods (so
+    every point of the sweep runs with the same placement). None when the operators do not fit."""
     points = [periods(cfg, s, v) for s in cfg["scenarios"] for v in cfg["periods_ms"]]
     need = {op: max(cfg[f"{op}_runtime_ms"] / p[op] for p in points) for op in OPERATORS}
-    used = {cpu: 0.0 for cpu in [*shield["cpus"], *shield["housekeeping"]]}
-    placement = {}
+    order = [*where.realtime, *(c for c in where.housekeeping if c not in where.realtime)]
+    used = {cpu: 0.0 for cpu in order}
+    pins = {}
     for op in sorted(OPERATORS, key=need.get, reverse=True):
         cpu = next((c for c, u in used.items() if u + need[op] <= MAX_CPU_BANDWIDTH + 1e-9), None)
         if cpu is None:
             return None
         used[cpu] += need[op]
-        placement[op] = (cpu,)
-    return placement
+        pins[op] = (cpu,)
+    return pins
 
 
-def pin_cpus(cfg: dict, fp: dict) -> dict[str, tuple[int, ...]]:
+def pin_cpus(cfg: dict, fp: dict,
+             where: placement.Placement | None = None) -> dict[str, tuple[int, ...]]:
     """Where each operator's SCHED_DEADLINE thread is pinned; empty tuples: unpinned.
 
-    On a shielded host (``rtstudy host apply``) :func:`shield_placement`;
-    elsewhere distinct CPUs per operator when pinning is wanted and possible.
+    On an isolated or shielded host, or with CPUs named in params.yaml
+    (:mod:`rtstudy.placement`), :func:`isolated_placement`; elsewhere distinct
+    CPUs per operator when pinning is wanted and possible.
     """
     allowed = fp["realtime"].get("SCHED_DEADLINE pinned") == "ok"
     cpus = fp["cpu"]["online"]
-    shield = shield_of(fp)
-    if allowed and shield and cfg["pin"] != "never":
-        placement = shield_placement(cfg, shield)
-        if placement:
-            return placement
+    where = where or placement.resolve(None, fp)
+    if allowed and where.source != "untuned" and cfg["pin"] != "never":
+        pins = isolated_placement(cfg, where)
+        if pins:
+            return pins
     if cfg["pin"] == "never" or (cfg["pin"] == "auto" and (not allowed or len(cpus) < 3)):
         return {op: () for op in OPERATORS}
     # Keep CPU 0 for the OS when there is room: the last three CPUs.
@@ -131,9 +134,9 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     fp : dict
         The host fingerprint (CPUs, what SCHED_DEADLINE allows).
     configs : dict
-        Every group's resolved parameters (E1 reads none of the others).
+        The resolved groups it reads: ``cpus`` (:mod:`rtstudy.placement`; auto when absent).
     """
-    cpus = pin_cpus(cfg, fp)
+    cpus = pin_cpus(cfg, fp, placement.resolve(configs.get("cpus"), fp))
     cells = []
     for scenario in cfg["scenarios"]:
         for varied in cfg["periods_ms"]:

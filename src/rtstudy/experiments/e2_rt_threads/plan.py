@@ -24,8 +24,8 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from rtstudy import placement
 from rtstudy.harness import Cell, with_drift
-from rtstudy.host import shield_of
 from rtstudy.realtime import DISPATCHER, RealtimeRequest
 from rtstudy.sysdeps import which
 
@@ -45,22 +45,16 @@ def after_sweep(directory: Path) -> None:
     """Nothing to record beside E2's cells."""
 
 
-def housekeeping_cpu(fp: dict) -> int:
-    """The first CPU outside the shield (CPU 0 on an unshielded host)."""
-    shield = shield_of(fp)
-    shielded = set(shield["cpus"]) if shield else set()
-    return next(c for c in fp["cpu"]["online"] if c not in shielded)
-
-
-def target_cpus(cfg: dict, fp: dict, policy: str, topology: str = "dedicated") -> tuple[int, ...]:
+def target_cpus(cfg: dict, fp: dict, policy: str, topology: str = "dedicated",
+                where: placement.Placement | None = None) -> tuple[int, ...]:
     """The CPU the target is pinned to, or () where it runs unpinned.
 
     Every policy of the ``dedicated`` topology gets the same CPU, so only the
-    policy differs (``normal_dedicated`` included): the last shielded CPU on a
-    shielded host (its loads stay on the housekeeping CPUs), else the last CPU.
-    The seeds pin their real-time target to CPU 0. ``shared`` and the seeds'
-    normal modes leave the target to its pool. DEADLINE stays unpinned where the
-    host refuses pinned DEADLINE threads (``rtstudy host check``).
+    policy differs (``normal_dedicated`` included): the placement's real-time
+    CPU (:mod:`rtstudy.placement`; on an isolated or shielded host its loads stay
+    on the housekeeping CPUs). The seeds pin their real-time target to CPU 0.
+    ``shared`` and the seeds' normal modes leave the target to its pool. DEADLINE
+    stays unpinned where the host refuses pinned DEADLINE threads (``rtstudy host check``).
     """
     if cfg["pin"] == "never" or policy == "normal" or \
             (topology != "dedicated" and policy not in RT_POLICIES):
@@ -69,8 +63,7 @@ def target_cpus(cfg: dict, fp: dict, policy: str, topology: str = "dedicated") -
         return ()
     if topology != "dedicated":
         return (fp["cpu"]["online"][0],)
-    shield = shield_of(fp)
-    return (shield["cpus"][-1],) if shield else (fp["cpu"]["online"][-1],)
+    return ((where or placement.resolve(None, fp)).rt_cpu,)
 
 
 def host_problems(cfg: dict, fp: dict) -> list[str]:
@@ -102,8 +95,8 @@ def tracing(cfg: dict) -> bool:
 class _Planner:
     """Turns factor levels into cells; one instance per plan."""
 
-    def __init__(self, cfg: dict, fp: dict):
-        self.cfg, self.fp = cfg, fp
+    def __init__(self, cfg: dict, fp: dict, where: placement.Placement):
+        self.cfg, self.fp, self.where = cfg, fp, where
         self.p_ns = period_ns(cfg["fps"])
         self.frames = cfg["warmup_frames"] + int(cfg["duration_s"] * cfg["fps"])
         self.top = max(cfg["load_factors"])
@@ -112,7 +105,8 @@ class _Planner:
         self.labels: set[str] = set()
 
     def loads(self, factor: float) -> int:
-        return int(round(factor * self.fp["cpu"]["count"]))
+        """Loads for ``factor`` loads per CPU: per CPU the loads may use (the housekeeping CPUs)."""
+        return int(round(factor * len(self.where.housekeeping)))
 
     def headline(self, factor: float, model: str) -> bool:
         return factor == self.top and model == self.native
@@ -133,7 +127,7 @@ class _Planner:
                                        runtime_ns=int(self.p_ns * c["deadline_runtime_fraction"]),
                                        deadline_ns=deadline, period_ns=self.p_ns, cpus=cpus))
         if dispatcher == "fifo":
-            pin = (housekeeping_cpu(self.fp),) if c["dispatcher_pin"] else ()
+            pin = (self.where.housekeeping[0],) if c["dispatcher_pin"] else ()
             out.append(RealtimeRequest(DISPATCHER, "SCHED_FIFO", priority=c["dispatcher_priority"],
                                        cpus=pin))
         return tuple(out)
@@ -145,7 +139,7 @@ class _Planner:
         topology = topology or ("shared" if policy == "normal" else "dedicated")
         seed = topology.startswith("seed")
         n = self.loads(factor) if loads is None else loads
-        cpus = target_cpus(c, self.fp, policy, topology)
+        cpus = target_cpus(c, self.fp, policy, topology, self.where)
         frames = self.frames
         if trace:
             frames = c["warmup_frames"] + int(c["trace_seconds"] * c["fps"])
@@ -171,7 +165,7 @@ class _Planner:
 
     def floor(self, factor: float) -> None:
         c = self.cfg
-        cpus = target_cpus(c, self.fp, "SCHED_FIFO")
+        cpus = target_cpus(c, self.fp, "SCHED_FIFO", where=self.where)
         n = self.loads(factor)
         config = {"tool": "cyclictest", "policy": "SCHED_FIFO", "topology": "floor",
                   "dispatcher": "none", "load_placement": "process" if n else "none",
@@ -203,28 +197,28 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     fp : dict
         The host fingerprint (CPUs, which policies and pinning it allows, the shield).
     configs : dict
-        Every group's resolved parameters (E2 reads none of the others).
+        The resolved groups it reads: ``cpus`` (:mod:`rtstudy.placement`; auto when absent).
     """
-    c, p = cfg, _Planner(cfg, fp)
+    c, p = cfg, _Planner(cfg, fp, placement.resolve(configs.get("cpus"), fp))
     full = c["design"] == "full"
     # The policy grid (and, in the full design, every dispatcher and placement with it).
     for policy, factor in itertools.product(c["policies"], c["load_factors"]):
         # With no loads the load work model is moot: measure it once.
         for model in c["load_work_models"] if p.loads(factor) else c["load_work_models"][:1]:
-            for dispatcher, placement in itertools.product(
+            for dispatcher, load_at in itertools.product(
                     c["dispatchers"] if full else ["other"],
                     c["load_placements"] if full else ["operators"]):
-                if placement == "process" and model != p.native:
+                if load_at == "process" and model != p.native:
                     continue  # stress-ng's workers are native code: the work model is moot
-                p.holoscan(policy, factor, model, dispatcher, placement)
+                p.holoscan(policy, factor, model, dispatcher, load_at)
     # The fair factorial at the headline point: only one factor differs from the grid's cell.
     for policy in c["contrast_policies"]:
-        for dispatcher, placement in itertools.product(c["dispatchers"], c["load_placements"]):
-            if placement == "threads" and dispatcher != "other" and not full:
+        for dispatcher, load_at in itertools.product(c["dispatchers"], c["load_placements"]):
+            if load_at == "threads" and dispatcher != "other" and not full:
                 continue  # plain threads never pass through the dispatcher: once is enough
-            p.holoscan(policy, p.top, p.native, dispatcher, placement)
+            p.holoscan(policy, p.top, p.native, dispatcher, load_at)
     # The seeds' own topologies and load, normal and real-time.
-    seed_factor = c["seed_loads"] / fp["cpu"]["count"]
+    seed_factor = c["seed_loads"] / len(p.where.housekeeping)
     for topology in c["seed_topologies"]:
         # The Python seed's loads are Python loops (the GIL held); the C++ seed's are native.
         seed_model = c["seed_load_work_model"] if topology == "seed_python" else "native"

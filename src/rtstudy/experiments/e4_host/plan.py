@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rtstudy import audit
 from rtstudy.harness import Cell, with_drift
-from rtstudy.host import shield_of
+from rtstudy import placement
 
 EXPERIMENT = "e4_host"
 APP = "e4_floor"  # the name cells record (part of every cell id): never change it
@@ -33,14 +33,15 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
         The host fingerprint (its online CPUs).
     configs : dict
         Every group's resolved parameters: the floor takes E2's ``fps`` and
-        ``priority`` (``params.USES``).
+        ``priority`` (``params.USES``) and ``cpus`` (:mod:`rtstudy.placement`).
     """
     e2_cfg = configs["e2_rt_threads"]
+    where = placement.resolve(configs.get("cpus"), fp)
     cpus = fp["cpu"]["online"] if cfg["jitter_cpus"] == "all" else cfg["jitter_cpus"]
-    stress_workers = int(round(cfg["stress_load_factor"] * fp["cpu"]["count"]))
+    # stress-ng runs on the housekeeping CPUs: so many workers per CPU it may use.
+    stress_workers = int(round(cfg["stress_load_factor"] * len(where.housekeeping)))
     interval_us = round(1e6 / e2_cfg["fps"])
-    shield = shield_of(fp)
-    floor_cpu = shield["cpus"][-1] if shield else fp["cpu"]["online"][-1]
+    floor_cpu = where.rt_cpu
     cells = []
     for rep in range(cfg["repetitions"]):
         for load in cfg["loads"]:
@@ -54,7 +55,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                 config = {**common, "kind": tool, "seconds": cfg["floor_seconds"],
                           "interval_us": interval_us, "priority": e2_cfg["priority"],
                           "histogram_us": cfg["histogram_us"],
-                          # Pinned like E2's FIFO target: the last (shielded) CPU.
+                          # Pinned like E2's FIFO target: the placement's real-time CPU.
                           "cpu": floor_cpu if tool == "cyclictest" else None}
                 cells.append(Cell(EXPERIMENT, APP, f"{tool}-{load}", config, rep,
                                   cfg["floor_seconds"] + cfg["timeout_margin_s"], module=MODULE))
