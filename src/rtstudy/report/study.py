@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy import data, experiments, host, params, paths
+from rtstudy import data, experiments, host, params, paths, placement
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures, stability
@@ -186,9 +186,19 @@ class Study:
                 Table(lambda: stability.drift_table(drift), words("caption_drift")),
                 Table(lambda: stability.agreement_table(agree), words("caption_rerun", rerun=rerun))]
 
+    def placement(self) -> str:
+        """Where this host's data ran its threads: the cpus group on the measuring host's state."""
+        if not self.fingerprint:
+            return ""
+        try:
+            return placement.resolve(self.configs.get(params.CPUS), self.fingerprint).describe()
+        except ValueError as exc:
+            return f"not known ({exc})"
+
     def methods(self) -> str:
         return words("methods", host=words("host", fp=self.fingerprint), profile=self.profile,
-                     sections=list(self.sections.values()), ci=self.ci, min_runs=MIN_RUNS)
+                     placement=self.placement(), sections=list(self.sections.values()),
+                     ci=self.ci, min_runs=MIN_RUNS)
 
     def limitations(self) -> list[str]:
         """What limits this dataset: the host's fingerprint first, then each experiment's."""

@@ -73,6 +73,16 @@ def host_problems(cfg: dict, fp: dict) -> list[str]:
             fp["realtime"].get("SCHED_DEADLINE pinned") != "ok":
         problems.append("e2_rt_threads.pin = 'always', but this host refuses SCHED_DEADLINE "
                         "threads pinned to one CPU (see `rtstudy host check`); use pin: auto")
+    # The floor runs cyclictest, and stress-ng is both the floor's load and the "process"
+    # placement: without them those cells would fail only after the whole sweep.
+    for tool, needed_by in (("cyclictest", cfg["floor"] and "e2_rt_threads.floor"),
+                            ("stress-ng", ("process" in cfg["load_placements"] or cfg["floor"])
+                             and "e2_rt_threads.load_placements 'process' and the loaded floor")):
+        if needed_by and which(tool) is None:
+            problems.append(f"{tool} is not installed, and {needed_by} need it: install it "
+                            "(`make setup` does, as root), or set e2_rt_threads.floor: false"
+                            + (" and remove 'process' from load_placements"
+                               if tool == "stress-ng" else ""))
     if cfg["seed_topologies"] and len(fp["cpu"]["online"]) < 2:
         problems.append("the seed topologies pin to CPUs 0 and 1; this host has one CPU: set "
                         "e2_rt_threads.seed_topologies: []")
