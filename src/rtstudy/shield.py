@@ -263,9 +263,14 @@ def _set_affinity(threads: list[dict], key: str, what: str) -> Step:
                 refused.append(f"{t['comm']}[{t['tid']}]")
     value = f"{done} of {len(threads)} threads {what}"
     if refused:
-        shown = ", ".join(refused[:8]) + (f" and {len(refused) - 8} more" if len(refused) > 8 else "")
-        value += f"; {len(refused)} refuse (kernel threads that may not move) and stay: {shown}"
+        value += f"; {len(refused)} refuse (kernel threads that may not move) and stay: " \
+                 + _named(refused)
     return Step("affinity", "threads", value)
+
+
+def _named(refused: list[str]) -> str:
+    """The first eight of ``refused``, and how many more."""
+    return ", ".join(refused[:8]) + (f" and {len(refused) - 8} more" if len(refused) > 8 else "")
 
 
 def make(rec: dict, root: Path = ROOT, tasks: list[int] | None = None) -> list[Step]:
@@ -376,8 +381,7 @@ def _move_processes(pids, into: Path) -> Step:
                 refused.append(f"{_comm(pid)}[{pid}]")
     value = f"{moved} of {len(pids)} processes"
     if refused:
-        shown = ", ".join(refused[:8]) + (f" and {len(refused) - 8} more" if len(refused) > 8 else "")
-        value += f"; {len(refused)} kernel threads refuse to move and stay: {shown}"
+        value += f"; {len(refused)} kernel threads refuse to move and stay: {_named(refused)}"
     return Step("move", str(into), value)
 
 
