@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from rtstudy import data, host
+from rtstudy import data, shield
 from rtstudy.report.study import data_fingerprint
 
 
@@ -26,8 +26,8 @@ def main() -> int:
     floors = []
     for host_id in hosts:
         ds = data.load_dataset("e4_host", host_id, args.profile)
-        shield = host.shield_of(data_fingerprint(args.profile, host_id))
-        state = f"shielded CPU {shield['cpus']}" if shield else "untuned"
+        shielded = shield.of(data_fingerprint(args.profile, host_id))
+        state = f"shielded CPU {shielded['cpus']}" if shielded else "untuned"
         stats = ds.tables["stats"]
         for (cpu, load), g in stats[stats["kind"] == "jitter"].groupby(["cpu", "load"]):
             print(f"| {host_id} | {state} | {int(cpu)} | {load} | {g['p50'].mean():.0f} | "

@@ -55,6 +55,16 @@ def host_state() -> dict[str, str]:
     return state
 
 
+def assert_cell_layout(shield: dict, housekeeping: list[int]) -> None:
+    """A cell starts on the housekeeping CPUs for what it does not pin, and may pin to the shield."""
+    probe = ("import os; print(sorted(os.sched_getaffinity(0))); "
+             f"os.sched_setaffinity(0, {{{CPU}}}); print(sorted(os.sched_getaffinity(0)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         preexec_fn=partial(host.set_child_limits, shield), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == [str(housekeeping), str([CPU])]
+
+
 def no_services(action: str, name: str) -> None:
     raise AssertionError(f"a test would run systemctl {action} {name}")
 
@@ -102,13 +112,7 @@ def test_apply_shields_the_cpu_and_revert_restores_proc_and_sys_exactly(tmp_path
         assert audit.summary(list(items.values()))["shielded_cpus"] == [CPU]
         assert items["nohz_full CPUs"].status == "WARN", "runtime shielding cannot do nohz_full"
 
-        # A cell: housekeeping CPUs for what it does not pin, and free to pin to the shield.
-        probe = ("import os; print(sorted(os.sched_getaffinity(0))); "
-                 f"os.sched_setaffinity(0, {{{CPU}}}); print(sorted(os.sched_getaffinity(0)))")
-        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                             preexec_fn=partial(host.set_child_limits, shield), timeout=60)
-        assert out.returncode == 0, out.stderr
-        assert out.stdout.split("\n")[:2] == [str(housekeeping), str([CPU])]
+        assert_cell_layout(shield, housekeeping)
     finally:
         steps = tuning.revert(revert_file)
     assert [s for s in steps if s.error] == []
@@ -224,13 +228,7 @@ def test_the_affinity_shield_moves_only_our_process_and_reverts_exactly(tmp_path
         items = {i.name: i for i in audit.audit()}
         assert "affinity" in items["isolated CPUs"].evidence
 
-        # A cell: housekeeping CPUs for what it does not pin, and free to pin to the shield.
-        probe = ("import os; print(sorted(os.sched_getaffinity(0))); "
-                 f"os.sched_setaffinity(0, {{{CPU}}}); print(sorted(os.sched_getaffinity(0)))")
-        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                             preexec_fn=partial(host.set_child_limits, found), timeout=60)
-        assert out.returncode == 0, out.stderr
-        assert out.stdout.split("\n")[:2] == [str(housekeeping), str([CPU])]
+        assert_cell_layout(found, housekeeping)
     finally:
         steps = tuning.revert(revert_file)
     assert [s for s in steps if s.error] == []

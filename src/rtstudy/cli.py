@@ -28,7 +28,7 @@ import os
 import sys
 from pathlib import Path
 
-from rtstudy import experiments, host, params, paths
+from rtstudy import experiments, host, params, paths, shield
 
 
 def _params_check(args) -> int:
@@ -168,7 +168,6 @@ def _report(args) -> int:
     return 0
 
 
-METHODS = ("cpuset", "affinity")
 METHOD_HELP = ("how to keep other tasks off the CPUs: cpuset (a cgroup v1 cpuset without load "
                "balancing), affinity (every movable thread's affinity, as `tuna isolate`; any "
                "host), auto (cpuset where a cgroup v1 cpuset is writable, else affinity)")
@@ -176,7 +175,8 @@ METHOD_HELP = ("how to keep other tasks off the CPUs: cpuset (a cgroup v1 cpuset
 
 def _shield_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--method", choices=("auto", *METHODS), default="auto", help=METHOD_HELP)
+    group.add_argument("--method", choices=("auto", *shield.METHODS), default="auto",
+                       help=METHOD_HELP)
     group.add_argument("--no-shield", action="store_true",
                        help="leave out the shield (IRQs, sysctl, governor, idle states only)")
 
@@ -231,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "revert (make study-tuned)")
     st.add_argument("--cpus", help="CPUs to shield (default: the last online CPU; never CPU 0)")
     st.add_argument("--yes", action="store_true", help="change the host without asking")
-    st.add_argument("--method", choices=("auto", *METHODS), default="auto", help=METHOD_HELP)
+    st.add_argument("--method", choices=("auto", *shield.METHODS), default="auto",
+                    help=METHOD_HELP)
     st.add_argument("--timeout-min", type=float, default=90,
                     help="stop the command after this many minutes (default 90); the host is "
                          "reverted either way")

@@ -48,8 +48,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from rtstudy import paths
-from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits, shield_of
+from rtstudy import paths, shield
+from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits
 from rtstudy.kernelfs import thread_cpu
 from rtstudy.placement import Placement
 from rtstudy.realtime import POLICY_NAMES, STEERING_PREFIXES, RealtimeRequest
@@ -168,9 +168,8 @@ class SweepContext:
         """Where a cell's process runs what it does not pin (:func:`rtstudy.host.set_child_limits`):
         a runtime shield's layout, the housekeeping CPUs where the placement confines
         cells to them, or None (anywhere)."""
-        shield = shield_of(self.fingerprint)
-        if shield:
-            return shield
+        if shielded := shield.of(self.fingerprint):
+            return shielded
         if self.placement is not None and self.placement.confines:
             return {"cpus": list(self.placement.housekeeping)}
         return None
@@ -345,10 +344,14 @@ class ThreadWatch:
     ``interval_s`` while it waits: nothing runs inside the measured process (a
     sampling thread there would take its GIL). A thread that lives shorter than
     the interval may be missed; ``samples`` says how often each was seen.
+    Only ``active`` where a placement confines the cell, the one case where the
+    record shows something (and on a shielded or boot-isolated host the parent
+    runs on the housekeeping CPUs itself); on an untuned host it could wake on
+    the real-time CPU during a run, so there it waits as before.
     """
 
-    def __init__(self, pid: int, interval_s: float = 0.1):
-        self.pid, self.interval_s = pid, interval_s
+    def __init__(self, pid: int, active: bool, interval_s: float = 0.1):
+        self.pid, self.active, self.interval_s = pid, active, interval_s
         self.seen: dict[int, dict] = {}
 
     def sample(self) -> None:
@@ -372,6 +375,8 @@ class ThreadWatch:
 
     def wait(self, proc: subprocess.Popen, timeout_s: float) -> int:
         """``proc.wait(timeout_s)``, sampling meanwhile; TimeoutExpired as ``wait`` raises it."""
+        if not self.active:
+            return proc.wait(timeout=timeout_s)
         deadline = time.monotonic() + timeout_s
         while True:
             try:
@@ -391,18 +396,20 @@ def placement_record(where: Placement | None, watch: ThreadWatch,
 
     ``outside`` names the threads seen off the housekeeping CPUs. ``held`` says
     the placement held: no more threads outside than real-time requests that
-    pin one, each only on the housekeeping CPUs and those pins.
+    pin one, each only on the housekeeping CPUs and those pins. Where nothing
+    confines the cell (``sampled`` false) only the plan is recorded.
     """
     threads = watch.threads()
-    if where is None:
-        return {"threads": threads}
+    if where is None or not watch.active:
+        return {**({"realtime": list(where.realtime), "housekeeping": list(where.housekeeping),
+                    "source": where.source} if where else {}), "sampled": False}
     hk = set(where.housekeeping)
     pins = {c for r in requests for c in r.cpus}
     outside = [t for t in threads if set(t["cpus"]) - hk]
     held = len(outside) <= sum(bool(r.cpus) for r in requests) and \
         all(set(t["cpus"]) <= hk | pins for t in outside)
     return {"realtime": list(where.realtime), "housekeeping": list(where.housekeeping),
-            "source": where.source, "threads": threads,
+            "source": where.source, "sampled": True, "threads": threads,
             "outside": sorted(t["comm"] for t in outside), "held": held}
 
 
@@ -434,7 +441,7 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=child_env(),
                                 preexec_fn=partial(set_child_limits, context.layout))
-        watch = ThreadWatch(proc.pid)
+        watch = ThreadWatch(proc.pid, active=context.layout is not None)
         try:
             rc = watch.wait(proc, cell.timeout_s)
         except subprocess.TimeoutExpired:

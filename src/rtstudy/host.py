@@ -44,11 +44,6 @@ PROBES = {
 }
 
 
-def shield_of(fp: dict | None) -> dict | None:
-    """The runtime shield a fingerprint records (:func:`rtstudy.shield.state`), or None."""
-    return shield.of(fp)
-
-
 def probe_realtime() -> dict[str, str]:
     """Try each real-time policy on a real thread; ``"ok"`` or the refusal.
 

@@ -111,8 +111,10 @@ def problem(method: str, root: Path = ROOT) -> str | None:
     """Why a shield of ``method`` cannot be made on the host under ``root``, with the fix."""
     if method not in METHODS:
         return f"unknown shield method {method!r}; allowed: auto, {', '.join(METHODS)}"
-    if state(root) is not None or (cpuset_root(root) or Path("/nonexistent")).joinpath(
-            SHIELD_CPUSET).exists():
+    base = cpuset_root(root)
+    leftover = base is not None and any((base / name).exists()
+                                        for name in (SHIELD_CPUSET, SYSTEM_CPUSET))
+    if leftover or state(root) is not None:
         return ("a shield is already in place (an earlier one was not reverted): undo it with "
                 "`rtstudy host revert`")
     if method == "cpuset" and (why := cpuset_problem(root)):

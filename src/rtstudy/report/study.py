@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy import data, experiments, host, params, paths, placement
+from rtstudy import data, experiments, host, params, paths, placement, shield
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures, stability
@@ -81,7 +81,7 @@ def report_host(profile: str) -> str:
     if this_host in counts:
         return this_host
     def shielded(host_id: str) -> bool:
-        return bool(host.shield_of(data_fingerprint(profile, host_id)))
+        return bool(shield.of(data_fingerprint(profile, host_id)))
 
     return sorted(counts, key=lambda h: (-counts[h], shielded(h), h))[0]
 
@@ -208,9 +208,9 @@ class Study:
         out = []
         if fp["cpu"]["count"] <= 4:
             out.append(words("few_cpus", n_cpu=fp["cpu"]["count"]))
-        shield = host.shield_of(fp)
-        if shield:
-            out.append(words("runtime_shield", shield=shield))
+        shielded = shield.of(fp)
+        if shielded:
+            out.append(words("runtime_shield", shield=shielded))
         elif not fp["isolation"]["isolated"]:
             out.append(words("no_isolation"))
         runtime, period = fp["sched"]["rt_runtime_us"], fp["sched"]["rt_period_us"]
@@ -264,7 +264,7 @@ class Study:
         for host_id, sections in self.sections_by_host().items():
             fp = data_fingerprint(self.profile, host_id)
             states.append({"host_id": host_id, "fp": fp,
-                           "shield": host.shield_of(fp),
+                           "shield": shield.of(fp),
                            "verdicts": {v.claim: v.verdict for s in sections.values()
                                         for v in s.verdicts}})
         return states

@@ -74,8 +74,7 @@ def isolated_placement(cfg: dict, where: placement.Placement) -> dict[str, tuple
     return pins
 
 
-def pin_cpus(cfg: dict, fp: dict,
-             where: placement.Placement | None = None) -> dict[str, tuple[int, ...]]:
+def pin_cpus(cfg: dict, fp: dict, where: placement.Placement) -> dict[str, tuple[int, ...]]:
     """Where each operator's SCHED_DEADLINE thread is pinned; empty tuples: unpinned.
 
     On an isolated or shielded host, or with CPUs named in params.yaml
@@ -84,7 +83,6 @@ def pin_cpus(cfg: dict, fp: dict,
     """
     allowed = fp["realtime"].get("SCHED_DEADLINE pinned") == "ok"
     cpus = fp["cpu"]["online"]
-    where = where or placement.resolve(None, fp)
     if allowed and where.source != "untuned" and cfg["pin"] != "never":
         pins = isolated_placement(cfg, where)
         if pins:

@@ -45,8 +45,8 @@ def after_sweep(directory: Path) -> None:
     """Nothing to record beside E2's cells."""
 
 
-def target_cpus(cfg: dict, fp: dict, policy: str, topology: str = "dedicated",
-                where: placement.Placement | None = None) -> tuple[int, ...]:
+def target_cpus(cfg: dict, fp: dict, where: placement.Placement, policy: str,
+                topology: str = "dedicated") -> tuple[int, ...]:
     """The CPU the target is pinned to, or () where it runs unpinned.
 
     Every policy of the ``dedicated`` topology gets the same CPU, so only the
@@ -63,7 +63,7 @@ def target_cpus(cfg: dict, fp: dict, policy: str, topology: str = "dedicated",
         return ()
     if topology != "dedicated":
         return (fp["cpu"]["online"][0],)
-    return ((where or placement.resolve(None, fp)).rt_cpu,)
+    return (where.rt_cpu,)
 
 
 def host_problems(cfg: dict, fp: dict) -> list[str]:
@@ -149,7 +149,7 @@ class _Planner:
         topology = topology or ("shared" if policy == "normal" else "dedicated")
         seed = topology.startswith("seed")
         n = self.loads(factor) if loads is None else loads
-        cpus = target_cpus(c, self.fp, policy, topology, self.where)
+        cpus = target_cpus(c, self.fp, self.where, policy, topology)
         frames = self.frames
         if trace:
             frames = c["warmup_frames"] + int(c["trace_seconds"] * c["fps"])
@@ -175,7 +175,7 @@ class _Planner:
 
     def floor(self, factor: float) -> None:
         c = self.cfg
-        cpus = target_cpus(c, self.fp, "SCHED_FIFO", where=self.where)
+        cpus = target_cpus(c, self.fp, self.where, "SCHED_FIFO")
         n = self.loads(factor)
         config = {"tool": "cyclictest", "policy": "SCHED_FIFO", "topology": "floor",
                   "dispatcher": "none", "load_placement": "process" if n else "none",

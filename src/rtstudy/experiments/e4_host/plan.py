@@ -12,9 +12,8 @@ import platform
 import shutil
 from pathlib import Path
 
-from rtstudy import audit
+from rtstudy import audit, placement
 from rtstudy.harness import Cell, with_drift
-from rtstudy import placement
 
 EXPERIMENT = "e4_host"
 APP = "e4_floor"  # the name cells record (part of every cell id): never change it
