@@ -1,7 +1,9 @@
 """Importing Holoscan on a machine without a GPU, with no environment variables.
 
-``holoscan-cu12`` links against ``libcudart.so.12``, which the
-``nvidia-cuda-runtime-cu12`` wheel ships outside the loader's search path.
+``holoscan-cu12`` (4.x) links against ``libcudart.so.12``, which the
+``nvidia-cuda-runtime-cu12`` wheel ships outside the loader's search path;
+``holoscan-core-cu13`` (5.x) links against ``libcudart.so.13`` from
+``nvidia-cuda-runtime`` 13 (``nvidia/cu13/lib``).
 Loading it by absolute path with ``RTLD_GLOBAL`` first lets ``import holoscan``
 resolve it; Holoscan then runs CPU-only (it logs CUDA warnings, which the run
 harness sends to each cell's log).
@@ -16,18 +18,25 @@ STACK_BYTES = 32 * 1024 * 1024
 """Holoscan warns (and may crash in deep graphs) below a 32 MiB stack limit."""
 
 
+# (package holding the library, its folder inside the package, the library): cu12 first.
+CUDART = (("nvidia.cuda_runtime", "lib", "libcudart.so.12"), ("nvidia.cu13", "lib", "libcudart.so.13"))
+
+
 def cudart_path() -> Path:
-    """The ``libcudart.so.12`` shipped by the ``nvidia-cuda-runtime-cu12`` wheel."""
-    spec = importlib.util.find_spec("nvidia.cuda_runtime")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("nvidia-cuda-runtime-cu12 is not installed; run `make setup` "
-                          "(it installs the lock of your Python, requirements/py3.X.lock, into .venv)")
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "lib" / "libcudart.so.12"
-        if candidate.exists():
-            return candidate
-    raise ImportError("libcudart.so.12 not found inside the nvidia-cuda-runtime-cu12 wheel "
-                      f"({list(spec.submodule_search_locations)}); reinstall it with `make setup`")
+    """The CUDA runtime library that the installed Holoscan links against (see module docstring)."""
+    for package, folder, name in CUDART:
+        try:
+            spec = importlib.util.find_spec(package)
+        except ModuleNotFoundError:  # no `nvidia` namespace at all
+            spec = None
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            candidate = Path(location) / folder / name
+            if candidate.exists():
+                return candidate
+    raise ImportError("the CUDA runtime library (libcudart.so.12 of nvidia-cuda-runtime-cu12, or "
+                      "libcudart.so.13 of nvidia-cuda-runtime 13) is not installed; run `make "
+                      "setup` (it installs the lock of your Python, requirements/py3.X.lock, into "
+                      ".venv)")
 
 
 def preload_cudart() -> None:
