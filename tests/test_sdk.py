@@ -1,0 +1,101 @@
+"""SDK versions as a factor: the environment each version runs in, and the Debian 13 root.
+
+The root is built for real (once per machine: /var/lib/rtstudy/roots, shared with the
+study) and commands run inside it for real; only the failure paths use a fixture.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rtstudy import host, sdk, sdkroot
+
+
+def mounts() -> list[str]:
+    return Path("/proc/self/mountinfo").read_text().splitlines()
+
+
+@pytest.fixture(scope="session")
+def root5() -> Path:
+    """Holoscan 5.0.0's root, built here if this machine has none yet (about a minute)."""
+    if sdkroot.problems():
+        pytest.skip("cannot build a Debian 13 root here: " + "; ".join(sdkroot.problems()))
+    env = sdk.environment("5.0.0", build=True)
+    env.prepare()
+    return env.root
+
+
+def test_the_venv_runs_its_own_version_with_the_hosts_fingerprint(fingerprint):
+    env = sdk.environment(sdk.installed())
+    assert env.root is None and env.name == "venv"
+    assert env.fingerprint(fingerprint) is fingerprint  # host id of older data kept
+    assert sdk.version_of(fingerprint) == sdk.installed() and sdk.api_of(fingerprint) == 4
+
+
+def test_unknown_and_unbuilt_versions_name_the_fix(tmp_path, monkeypatch):
+    with pytest.raises(sdk.SdkError, match="known: 4.6.0, 5.0.0"):
+        sdk.environment("9.9.9")
+    monkeypatch.setenv("RTSTUDY_ROOTS", str(tmp_path))
+    with pytest.raises(sdk.SdkError, match="make sdk"):
+        sdk.environment("5.0.0")
+    assert not list(tmp_path.iterdir())  # nothing built without build=True
+
+
+def test_missing_tools_are_named_before_anything_is_built(tmp_path, monkeypatch):
+    monkeypatch.setenv("RTSTUDY_ROOTS", str(tmp_path))
+    monkeypatch.setattr(sdkroot.shutil, "which", lambda tool: None if tool == "debootstrap" else "/x")
+    assert any("debootstrap" in p and "install the package" in p for p in sdk.problems(["5.0.0"]))
+    with pytest.raises(sdkroot.RootError, match="debootstrap"):
+        sdkroot.build("5.0.0")
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_roots_key_follows_its_lock(tmp_path, monkeypatch):
+    before = sdkroot.key("5.0.0")
+    lock = tmp_path / "sdk-5.0.0.lock"
+    lock.write_text(sdkroot.lock_file("5.0.0").read_text() + "# changed\n")
+    monkeypatch.setattr(sdkroot, "lock_file", lambda version: lock)
+    assert sdkroot.key("5.0.0") != before
+
+
+def test_only_a_folder_under_the_roots_dir_is_ever_removed(tmp_path, monkeypatch):
+    monkeypatch.setenv("RTSTUDY_ROOTS", str(tmp_path / "roots"))
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    with pytest.raises(sdkroot.RootError, match="refusing"):
+        sdkroot._remove(outside)
+    assert outside.is_dir()
+
+
+def test_the_root_runs_holoscan_5_on_a_newer_glibc_and_leaves_no_mount(root5):
+    made = sdkroot.manifest(root5)
+    assert made["sdk"] == "5.0.0" and made["pip"]["holoscan-core-cu13"] == "5.0.0"
+    assert tuple(int(x) for x in made["glibc"].split(".")) >= sdk.KNOWN["5.0.0"].glibc
+    assert "libcuda1" in made["debian"]
+    before = mounts()
+    env = sdk.Environment(sdk.KNOWN["5.0.0"], root5)
+    # rtstudy.apps first: it preloads libcudart.so.13, as every cell's app does.
+    code = ("import os; from rtstudy.apps import child; import holoscan; "
+            "print(holoscan.__version__, os.confstr('CS_GNU_LIBC_VERSION'), os.getpid(), "
+            "child.thread_record()['policy'])")
+    proc = subprocess.Popen(env.command(["-c", code]), stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    version, libc, pid, policy = out.split()[0], out.split()[2], int(out.split()[3]), out.split()[4]
+    assert version == "5.0.0" and libc == made["glibc"] and policy == str(os.SCHED_OTHER)
+    assert pid == proc.pid  # the harness's sampling and kill reach the app itself
+    assert mounts() == before  # the mounts lived in the command's own namespace
+
+
+def test_a_root_environment_is_a_host_state_of_its_own(root5, fingerprint):
+    env = sdk.Environment(sdk.KNOWN["5.0.0"], root5)
+    fp = env.fingerprint(fingerprint)
+    assert fp["host_id"] != fingerprint["host_id"]
+    assert fp["host_id"] == host.host_id({k: v for k, v in fp.items() if k != "host_id"})
+    assert fp["sdk"]["version"] == "5.0.0" and fp["sdk"]["environment"] == "debian13-root"
+    assert fp["versions"]["holoscan-core-cu13"] == "5.0.0"
+    assert fp["kernel"] == fingerprint["kernel"] and fp["cpu"] == fingerprint["cpu"]
+    assert sdk.version_of(fp) == "5.0.0" and sdk.api_of(fp) == 5
