@@ -37,9 +37,11 @@ from rtstudy import paths
 SUITE = "trixie"  # Debian 13, glibc 2.41
 MIRROR = "http://deb.debian.org/debian"
 COMPONENTS = "main contrib non-free"  # libcuda1 is non-free; its nvidia-support is contrib
-# What debootstrap installs: Python with venv and headers, and a C compiler for the study's
-# native module (rtstudy._native: the load work and the policy read-back).
-BASE_PACKAGES = ("python3", "python3-venv", "python3-dev", "gcc", "libc6-dev", "ca-certificates")
+# What debootstrap installs: Python with venv and headers, a C compiler for the study's
+# native module (rtstudy._native: the load work and the policy read-back), and stress-ng (E2's
+# `process` loads run inside the cell's environment).
+BASE_PACKAGES = ("python3", "python3-venv", "python3-dev", "gcc", "libc6-dev", "ca-certificates",
+                 "stress-ng")
 # The CUDA driver library: Holoscan imports libcuda.so.1 at start; Debian's loads without a GPU.
 DRIVER_PACKAGES = ("libcuda1",)
 VENV = "/opt/venv"
@@ -188,6 +190,13 @@ def build(version: str, log=None) -> Path:
             _remove(work)
             raise
         os.rename(work, final)
+    # One root per SDK version: a root of an older recipe (its lock or packages changed) goes.
+    for old in final.parent.glob(f"debian13-holoscan{version}-*"):
+        if old.name not in (final.name, log_path.name):
+            if old.is_dir():
+                _remove(old)
+            else:
+                old.unlink()
     print(f"Built the Holoscan {version} root in {time.monotonic() - started:.0f} s",
           file=log or sys.stderr, flush=True)
     return final
@@ -217,7 +226,10 @@ def _build(version: str, work: Path, out) -> None:
     shutil.copyfile(lock_file(version), work / "opt" / "sdk.lock")
     _run(work, [f"{VENV}/bin/pip", "install", "--no-cache-dir", "--require-hashes", "-r",
                 "/opt/sdk.lock"], out, f"pip install Holoscan {version}")
-    _run(work, [f"{VENV}/bin/python", "-c", "import holoscan"], out, "import holoscan")
+    # libcudart.so.13 is outside the loader's path: load it first, as rtstudy.holo does for cells.
+    _run(work, [f"{VENV}/bin/python", "-c", "import ctypes, nvidia.cu13 as cu; ctypes.CDLL("
+                "cu.__path__[0] + '/lib/libcudart.so.13', mode=ctypes.RTLD_GLOBAL); import holoscan"],
+         out, "import holoscan")
     record = _inventory(work)
     record.update({"sdk": version, "key": key(version), "suite": SUITE, "mirror": MIRROR,
                    "built_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
