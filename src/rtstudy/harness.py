@@ -53,6 +53,7 @@ from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits
 from rtstudy.kernelfs import thread_cpu
 from rtstudy.placement import Placement
 from rtstudy.realtime import POLICY_NAMES, STEERING_PREFIXES, RealtimeRequest
+from rtstudy.sdk import Environment
 
 FAILED_DIR = "_failed"
 PLAN_FILE = "plan.json"
@@ -156,12 +157,18 @@ class SweepContext:
     git: dict
     fingerprint: dict = field(default_factory=dict)
     placement: Placement | None = None
+    # The SDK's environment (rtstudy.sdk): the cell's command is built by it; None: this venv.
+    environment: Environment | None = None
 
     @classmethod
-    def from_fingerprint(cls, fp: dict, profile: str,
-                         where: Placement | None = None) -> "SweepContext":
+    def from_fingerprint(cls, fp: dict, profile: str, where: Placement | None = None,
+                         environment: Environment | None = None) -> "SweepContext":
         return cls(host_id=fp["host_id"], profile=profile, versions=fp["versions"], git=git_state(),
-                   fingerprint=fp, placement=where)
+                   fingerprint=fp, placement=where, environment=environment)
+
+    def command(self, argv: list[str]) -> list[str]:
+        """The command that runs ``python argv…`` for a cell: in this venv, or in the SDK's root."""
+        return self.environment.command(argv) if self.environment else [sys.executable, *argv]
 
     @property
     def layout(self) -> dict | None:
@@ -434,7 +441,7 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     work.mkdir(parents=True)
     spec_path = work / "spec.json"
     write_json(spec_path, cell.spec)
-    cmd = [sys.executable, "-m", cell.module, str(spec_path), str(work)]
+    cmd = context.command(["-m", cell.module, str(spec_path), str(work)])
     started = time.monotonic()
     reason = ""
     with open(work / LOG, "wb") as log:
