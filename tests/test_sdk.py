@@ -5,7 +5,9 @@ study) and commands run inside it for real; only the failure paths use a fixture
 """
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -99,3 +101,41 @@ def test_a_root_environment_is_a_host_state_of_its_own(root5, fingerprint):
     assert fp["versions"]["holoscan-core-cu13"] == "5.0.0"
     assert fp["kernel"] == fingerprint["kernel"] and fp["cpu"] == fingerprint["cpu"]
     assert sdk.version_of(fp) == "5.0.0" and sdk.api_of(fp) == 5
+
+
+def test_a_holoscan_5_e2_cell_runs_in_the_root_with_its_fifo_policy_read_back(root5, fingerprint,
+                                                                               tmp_path):
+    from rtstudy import params, placement
+    from rtstudy.experiments.e2_rt_threads import plan
+    from rtstudy.harness import SweepContext, run_cell
+    from rtstudy.io import read_samples
+
+    env = sdk.Environment(sdk.KNOWN["5.0.0"], root5)
+    fp = env.fingerprint(fingerprint)
+    if fp["realtime"].get("SCHED_FIFO") != "ok":
+        pytest.skip("SCHED_FIFO not allowed here")
+    cfg = params.stage_config("e2_rt_threads", "smoke")
+    configs = {"cpus": params.stage_config("cpus", "smoke")}
+    cells = plan.plan(cfg, fp, configs)
+    assert cells and all(c.module.endswith(".app5") for c in cells)
+    cell = next(c for c in cells if c.label == "SCHED_FIFO-lf1-native")
+    where = placement.resolve(configs["cpus"], fp)
+    # Under the project: the one folder of the host's that the root sees (mounted).
+    out = sdkroot.paths.root() / "data" / "raw" / ".test-sdk5" / tmp_path.name
+    try:
+        outcome = run_cell(cell, out, SweepContext.from_fingerprint(fp, "smoke", where, env))
+        assert outcome.status == "ok", outcome.reason
+        side = json.loads((outcome.path / "cell.json").read_text())
+        assert side["realtime_verified"] is True
+        sched = side["operators"]["target"]["sched"]
+        assert sched["policy"] == os.SCHED_FIFO and sched["priority"] == cfg["priority"]
+        assert sched["cpus"] == [where.rt_cpu]
+        assert side["summary"]["termination"] == "STOPPED" and side["summary"]["diagnostics"] == []
+        assert len(side["summary"]["load_ticks"]) == cell.config["loads"]
+        assert all(t > 0 for t in side["summary"]["load_ticks"])
+        frames = read_samples(outcome.path / "samples.parquet")
+        assert len(frames) == cell.config["frames"]
+        period = frames["t_start_ns"].diff().dropna()
+        assert abs(period.median() - cell.config["period_ns"]) < 0.05 * cell.config["period_ns"]
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)

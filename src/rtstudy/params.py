@@ -14,17 +14,22 @@ from pathlib import Path
 
 import yaml
 
-from rtstudy import experiments, paths, placement
-from rtstudy.rules import PROFILES, ParamError, Rule, check_group, integer, no_cross_checks, number, resolve
+from rtstudy import experiments, paths, placement, sdk
+from rtstudy.rules import (PROFILES, ParamError, Rule, check_group, choice, integer, list_of,
+                           no_cross_checks, number, resolve)
 
-__all__ = ["PROFILES", "ParamError", "REPORT", "CPUS", "groups", "load", "validate", "stage_config",
+__all__ = ["PROFILES", "ParamError", "REPORT", "CPUS", "SDK", "groups", "load", "validate", "stage_config",
            "use_profile", "configs"]
 
 REPORT = "report"
 CPUS = "cpus"
+SDK = "sdk"
 
 # Where every experiment places its threads (rtstudy.placement): read by every measuring stage.
 CPUS_SCHEMA: dict[str, Rule] = {key: Rule(placement.check_value) for key in placement.KEYS}
+
+# The Holoscan SDK versions every measuring stage runs (rtstudy.sdk), each in its environment.
+SDK_SCHEMA: dict[str, Rule] = {"versions": Rule(list_of(choice(*sdk.KNOWN)))}
 
 # The report's group: the statistics every section uses.
 REPORT_SCHEMA: dict[str, Rule] = {
@@ -38,6 +43,7 @@ def groups() -> dict[str, tuple[dict[str, Rule], object]]:
     """Every group of ``params.yaml``: name → (rules, cross-checks), experiments first."""
     out = {e.name: (e.params.SCHEMA, e.params.cross_checks) for e in experiments.every()}
     out[CPUS] = (CPUS_SCHEMA, no_cross_checks)
+    out[SDK] = (SDK_SCHEMA, no_cross_checks)
     out[REPORT] = (REPORT_SCHEMA, no_cross_checks)
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rtstudy import experiments, host, params, paths, placement
+from rtstudy import experiments, host, params, paths, placement, sdk
 from rtstudy.harness import CellOutcome, SweepContext, run_sweep
 
 EXPERIMENT_NOTEBOOK = "experiment"  # notebooks/experiment.ipynb runs every measuring stage
@@ -51,19 +51,55 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
         terminal that runs papermill); ``notebook``: to the notebook's output.
     """
     plan = experiments.get(name).plan
-    fp = host.current()
-    preflight(name, cfg, fp)
     stream = sys.__stderr__ if progress == "terminal" else sys.stderr
     configs = {group: params.stage_config(group, cfg["profile"])
                for group in (*experiments.get(name).params.USES, params.CPUS)}
-    directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
-    where = placement.resolve(configs[params.CPUS], fp)
-    print(f"{name}: {where.describe()}", file=stream, flush=True)
-    outcomes = run_sweep(plan.plan(cfg, fp, configs), directory,
-                         SweepContext.from_fingerprint(fp, cfg["profile"], where), cfg["order_seed"],
-                         progress=stream)
-    plan.after_sweep(directory)
+    # Every SDK environment is checked (and a missing root built) before anything is measured.
+    runs = []
+    for env in environments(name, cfg, stream):
+        fp = env.fingerprint(host.current())
+        preflight(name, cfg, fp)
+        runs.append((env, fp))
+    outcomes = []
+    for env, fp in runs:
+        env.prepare()
+        directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
+        where = placement.resolve(configs[params.CPUS], fp)
+        print(f"{name}: Holoscan {sdk.version_of(fp)} ({env.name}); {where.describe()}",
+              file=stream, flush=True)
+        outcomes += run_sweep(plan.plan(cfg, fp, configs), directory,
+                              SweepContext.from_fingerprint(fp, cfg["profile"], where, env),
+                              cfg["order_seed"], progress=stream)
+        plan.after_sweep(directory)
     return outcomes
+
+
+def environments(name: str, cfg: dict, stream) -> list[sdk.Environment]:
+    """The SDK environments experiment ``name`` runs in: ``params.yaml: sdk`` versions it has an
+    app for (its plan's ``SDK_APIS``), each built if needed; the rest skipped with a sentence.
+
+    A version this host cannot run (no root or debootstrap for the Debian 13 root) is skipped
+    with its reason, so the other versions are still measured; a version listed but unknown,
+    or a build that fails, stops the stage before anything is measured.
+    """
+    apis = getattr(experiments.get(name).plan, "SDK_APIS", (4,))
+    found = []
+    for version in params.stage_config(params.SDK, cfg["profile"])["versions"]:
+        if sdk.known(version).api not in apis:
+            print(f"{name}: not ported to Holoscan {version}'s API yet: measured on the other "
+                  "versions only", file=stream, flush=True)
+            continue
+        cannot = sdk.problems([version])
+        if cannot:
+            print(f"{name}: skipping Holoscan {version}: " + "; ".join(cannot), file=stream,
+                  flush=True)
+            continue
+        try:
+            found.append(sdk.environment(version, build=True))
+        except sdk.SdkError as exc:
+            raise PreflightError(f"{name} cannot run Holoscan {version}; nothing was measured: "
+                                 f"{exc}") from None
+    return found
 
 
 def execute_notebook(notebook: str, output: str, parameters: dict) -> Path:

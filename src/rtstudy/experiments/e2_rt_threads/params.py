@@ -9,6 +9,8 @@ POLICY_NAMES = ("normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR", "SCHED_D
 PLACEMENTS = ("operators", "process", "threads")
 DISPATCHERS = ("other", "fifo")  # the EventBasedScheduler's dispatcher thread: SCHED_OTHER or FIFO
 SEED_TOPOLOGIES = ("seed_python", "seed_cpp")
+# Holoscan 5.0's ThreadPlacement wake modes: sleep on a wait set (5.0's default) or spin.
+WAKE_MODES = ("sleep", "busy_poll")
 
 SCHEMA: dict[str, Rule] = {
     "policies": Rule(list_of(choice(*POLICY_NAMES))),
@@ -35,6 +37,8 @@ SCHEMA: dict[str, Rule] = {
     "seed_policy": Rule(choice("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")),
     "seed_loads": Rule(integer(1, 64)),
     "seed_load_work_model": Rule(choice("native", "python")),
+    # Holoscan 5.0 only (plan5): the wake modes tried for the contrast policies at the headline.
+    "wake_modes": Rule(list_of(choice(*WAKE_MODES))),
     "floor": Rule(boolean()),                 # cyclictest like with like, in the same sweep
     "trace_seconds": Rule(number(0, 30)),     # 0: no scheduler trace
     "deadline_runtime_fraction": Rule(number(0, 1, lo_open=True)),

@@ -24,7 +24,8 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from rtstudy import placement
+from rtstudy import placement, sdk
+from rtstudy.experiments.e2_rt_threads import plan5
 from rtstudy.harness import Cell, with_drift
 from rtstudy.realtime import DISPATCHER, RealtimeRequest
 from rtstudy.sysdeps import which
@@ -34,6 +35,7 @@ APP = "e2_rt_threads"  # the name cells record (part of every cell id): never ch
 MODULE = "rtstudy.experiments.e2_rt_threads.app"
 FLOOR_MODULE = "rtstudy.experiments.e2_rt_threads.floor"
 RT_POLICIES = ("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
+SDK_APIS = (4, 5)  # Holoscan 4.x (app) and 5.x (app5, planned by plan5)
 
 
 def period_ns(fps: int) -> int:
@@ -251,6 +253,8 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                 p.holoscan(k["policy"], k["load_factor"], k["load_work_model"], k["dispatcher"],
                            k["load_placement"], k["topology"], k["loads"], trace=True)
     cells = p.cells
+    if sdk.api_of(fp) == 5:
+        return plan5.cells(cells, c, p.headline)  # what of it Holoscan 5.0 can express
     if not c["drift_check"] or not cells:
         return cells
     # The drift check repeats the first real-time condition at the headline point at the

@@ -1,0 +1,62 @@
+"""E2's plan on Holoscan 5.0 (:mod:`.app5`): the conditions 5.0 can express, plus its wake modes.
+
+The 4.x plan's cells, kept where 5.0 has the same thing and turned into 5.0 cells
+(same labels, same configuration, the 5.0 app), so one analysis compares both SDKs:
+
+- the policy grid at native loads (``normal_dedicated``, FIFO, RR, DEADLINE × load factor),
+  with load operators, each in an execution partition of its own;
+- at the headline point, the contrast policies with loads outside the app (``process``)
+  and as plain threads (``threads``);
+- 5.0's new factor: every ``wake_modes`` level other than ``sleep`` (``busy_poll``: the
+  target's thread spins between activations) for the contrast policies at the headline point.
+
+Left out, because 5.0 has no counterpart: ``normal`` (the target sharing 4.x's default
+pool with the loads), the dispatcher (5.0 has no EventBasedScheduler), the seeds'
+pools, Python-model loads (kept to one work model to fit the budget), the floor (the
+host's, measured once by the 4.x environment) and traces (perf is not in the root).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rtstudy.harness import Cell, with_drift
+
+MODULE = "rtstudy.experiments.e2_rt_threads.app5"
+WAKE_DEFAULT = "sleep"
+
+
+def cells(cells4: list[Cell], cfg: dict, headline) -> list[Cell]:
+    """The 5.0 cells made from the 4.x plan's cells ``cells4`` (module docstring).
+
+    Parameters
+    ----------
+    cells4 : list of Cell
+        The 4.x plan of the same configuration, before its drift check.
+    cfg : dict
+        E2's resolved parameters (``wake_modes`` among them).
+    headline : callable
+        ``headline(load_factor, work_model)`` → whether a condition is at the headline point.
+    """
+    out = []
+    for cell in cells4:
+        k = cell.config
+        if (cell.module.endswith(".floor") or k["topology"] != "dedicated"
+                or k["dispatcher"] != "other" or k["load_work_model"] != "native"
+                or k.get("trace_s")):
+            continue
+        out.append(_as5(cell, WAKE_DEFAULT))
+        if (headline(k["load_factor"], k["load_work_model"])
+                and k["load_placement"] == "operators" and k["policy"] in cfg["contrast_policies"]):
+            out += [_as5(cell, wake) for wake in cfg["wake_modes"] if wake != WAKE_DEFAULT]
+    if not cfg["drift_check"] or not out:
+        return out
+    reference = next((c.label for c in out if c.realtime and c.config["wake_mode"] == WAKE_DEFAULT
+                      and headline(c.config["load_factor"], c.config["load_work_model"])
+                      and c.config["load_placement"] == "operators"), out[0].label)
+    return with_drift(out, reference)
+
+
+def _as5(cell: Cell, wake: str) -> Cell:
+    label = cell.label if wake == WAKE_DEFAULT else f"{cell.label}-{wake}"
+    return replace(cell, label=label, module=MODULE,
+                   config={**cell.config, "sdk_api": 5, "wake_mode": wake})
