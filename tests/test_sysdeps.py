@@ -64,7 +64,7 @@ def test_each_family_names_its_own_packages():
                    for t in sysdeps.TOOLS} for fam in ("debian", "ubuntu", "rhel")}
     assert names["debian"] == {"cyclictest": [["rt-tests"]], "stress-ng": [["stress-ng"]],
                                "perf": [["linux-perf"]], "chromium": [["chromium"]],
-                               "sshd": [["openssh-server"]]}
+                               "sshd": [["openssh-server"]], "debootstrap": [["debootstrap"]]}
     # Ubuntu's perf is per kernel; its chromium is a snap, which the set-up does not install.
     assert names["ubuntu"]["perf"] == [["linux-tools-common", f"linux-tools-{KERNEL}"],
                                        ["linux-tools-common", "linux-tools-generic"]]
@@ -106,7 +106,8 @@ def test_packages_install_one_at_a_time_and_a_missing_name_sinks_only_its_tool(c
     ubuntu = sysdeps.detect(OS_RELEASE["ubuntu2404"])
     # The archive lacks this kernel's tools (a kernel it no longer lists) and has no rt-tests.
     archive = FakeArchive({"stress-ng": "stress-ng", "linux-tools-common": "perf",
-                           "linux-tools-generic": "perf", "openssh-server": "sshd"},
+                           "linux-tools-generic": "perf", "openssh-server": "sshd",
+                           "debootstrap": "debootstrap"},
                           needs={"perf": {"linux-tools-generic"}})
     left = sysdeps.install(sysdeps.tools_for("test"), ubuntu, archive.run, archive.works, KERNEL)
     assert archive.commands[0][:2] == ["apt-get", "update"]  # the lists first, once
@@ -116,7 +117,7 @@ def test_packages_install_one_at_a_time_and_a_missing_name_sinks_only_its_tool(c
         assert not [a for a in cmd[2:-1] if not a.startswith("-") and "=" not in a]  # one package
     assert archive.installs() == ["rt-tests", "stress-ng", "linux-tools-common",
                                   f"linux-tools-{KERNEL}", "linux-tools-common",
-                                  "linux-tools-generic", "openssh-server"]
+                                  "linux-tools-generic", "debootstrap", "openssh-server"]
     assert left == ["cyclictest", "chromium"]
     assert "Installing stress-ng (stress-ng) with apt-get" in capsys.readouterr().out
 
@@ -141,9 +142,10 @@ def test_nothing_is_installed_when_every_tool_works():
 
 
 def test_make_study_asks_for_the_measurements_tools_and_make_test_for_all():
-    assert [t.name for t in sysdeps.tools_for("study")] == ["cyclictest", "stress-ng", "perf"]
+    assert [t.name for t in sysdeps.tools_for("study")] == ["cyclictest", "stress-ng", "perf",
+                                                            "debootstrap"]
     assert [t.name for t in sysdeps.tools_for("test")] == ["cyclictest", "stress-ng", "perf",
-                                                           "chromium", "sshd"]
+                                                           "debootstrap", "chromium", "sshd"]
     assert {t.name for t in sysdeps.TOOLS if t.use == "test"} == {"chromium", "sshd"}
     with pytest.raises(ValueError, match="'study' or 'test', got 'all'"):
         sysdeps.tools_for("all")

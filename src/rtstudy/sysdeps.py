@@ -2,7 +2,7 @@
 when we may not.
 
 ``make study`` runs ``python -m rtstudy.sysdeps --for study`` (cyclictest, stress-ng, perf: the
-measurements use them); ``make test`` runs ``--for test``, which adds chromium and sshd (only tests
+measurements use them; debootstrap: the Debian 13 root of Holoscan 5.0); ``make test`` runs ``--for test``, which adds chromium and sshd (only tests
 use them). The distribution comes from ``/etc/os-release`` (``ID`` and ``ID_LIKE``): Debian,
 Ubuntu, or the RHEL family (RHEL, CentOS, Rocky, AlmaLinux, Fedora). As root it installs each
 missing tool's packages one package at a time, so that one name the archive lacks does not stop
@@ -80,6 +80,10 @@ TOOLS = (
          "E2's kernel scheduler traces are lost: E2 plans no traced run, the study runs, and the "
          "report's E2 section says its dataset has no trace (no attribution of a frame's delay).",
          probe=("--version",)),
+    Tool("debootstrap", "study",
+         "Holoscan versions whose wheels need a newer glibc than the host's (5.0.0 needs 2.39) "
+         "are lost: the Debian 13 root they run in cannot be built, each measuring stage says "
+         "so and measures the other versions of params.yaml's sdk group."),
     Tool("chromium", "test",
          "only `make test`'s browser check of the report is lost (tests/test_report.py skips).",
          aliases=("chromium-browser", "google-chrome")),
@@ -98,7 +102,7 @@ TOOLS = (
 PACKAGES: dict[str, dict[str, list[list[str]]]] = {
     "debian": {"cyclictest": [["rt-tests"]], "stress-ng": [["stress-ng"]],
                "perf": [["linux-perf"]], "chromium": [["chromium"]],
-               "sshd": [["openssh-server"]]},
+               "sshd": [["openssh-server"]], "debootstrap": [["debootstrap"]]},
     "ubuntu": {"cyclictest": [["rt-tests"]], "stress-ng": [["stress-ng"]],
                "perf": [["linux-tools-common", "linux-tools-{release}"],
                         ["linux-tools-common", "linux-tools-generic"]],
@@ -106,9 +110,10 @@ PACKAGES: dict[str, dict[str, list[list[str]]]] = {
                # installs the snap and needs a running snapd (containers and CI have none).
                # We install no snap (HINTS says how).
                "chromium": [],
-               "sshd": [["openssh-server"]]},
+               "sshd": [["openssh-server"]], "debootstrap": [["debootstrap"]]},
     "rhel": {"cyclictest": [["realtime-tests"], ["rt-tests"]], "stress-ng": [["stress-ng"]],
-             "perf": [["perf"]], "chromium": [["chromium"]], "sshd": [["openssh-server"]]},
+             "perf": [["perf"]], "chromium": [["chromium"]], "sshd": [["openssh-server"]],
+             "debootstrap": [["debootstrap"]]},
 }
 # What to do where the packages above are not enough.
 HINTS = {
@@ -116,6 +121,8 @@ HINTS = {
     ("ubuntu", "perf"): "Ubuntu's perf runs only with the running kernel's linux-tools package; "
                         "for a kernel Ubuntu does not package (Jetson, WSL, a cloud image) build "
                         "perf from that kernel's source",
+    ("rhel", "debootstrap"): "on RHEL and its rebuilds debootstrap comes from EPEL: sudo dnf "
+                             "install epel-release, then the command above",
     ("rhel", "chromium"): "on RHEL, CentOS, Rocky and AlmaLinux chromium comes from EPEL: "
                           "sudo dnf install epel-release (RHEL: "
                           "https://docs.fedoraproject.org/en-US/epel/), then the command above",
