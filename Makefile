@@ -34,7 +34,7 @@ $(error $(VENV) holds Python $(VENV_VERSION), but PYTHON=$(PYTHON) is Python $(P
 endif
 endif
 
-.PHONY: study study-tuned test setup sysdeps report profile push pull publish-reference lab lock lock-all clean-venv help
+.PHONY: study study-tuned test setup sysdeps sdk report profile push pull publish-reference lab lock lock-all clean-venv help
 
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
@@ -42,6 +42,7 @@ help:
 	@echo "                    reverted (CPUS=LIST, default the last CPU; METHOD=cpuset|affinity, default"
 	@echo "                    a cgroup v1 cpuset where writable, else affinity; YES=1 skips the question)"
 	@echo "make test           set up, then run every test (real Holoscan runs at smoke size)"
+	@echo "make sdk            build the Debian 13 root of the Holoscan versions that need one (5.0.0)"
 	@echo "make report         render report/report.html from the data present (measures nothing)"
 	@echo "make profile P=NAME choose the parameter profile: smoke | default | seed"
 	@echo "make push           send the measured data to the DVC remote (see .dvc/config)"
@@ -68,7 +69,13 @@ test: SYSDEPS_FOR = test
 sysdeps: $(STAMP)
 	@$(BIN)/python -m rtstudy.sysdeps --for $(SYSDEPS_FOR)
 
-study: setup
+# Holoscan versions whose wheels need a newer glibc than the host's run in a Debian 13 root
+# (rtstudy.sdkroot), built once per machine; where this host cannot (not root, no debootstrap)
+# it says so and the study measures the other versions.
+sdk: setup
+	$(BIN)/rtstudy sdk build
+
+study: setup sdk
 	$(BIN)/rtstudy params check
 	$(BIN)/dvc repro
 	@echo "Report: $(CURDIR)/report/report.html"
@@ -79,7 +86,7 @@ study: setup
 # `dvc repro`, back on the host as it was, renders the report with both states side by side.
 # `make study` never changes the host.
 CPUS ?=
-study-tuned: setup
+study-tuned: setup sdk
 	$(BIN)/rtstudy params check
 	$(BIN)/rtstudy host study --check $(if $(CPUS),--cpus $(CPUS)) $(if $(METHOD),--method $(METHOD))
 	$(BIN)/dvc repro

@@ -16,6 +16,10 @@
                                     restore what apply changed
     rtstudy host study [--cpus LIST] [--method M] [--yes] [--timeout-min T] [-- COMMAND ...]
                                     shield, run COMMAND (dvc repro), always revert
+    rtstudy sdk build [VERSION ...] build the Debian 13 root of each SDK version that needs one
+                                    (default: params.yaml's sdk versions); skip with the reason
+                                    where this host cannot
+    rtstudy sdk status              each known SDK version: where it runs here, and its root
     rtstudy run STAGE               run a measuring stage's notebook with papermill
     rtstudy report                  execute the report notebook and render report/report.html
 """
@@ -28,7 +32,7 @@ import os
 import sys
 from pathlib import Path
 
-from rtstudy import experiments, host, params, paths, shield
+from rtstudy import experiments, host, params, paths, sdk, sdkroot, shield
 
 
 def _params_check(args) -> int:
@@ -147,12 +151,39 @@ def _run(args) -> int:
     cfg = params.stage_config(args.stage, args.profile)
     fp = host.current()
     stage.preflight(args.stage, cfg, fp)
+    stage.environments(args.stage, cfg, sys.stderr)  # a missing SDK root is built here, first
     print(f"{args.stage}: profile {cfg['profile']}, host {fp['host_id']} -> "
           f"{paths.dataset_dir(args.stage, fp['host_id'], cfg['profile'])}", flush=True)
     out = stage.execute_notebook(stage.EXPERIMENT_NOTEBOOK, args.stage,
                                  {"experiment": args.stage, "profile": cfg["profile"],
                                   "progress": "terminal"})
     print(f"{args.stage}: done; lab book {out}")
+    return 0
+
+
+def _sdk_build(args) -> int:
+    versions = args.versions or params.stage_config(params.SDK)["versions"]
+    for version in versions:
+        cannot = sdk.problems([version])
+        if cannot:
+            print(f"Holoscan {version}: not built here: " + "; ".join(cannot))
+            continue
+        env = sdk.environment(version, build=True)
+        print(f"Holoscan {version}: {env.name}" + (f" {env.root}" if env.root else ""))
+    return 0
+
+
+def _sdk_status(args) -> int:
+    for version, known in sdk.KNOWN.items():
+        if sdk.installed() == version:
+            print(f"Holoscan {version}: this venv ({known.distribution})")
+            continue
+        root = sdkroot.root_path(version) if known.api > 4 else None
+        made = sdkroot.manifest(root) if root else None
+        where = (f"Debian 13 root {root}, built {made['built_utc']} (glibc {made['glibc']}, "
+                 f"Python {made['python']})" if made else
+                 f"not built (`make sdk`): {root}" if root else "not installed (4.x: the venv's only)")
+        print(f"Holoscan {version}: {where}")
     return 0
 
 
@@ -246,6 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help="what to run shielded, after `--` (default: dvc repro)")
     st.set_defaults(func=_host_study)
 
+    sd = sub.add_parser("sdk", help="the Holoscan SDK versions' environments")
+    sdsub = sd.add_subparsers(dest="sdk_command", required=True)
+    bd = sdsub.add_parser("build", help="build the Debian 13 root of SDK versions that need one")
+    bd.add_argument("versions", nargs="*", help="default: params.yaml's sdk versions")
+    bd.set_defaults(func=_sdk_build)
+    sdsub.add_parser("status", help="where each known SDK version runs here").set_defaults(
+        func=_sdk_status)
+
     r = sub.add_parser("run", help="run a measuring stage (papermill)")
     r.add_argument("stage")
     r.add_argument("--profile", choices=params.PROFILES,
@@ -267,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (params.ParamError, PreflightError, SweepError, DataError, TuningError) as exc:
+    except (params.ParamError, PreflightError, SweepError, DataError, TuningError, sdk.SdkError,
+            sdkroot.RootError) as exc:
         print(f"rtstudy: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
