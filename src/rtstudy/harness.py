@@ -147,6 +147,17 @@ def with_drift(cells: list[Cell], label: str) -> list[Cell]:
     return cells + [replace(reference, repetition=0, drift=role) for role in DRIFT_ROLES]
 
 
+def with_drift_check(cells: list[Cell], cfg: dict, label: str | None = None) -> list[Cell]:
+    """A plan's last step: ``cells`` with the drift check (:func:`with_drift`) where the
+    experiment's ``cfg["drift_check"]`` asks for it and the plan has cells.
+
+    ``label`` is the condition repeated; None: the plan's first condition.
+    """
+    if not cfg["drift_check"] or not cells:
+        return cells
+    return with_drift(cells, cells[0].label if label is None else label)
+
+
 @dataclass(frozen=True)
 class SweepContext:
     """What every cell of a sweep records about where and how it was measured."""

@@ -2,7 +2,8 @@
 
 A ``params.yaml`` group is a mapping of keys, optionally with ``profiles``
 (``smoke`` / ``default`` / ``seed``) whose entries override the group's keys.
-Each experiment declares its group's :class:`Rule` per key and its cross-checks
+Each experiment declares its group's :class:`Rule` per key (the sweep's keys from
+:data:`SWEEP_SCHEMA`) and its cross-checks
 (``rtstudy/experiments/<name>/params.py``); :func:`check_group` applies them for
 every profile. :mod:`rtstudy.params` puts the groups together from the registry.
 This module knows no experiment.
@@ -86,6 +87,18 @@ def list_of(item: Callable[[Any], str | None], min_len: int = 1,
             return "a list without repeated items"
         return None
     return check
+
+
+# The keys every experiment's group has, for its sweep: each plan makes ``repetitions`` runs of a
+# condition and lets a cell run ``timeout_margin_s`` past its expected length before stopping it;
+# the stage runs the cells in an order seeded by ``order_seed``; ``drift_check`` asks the plan to
+# run one condition again at the sweep's start and end (:func:`rtstudy.harness.with_drift_check`).
+SWEEP_SCHEMA: dict[str, Rule] = {
+    "repetitions": Rule(integer(1, 1000)),
+    "timeout_margin_s": Rule(number(1, 3600)),
+    "order_seed": Rule(integer(0)),
+    "drift_check": Rule(boolean()),
+}
 
 
 def resolve(group: dict, profile: str) -> dict:

@@ -1,7 +1,7 @@
 """E1's parameter group (``params.yaml: e1_async_buffer``): each key's rule and the cross-checks."""
 from __future__ import annotations
 
-from rtstudy.rules import Rule, boolean, choice, integer, list_of, number
+from rtstudy.rules import SWEEP_SCHEMA, Rule, choice, integer, list_of, number
 
 SCHEMA: dict[str, Rule] = {
     "buffers": Rule(list_of(choice("default", "async"))),
@@ -23,10 +23,7 @@ SCHEMA: dict[str, Rule] = {
     "discard_tail": Rule(integer(0)),
     # "The async buffer is flat" means its max-latency slope's whole CI lies within ±this (ms/ms).
     "flat_margin": Rule(number(0, 10, lo_open=True)),
-    "repetitions": Rule(integer(1, 1000)),
-    "timeout_margin_s": Rule(number(1, 3600)),
-    "order_seed": Rule(integer(0)),
-    "drift_check": Rule(boolean()),
+    **SWEEP_SCHEMA,
 }
 
 # Other groups whose values the plan reads (none).

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rtstudy import placement
-from rtstudy.harness import Cell, with_drift
+from rtstudy.harness import Cell, with_drift_check
 from rtstudy.realtime import RealtimeRequest
 
 EXPERIMENT = "e1_async_buffer"
@@ -167,5 +167,4 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                         for rep in range(cfg["repetitions"]):
                             cells.append(Cell(EXPERIMENT, APP, label, config, rep, timeout, realtime,
                                               module=MODULE))
-    # The drift check repeats the plan's first condition at the sweep's start and end.
-    return with_drift(cells, cells[0].label) if cfg["drift_check"] and cells else cells
+    return with_drift_check(cells, cfg)

@@ -1,7 +1,7 @@
 """E2's parameter group (``params.yaml: e2_rt_threads``): each key's rule and the cross-checks."""
 from __future__ import annotations
 
-from rtstudy.rules import Rule, boolean, choice, integer, list_of, number
+from rtstudy.rules import SWEEP_SCHEMA, Rule, boolean, choice, integer, list_of, number
 
 POLICY_NAMES = ("normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
 # Where the competing load runs: Holoscan operators in the app (the seed's way), stress-ng
@@ -46,12 +46,9 @@ SCHEMA: dict[str, Rule] = {
     # "No contention, no difference" means the difference in jitter lies within ±this (ms).
     "null_margin_ms": Rule(number(0, 100, lo_open=True)),
     "pin": Rule(choice("auto", "always", "never")),
-    "repetitions": Rule(integer(1, 1000)),
     # Runs of every condition at the headline point (the highest load factor, native loads).
     "headline_repetitions": Rule(integer(1, 1000)),
-    "timeout_margin_s": Rule(number(1, 3600)),
-    "order_seed": Rule(integer(0)),
-    "drift_check": Rule(boolean()),
+    **SWEEP_SCHEMA,
 }
 
 # Other groups whose values the plan reads (none).

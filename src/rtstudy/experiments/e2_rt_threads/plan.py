@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rtstudy import placement, sdk
 from rtstudy.experiments.e2_rt_threads import plan5
-from rtstudy.harness import Cell, with_drift
+from rtstudy.harness import Cell, with_drift_check
 from rtstudy.realtime import DISPATCHER, RealtimeRequest
 from rtstudy.sysdeps import which
 
@@ -255,14 +255,12 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     cells = p.cells
     if sdk.api_of(fp) == 5:
         return plan5.cells(cells, c, p.headline)  # what of it Holoscan 5.0 can express
-    if not c["drift_check"] or not cells:
-        return cells
-    # The drift check repeats the first real-time condition at the headline point at the
-    # sweep's start and end (the plan's first condition when it has none).
+    # The drift check repeats the first real-time condition at the headline point (the
+    # plan's first condition when it has none).
     reference = next((x.label for x in cells if x.config["policy"] in RT_POLICIES
                       and x.config["topology"] == "dedicated" and x.module == MODULE
                       and p.headline(x.config["load_factor"], x.config["load_work_model"])
                       and x.config["dispatcher"] == "other"
                       and x.config["load_placement"] == "operators"
-                      and not x.config.get("trace_s")), cells[0].label)
-    return with_drift(cells, reference)
+                      and not x.config.get("trace_s")), None)
+    return with_drift_check(cells, c, reference)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rtstudy.harness import Cell, with_drift
+from rtstudy.harness import Cell, with_drift_check
 
 MODULE = "rtstudy.experiments.e2_rt_threads.app5"
 WAKE_DEFAULT = "sleep"
@@ -48,12 +48,10 @@ def cells(cells4: list[Cell], cfg: dict, headline) -> list[Cell]:
         if (headline(k["load_factor"], k["load_work_model"])
                 and k["load_placement"] == "operators" and k["policy"] in cfg["contrast_policies"]):
             out += [_as5(cell, wake) for wake in cfg["wake_modes"] if wake != WAKE_DEFAULT]
-    if not cfg["drift_check"] or not out:
-        return out
     reference = next((c.label for c in out if c.realtime and c.config["wake_mode"] == WAKE_DEFAULT
                       and headline(c.config["load_factor"], c.config["load_work_model"])
-                      and c.config["load_placement"] == "operators"), out[0].label)
-    return with_drift(out, reference)
+                      and c.config["load_placement"] == "operators"), None)
+    return with_drift_check(out, cfg, reference)
 
 
 def _as5(cell: Cell, wake: str) -> Cell:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from rtstudy.harness import Cell, with_drift
+from rtstudy.harness import Cell, with_drift_check
 
 EXPERIMENT = "e3_overhead"
 APP = "e3_overhead"  # the name cells record (part of every cell id): never change it
@@ -68,5 +68,4 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                 }
                 timeout = (len(order) + 1) * per_run_s + cfg["timeout_margin_s"]
                 cells.append(Cell(EXPERIMENT, APP, label, config, rep, timeout, module=MODULE))
-    # The drift check repeats the plan's first condition at the sweep's start and end.
-    return with_drift(cells, cells[0].label) if cfg["drift_check"] and cells else cells
+    return with_drift_check(cells, cfg)

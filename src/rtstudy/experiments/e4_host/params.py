@@ -1,7 +1,7 @@
 """E4's parameter group (``params.yaml: e4_host``): each key's rule."""
 from __future__ import annotations
 
-from rtstudy.rules import Rule, boolean, choice, integer, list_of, no_cross_checks, number
+from rtstudy.rules import SWEEP_SCHEMA, Rule, choice, integer, list_of, no_cross_checks, number
 
 SCHEMA: dict[str, Rule] = {
     "jitter_seconds": Rule(number(0.1, 600)),
@@ -12,10 +12,7 @@ SCHEMA: dict[str, Rule] = {
     "floor_tools": Rule(list_of(choice("cyclictest", "cyclicdeadline"), min_len=0)),
     "floor_seconds": Rule(integer(1, 3600)),
     "histogram_us": Rule(integer(10, 1_000_000)),
-    "repetitions": Rule(integer(1, 1000)),
-    "timeout_margin_s": Rule(number(1, 3600)),
-    "order_seed": Rule(integer(0)),
-    "drift_check": Rule(boolean()),
+    **SWEEP_SCHEMA,
 }
 
 # The floor runs at E2's period and priority: the plan reads E2's group too.

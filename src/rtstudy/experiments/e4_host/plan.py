@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from rtstudy import audit, placement
-from rtstudy.harness import Cell, with_drift
+from rtstudy.harness import Cell, with_drift_check
 
 EXPERIMENT = "e4_host"
 APP = "e4_floor"  # the name cells record (part of every cell id): never change it
@@ -58,8 +58,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                           "cpu": floor_cpu if tool == "cyclictest" else None}
                 cells.append(Cell(EXPERIMENT, APP, f"{tool}-{load}", config, rep,
                                   cfg["floor_seconds"] + cfg["timeout_margin_s"], module=MODULE))
-    # The drift check repeats the plan's first condition at the sweep's start and end.
-    return with_drift(cells, cells[0].label) if cfg["drift_check"] and cells else cells
+    return with_drift_check(cells, cfg)
 
 
 def realtime(cfg: dict) -> tuple[str, ...]:
