@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rtstudy import sdkroot
+from rtstudy.io import read_host
 from rtstudy.sysdeps import which
 
 BIN = Path(sys.executable).parent
@@ -30,8 +32,8 @@ def ran(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([\w-]+)'", output))
 
 
-def cells_on_disk(dest: Path) -> int:
-    return len(list((dest / "data" / "raw").glob("*/*/smoke/*/cell.json")))
+def cells_on_disk(dest: Path, host_id: str = "*", experiment: str = "*") -> int:
+    return len(list((dest / "data" / "raw").glob(f"{experiment}/{host_id}/smoke/*/cell.json")))
 
 
 def test_repro_measures_then_renders_the_report(measured_project):
@@ -54,7 +56,14 @@ def test_repro_measures_then_renders_the_report(measured_project):
     # E2 at smoke size: 4 policies x 2 load factors, the floor at both, and with perf one traced
     # run of each of the 3 conditions with a thread of their own at the highest load factor.
     e2_cells = 8 + 2 + (3 if which("perf") else 0)
-    assert cells_on_disk(dest) == 6 + 8 + e2_cells + e4_cells  # E3, E1, E2, E4 at smoke size
+    # E3, E1, E2, E4 at smoke size, on the venv's Holoscan (the host's own fingerprint)
+    assert cells_on_disk(dest, host_id) == 6 + 8 + e2_cells + e4_cells
+    # Holoscan 5.0 (params.yaml sdk) in its Debian 13 root, E2 only (the one experiment ported):
+    # 4 policies x 2 load factors without the shared-pool `normal`, plus busy-poll at the top.
+    if not sdkroot.problems():
+        assert cells_on_disk(dest, experiment="e2_rt_threads") - e2_cells == 3 * 2 + 1
+        five = [d for d in (dest / "data" / "raw" / "e2_rt_threads").iterdir() if d.name != host_id]
+        assert len(five) == 1 and read_host(five[0] / "smoke")["sdk"]["version"] == "5.0.0"
     # The tables DVC plots (dvc.yaml plots:), one per experiment, and `dvc plots show` draws them.
     plots = sorted(p.name for p in (dest / "report" / "plots").glob("*.csv"))
     assert plots == ["e1_max_latency.csv", "e2_period_std.csv", "e3_whole_app.csv",
