@@ -130,12 +130,65 @@ def test_a_holoscan_5_e2_cell_runs_in_the_root_with_its_fifo_policy_read_back(ro
         sched = side["operators"]["target"]["sched"]
         assert sched["policy"] == os.SCHED_FIFO and sched["priority"] == cfg["priority"]
         assert sched["cpus"] == [where.rt_cpu]
-        assert side["summary"]["termination"] == "STOPPED" and side["summary"]["diagnostics"] == []
+        summary = side["summary"]
+        assert summary["termination"] == "REQUESTED_COMPLETED" and summary["diagnostics"] == []
+        assert [p["accepted"] is not None for p in summary["placements"]] == [True]
         assert len(side["summary"]["load_ticks"]) == cell.config["loads"]
         assert all(t > 0 for t in side["summary"]["load_ticks"])
         frames = read_samples(outcome.path / "samples.parquet")
         assert len(frames) == cell.config["frames"]
         period = frames["t_start_ns"].diff().dropna()
         assert abs(period.median() - cell.config["period_ns"]) < 0.05 * cell.config["period_ns"]
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)
+
+
+class _Without(sdk.Environment):
+    """The 5.0 root, entered without CAP_SYS_NICE (and so without real-time policies)."""
+
+    def command(self, argv: list[str]) -> list[str]:
+        return ["setpriv", "--bounding-set=-sys_nice", "--inh-caps=-sys_nice", "--",
+                *super().command(argv)]
+
+
+def _e2_cell(fp: dict, label: str):
+    from rtstudy import params, placement
+    from rtstudy.experiments.e2_rt_threads import plan
+
+    configs = {"cpus": params.stage_config("cpus", "smoke")}
+    cells = plan.plan(params.stage_config("e2_rt_threads", "smoke"), fp, configs)
+    return next(c for c in cells if c.label == label), placement.resolve(configs["cpus"], fp)
+
+
+@pytest.mark.parametrize("case", ["no CAP_SYS_NICE", "DEADLINE pinned"])
+def test_holoscan_5_refuses_a_real_time_request_it_cannot_honour_and_the_cell_fails(
+        root5, fingerprint, tmp_path, case):
+    """4.x ran such a thread as SCHED_OTHER and said nothing (only the read-back caught it);
+    5.0 refuses, in its own words, and the harness records the cell as failed with them."""
+    from dataclasses import replace
+
+    from rtstudy.harness import SweepContext, run_cell
+    from rtstudy.realtime import RealtimeRequest
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    env = (_Without if case == "no CAP_SYS_NICE" else sdk.Environment)(sdk.KNOWN["5.0.0"], root5)
+    fp = env.fingerprint(fingerprint)
+    cell, where = _e2_cell(fp, "SCHED_FIFO-lf0-native" if case == "no CAP_SYS_NICE"
+                           else "SCHED_DEADLINE-lf0-native")
+    if case == "DEADLINE pinned":
+        # The kernel refuses a DEADLINE thread pinned to fewer CPUs than its root domain.
+        request = replace(cell.realtime[0], cpus=(where.rt_cpu,))
+        assert isinstance(request, RealtimeRequest)
+        cell = replace(cell, realtime=(request,),
+                       config={**cell.config, "target_cpus": [where.rt_cpu]})
+    out = sdkroot.paths.root() / "data" / "raw" / ".test-sdk5" / tmp_path.name
+    try:
+        outcome = run_cell(cell, out, SweepContext.from_fingerprint(fp, "smoke", where, env))
+        assert outcome.status == "failed"
+        expected = ("THREAD_PLACEMENT_REJECTED" if case == "no CAP_SYS_NICE"
+                    else "RUNTIME_LANE_STARTUP_FAILED")
+        assert expected in outcome.reason, outcome.reason
+        assert not (outcome.path / "samples.parquet").exists()
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)

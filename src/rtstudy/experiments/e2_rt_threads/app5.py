@@ -17,15 +17,20 @@ Same spec, same samples (``frame``, ``t_start_ns``, ``exec_ns``), same read-back
   target's last frame stops the run (``request_stop``), as 4.x's disabled conditions did.
 - ``process`` and ``threads`` loads are the same helpers as in 4.x.
 
-5.0's ``probe_failure_policy`` (default WARN_AND_RECORD_FALLBACK) runs a refused request
-with a fallback and records it as a diagnostic: the run's diagnostics are kept in the
-summary, and the policy read back on the thread is what the harness verifies, as for 4.x.
+A real-time request 5.0 cannot honour fails the cell with 5.0's own words, where 4.x ran
+the thread with SCHED_OTHER silently: without the privilege, the compiler rejects the
+placement (THREAD_PLACEMENT_REJECTED, under the default ``probe_failure_policy``
+WARN_AND_RECORD_FALLBACK too); a DEADLINE reservation the kernel refuses ends the run
+FAILED before any activation (RUNTIME_LANE_STARTUP_FAILED). The compiler's placement record
+(requested vs accepted) is kept in the summary, and the policy read back on the thread is
+still what the harness verifies, as for 4.x.
 Topologies other than ``dedicated`` (the seeds' pools and 4.x's default pool) have no 5.0
 counterpart: the plan does not ask for them.
 """
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from datetime import timedelta
 
@@ -77,7 +82,7 @@ class TargetOp(hs.Operator):
         elif self.threads is None:
             self.threads = process_threads()  # on the second frame, as in 4.x
         if len(self.t_start) >= self.frames:
-            ctx.request_stop()
+            ctx.request_completion()  # ends the whole run (REQUESTED_COMPLETED)
 
 
 class LoadOp(hs.Operator):
@@ -132,20 +137,39 @@ def placement(config: dict, realtime) -> ex.ThreadPlacement:
     return ex.ThreadPlacement(**kwargs)
 
 
+class RefusedError(RuntimeError):
+    """Holoscan 5.0 refused the requested placement (at compile) or could not start it (at run)."""
+
+
 def compile_plan(config: dict, realtime):
-    """The compiled plan; raises with the compiler's diagnostics if 5.0 rejects it."""
+    """The compiled plan and its placement record; :class:`RefusedError` if 5.0 rejects it.
+
+    5.0 checks a real-time request when it compiles: without the privilege for it
+    (CAP_SYS_NICE, RLIMIT_RTPRIO) the plan carries THREAD_PLACEMENT_REJECTED and
+    does not run — unlike 4.x, which ran the thread with SCHED_OTHER and said nothing.
+    """
     graph = ContentionGraph(config)
     binding = ex.DeploymentBinding().bind_thread_placement("target", placement(config, realtime))
     plan = hs.compile(graph, hs.CompileOptions(deployment=binding))
-    plan.require_no_errors()
-    return graph, plan
+    placements = json.loads(plan.json()).get("partition_placements", [])
+    if not plan.ok:
+        raise RefusedError("Holoscan 5.0 rejected the plan at compile: "
+                           + "; ".join(_describe(d) for d in plan.errors)
+                           + f"; placements {json.dumps(placements)}")
+    return graph, plan, placements
+
+
+def _describe(diagnostic) -> str:
+    """A diagnostic's code and its details, as one line (5.0's repr gives only the code)."""
+    detail = getattr(diagnostic, "detail", None) or getattr(diagnostic, "message", "")
+    return f"{diagnostic} {detail}".strip()
 
 
 def run(config: dict, realtime) -> tuple[dict, dict, dict]:
     if config["topology"] != "dedicated":
         raise ValueError(f"topology {config['topology']!r} has no Holoscan 5.0 counterpart "
                          "(only `dedicated`)")
-    graph, plan = compile_plan(config, realtime)
+    graph, plan, placements = compile_plan(config, realtime)
     placement_kind, limit_s = config["load_placement"], config["max_duration_ms"] / 1000
     stress = threads = None
     if placement_kind == "process" and config["loads"]:
@@ -165,6 +189,11 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
         measured_s = (time.monotonic_ns() - start) / 1e9
         process = stop_stress(stress)
         chunks = threads.stop() if threads else []
+    if session.termination.name == "FAILED":
+        # E.g. RUNTIME_LANE_STARTUP_FAILED: a SCHED_DEADLINE reservation the kernel refused
+        # (over admission, or pinned to fewer CPUs than its root domain). Nothing ran.
+        raise RefusedError("Holoscan 5.0's run FAILED before the target ran: "
+                           + "; ".join(_describe(d) for d in session.diagnostics))
     target = TargetOp.last
     columns = {"frame": list(range(len(target.t_start))), "t_start_ns": target.t_start,
                "exec_ns": target.exec_ns, "release_ns": target.release_ns}
@@ -176,7 +205,9 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
                "termination": session.termination.name,
                "diagnostics": [str(d) for d in session.diagnostics],
                "partitions": [{"name": p.authored_name, "operators": list(p.operator_paths)}
-                              for p in plan.partitions]}
+                              for p in plan.partitions],
+               # What 5.0's compiler accepted for each partition's thread, against the request.
+               "placements": placements}
     extra = {}
     if trace:
         extra["trace"] = trace.pop("columns")
