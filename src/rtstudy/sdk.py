@@ -99,6 +99,12 @@ class Environment:
             sdkroot.sync_package(self.root)
 
 
+def venv() -> Environment:
+    """The study's own venv, whatever Holoscan 4.x version it holds."""
+    version = installed() or "not installed"
+    return Environment(KNOWN.get(version) or Sdk(version, 4, "holoscan-cu12", (2, 35)))
+
+
 def known(version: str) -> Sdk:
     if version not in KNOWN:
         raise SdkError(f"Holoscan {version} is not one the study knows; known: "
@@ -136,7 +142,7 @@ def environment(version: str, build: bool = False) -> Environment:
     """
     sdk = known(version)
     if installed() == version:
-        return Environment(sdk)
+        return venv()
     if sdk.api == 4:
         raise SdkError(f"Holoscan {version} is not the venv's ({installed()}): the study runs one "
                        "4.x version, the one its lock installs (requirements/py3.X.lock)")

@@ -76,13 +76,16 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
 
 def environments(name: str, cfg: dict, stream) -> list[sdk.Environment]:
     """The SDK environments experiment ``name`` runs in: ``params.yaml: sdk`` versions it has an
-    app for (its plan's ``SDK_APIS``), each built if needed; the rest skipped with a sentence.
+    app for (its plan's ``SDK_APIS``; empty: it runs no Holoscan, so once, in the study's
+    venv), each built if needed; the rest skipped with a sentence.
 
     A version this host cannot run (no root or debootstrap for the Debian 13 root) is skipped
     with its reason, so the other versions are still measured; a version listed but unknown,
     or a build that fails, stops the stage before anything is measured.
     """
     apis = getattr(experiments.get(name).plan, "SDK_APIS", (4,))
+    if not apis:  # an experiment without Holoscan (E4) measures the host once
+        return [sdk.venv()]
     found = []
     for version in params.stage_config(params.SDK, cfg["profile"])["versions"]:
         if sdk.known(version).api not in apis:

@@ -20,7 +20,7 @@ import pandas as pd
 from rtstudy import data, experiments, host, params, paths, placement, shield
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
-from rtstudy.report import figures, stability
+from rtstudy.report import figures, sdks, stability
 from rtstudy.report.section import TEMPLATES, Figure, Markdown, Section, Table, render
 from rtstudy.stats import CI, MIN_RUNS
 
@@ -264,7 +264,7 @@ class Study:
         for host_id, sections in self.sections_by_host().items():
             fp = data_fingerprint(self.profile, host_id)
             states.append({"host_id": host_id, "fp": fp,
-                           "shield": shield.of(fp),
+                           "shield": shield.of(fp), "sdk": sdks.label(fp),
                            "verdicts": {v.claim: v.verdict for s in sections.values()
                                         for v in s.verdicts}})
         return states
@@ -283,6 +283,17 @@ class Study:
                 Table(lambda: verdicts, words("caption_host_verdicts")),
                 Table(lambda: cross_host_table(xh), words("caption_hosts")),
                 Figure(lambda: figures.cross_host(xh))]
+
+    def sdk_blocks(self) -> list:
+        """The "SDK versions compared" section: the shown machine state's verdicts and
+        headlines per Holoscan version (:mod:`rtstudy.report.sdks`)."""
+        rows = sdks.groups(self.host_states(), self.host_id) if self.sections else []
+        blocks = [Markdown(words("sdks", rows=rows, profile=self.profile))]
+        if len(rows) > 1:
+            xh = cross_host_table(self.cross_host())
+            blocks += [Table(lambda: sdks.verdict_table(rows), words("caption_sdk_verdicts")),
+                       Table(lambda: sdks.headline_table(xh, rows), words("caption_sdks"))]
+        return blocks
 
     def metrics(self) -> dict:
         """Every section's verdicts and headline quantities, as ``report/metrics.json`` holds them.

@@ -19,6 +19,7 @@ EXPERIMENT = "e4_host"
 APP = "e4_floor"  # the name cells record (part of every cell id): never change it
 MODULE = "rtstudy.experiments.e4_host.app"
 AUDIT = "audit.json"  # the host audit, recorded beside the cells
+SDK_APIS = ()  # no Holoscan in E4's cells: measured once, in the study's venv (rtstudy.stage)
 
 
 def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
