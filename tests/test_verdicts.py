@@ -12,6 +12,7 @@ import pytest
 
 from rtstudy.experiments.e1_async_buffer import analysis as e1
 from rtstudy.experiments.e2_rt_threads import analysis as e2
+from rtstudy.experiments.e2_rt_threads.contrasts import reductions as e2_reductions
 from rtstudy.experiments.e3_overhead import analysis as e3
 from rtstudy.experiments.e4_host import analysis as e4
 from rtstudy.stats import CI
@@ -94,7 +95,7 @@ def e2_runs(rt_stds, normal_std=1.5, zero_diff=0.0, seed=0):
 ])
 def test_h2(case, rt, verdict):
     runs, frames = e2_runs(rt)
-    got = e2.h2_verdict(e2.reductions(runs, frames, CI95))
+    got = e2.h2_verdict(e2_reductions(runs, frames, CI95))
     assert got["verdict"] == verdict, (case, got.get("why"), got.get("each"))
 
 
@@ -104,7 +105,7 @@ def test_h2(case, rt, verdict):
 ])
 def test_h2_control_is_judged_by_equivalence(case, diff, verdict):
     runs, frames = e2_runs([0.2, 0.21, 0.19, 0.2, 0.2], zero_diff=diff)
-    assert e2.null_verdict(e2.reductions(runs, frames, CI95), 0.1)["verdict"] == verdict, case
+    assert e2.null_verdict(e2_reductions(runs, frames, CI95), 0.1)["verdict"] == verdict, case
 
 
 def e3_runs(ops_us, ping_us, reps, noise=0.2, seed=0) -> pd.DataFrame:

@@ -196,11 +196,44 @@ def completed_cells(directory: Path, schema: dict[str, str] | None = None
     return cells, missing
 
 
-def run_columns(sidecar: dict) -> dict:
-    """The columns every loader gives each run: its condition's ``label``, its ``drift`` role
-    (``"start"``/``"end"`` for a drift check, else empty) and when it finished (UTC, ISO 8601)."""
-    return {"label": sidecar.get("label", ""), "drift": sidecar.get("drift") or "",
-            "finished_utc": sidecar.get("finished_utc", "")}
+@dataclass(frozen=True)
+class CellData:
+    """One completed cell as a loader reads it (:func:`read_cells`): its checked sidecar."""
+
+    sidecar: dict
+
+    @property
+    def config(self) -> dict:
+        """The configuration the cell's app received."""
+        return self.sidecar["requested"]["config"]
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.sidecar["_dir"])
+
+    def samples(self) -> pd.DataFrame:
+        """The cell's ``samples.parquet`` (its columns checked by :func:`read_cells`)."""
+        return read_samples(self.folder / SAMPLES)
+
+    def columns(self, **factors) -> dict:
+        """The columns every loader gives each of the cell's rows.
+
+        ``cell_id``, ``host_id``, then the experiment's ``factors`` in the order
+        given, ``repetition``, the condition's ``label``, its ``drift`` role
+        (``"start"``/``"end"`` for a drift check, else empty) and when it
+        finished (``finished_utc``, UTC, ISO 8601).
+        """
+        sc = self.sidecar
+        return {"cell_id": sc["cell_id"], "host_id": sc["host_id"], **factors,
+                "repetition": sc["repetition"], "label": sc.get("label", ""),
+                "drift": sc.get("drift") or "", "finished_utc": sc.get("finished_utc", "")}
+
+
+def read_cells(directory: Path, schema: dict[str, str]) -> tuple[list[CellData], list[str]]:
+    """The plan's completed cells, each checked (:func:`completed_cells`), and the ids of cells
+    not on disk: where every experiment's loader starts."""
+    sidecars, missing = completed_cells(directory, schema)
+    return [CellData(sc) for sc in sidecars], missing
 
 
 def set_aside_drift(tables: dict[str, pd.DataFrame], per_run: str) -> dict[str, pd.DataFrame]:
@@ -212,7 +245,7 @@ def set_aside_drift(tables: dict[str, pd.DataFrame], per_run: str) -> dict[str, 
     Parameters
     ----------
     tables : dict of str to DataFrame
-        A loader's tables; those with a ``drift`` column (:func:`run_columns`) are filtered.
+        A loader's tables; those with a ``drift`` column (:meth:`CellData.columns`) are filtered.
     per_run : str
         The table with one row per run, whose drift rows become ``"drift"``.
     """

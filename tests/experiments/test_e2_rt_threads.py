@@ -13,7 +13,7 @@ import pytest
 from conftest import require_policy
 from rtstudy import params, placement
 from rtstudy.apps.trace import tracefs_mounts
-from rtstudy.experiments.e2_rt_threads import analysis, plan
+from rtstudy.experiments.e2_rt_threads import analysis, attribution, conditions, contrasts, plan
 from rtstudy.harness import POLICY_NAMES, SweepContext, run_sweep, verify_realtime
 from rtstudy.realtime import RealtimeRequest
 from rtstudy.stats import CI
@@ -141,8 +141,8 @@ def test_frames_runs_floor_and_attribution(e2_run):
         pytest.skip("perf is not installed: no trace to attribute")
     assert traced and set(att["label"]) <= {c.label for c in traced} and len(att)
     # The parts add up to each frame's lateness against its release, exactly.
-    assert np.allclose(att[list(analysis.PARTS)].sum(axis=1), att["lateness_ms"], atol=1e-9)
-    assert (att[list(analysis.PARTS)] >= 0).all().all()
+    assert np.allclose(att[list(attribution.PARTS)].sum(axis=1), att["lateness_ms"], atol=1e-9)
+    assert (att[list(attribution.PARTS)] >= 0).all().all()
     assert len(ds.tables["traces"]) == len(traced)
     assert tracefs_mounts() == before  # what perf mounted for the trace was unmounted
 
@@ -154,8 +154,8 @@ def test_the_section_names_the_configuration_closest_to_the_floor(e2_run):
     ds = analysis.load(out, cfg)
     built = section.build(ds, cfg, CI(0.95, 200, 0), {})
     text = "\n".join(b.text for b in built.blocks if hasattr(b, "text"))
-    best = analysis.floor_ratios(analysis.headline_point(ds.tables["runs"]), ds.tables["floor"],
-                                 CI(0.95, 200, 0)).iloc[0]
+    best = contrasts.floor_ratios(conditions.headline_point(ds.tables["runs"]), ds.tables["floor"],
+                                  CI(0.95, 200, 0)).iloc[0]
     assert f"Closest to the floor: `{best['label']}`, {best['ratio']:.1f}×" in text
     assert any(q.quantity == "ratio to the floor, closest configuration" for q in built.quantities)
     assert "seed_python" in text and f"at least {analysis.MIN_REDUCTION:.0%}" in text
@@ -204,10 +204,10 @@ def test_attribution_splits_a_synthetic_trace_exactly():
                                   {"tid": load, "comm": "load"}]},
           "operators": {"target": {"sched": {"tid": w}}},
           "requested": {"config": {"period_ns": period}}}
-    att = analysis.attribute_run(trace, pd.DataFrame({"frame": range(4), "t_start_ns": starts}),
+    att = attribution.attribute_run(trace, pd.DataFrame({"frame": range(4), "t_start_ns": starts}),
                                  sc, warmup_frames=0).set_index("frame")
     assert list(att.index) == [1, 2, 3]  # frame 0 comes before the trace starts
-    assert np.allclose(att[list(analysis.PARTS)].sum(axis=1), att["lateness_ms"])
+    assert np.allclose(att[list(attribution.PARTS)].sum(axis=1), att["lateness_ms"])
     assert att["lateness_ms"].tolist() == pytest.approx([0.01, 1.45, 0.0])
     f2 = att.loc[2]
     assert (f2["wake_ms"], f2["cpu_wait_ms"], f2["blocked_ms"], f2["running_ms"]) == \
@@ -245,18 +245,18 @@ def test_bad_settings_are_rejected_before_running(key, value, words):
 def test_std_reduction_is_over_runs_with_no_ci_below_three():
     ci = CI(0.95, 500, 0)
     normal, rt = [0.30, 0.32, 0.28, 0.31], [0.05, 0.04, 0.06, 0.05]
-    better = analysis.std_reduction(normal, rt, ci)
+    better = contrasts.std_reduction(normal, rt, ci)
     assert better.value == pytest.approx(1 - np.mean(rt) / np.mean(normal))
     assert 0.8 < better.low <= better.value <= better.high < 0.9 and better.n == 4
-    worse = analysis.std_reduction(rt, normal, ci)
+    worse = contrasts.std_reduction(rt, normal, ci)
     assert worse.value < 0 and worse.high < 0
-    two = analysis.std_reduction(normal[:2], rt[:2], ci)
+    two = contrasts.std_reduction(normal[:2], rt[:2], ci)
     assert np.isfinite(two.value) and np.isnan(two.low) and np.isnan(two.high)
-    assert np.isnan(analysis.std_reduction([], [1.0], ci).value)
+    assert np.isnan(contrasts.std_reduction([], [1.0], ci).value)
 
 
 def test_rating_bands_follow_the_seed():
-    assert [analysis.rating(x) for x in (0.9, 0.3, 0.1, 0.01, -0.5)] == \
+    assert [contrasts.rating(x) for x in (0.9, 0.3, 0.1, 0.01, -0.5)] == \
         ["excellent", "good", "modest", "limited", "limited"]
 
 

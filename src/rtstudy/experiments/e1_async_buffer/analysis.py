@@ -15,8 +15,7 @@ import pandas as pd
 
 from rtstudy.experiments.e1_async_buffer import published
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
-from rtstudy.io import (Dataset, completed_cells, read_samples, run_columns, set_aside_drift,
-                        wide)
+from rtstudy.io import Dataset, read_cells, set_aside_drift, wide
 from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
                            equivalence_verdict, holm, linear_fit, over_runs, percentiles,
                            rank_test, robust_slope, spread_test)
@@ -66,16 +65,16 @@ def load(directory: Path, cfg: dict) -> Dataset:
         of the interval with their N, the producer's median emit period, stale reads.
     """
     discard_head, discard_tail = cfg["discard_head"], cfg["discard_tail"]
-    sidecars, missing = completed_cells(directory, SAMPLES)
+    cells, missing = read_cells(directory, SAMPLES)
     msg_frames, rows = [], []
-    for sc in sidecars:
-        cfg = sc["requested"]["config"]
-        samples = read_samples(Path(sc["_dir"]) / "samples.parquet")
-        base = {"cell_id": sc["cell_id"], "host_id": sc["host_id"], "scenario": cfg["scenario"],
-                "buffer": cfg["buffer"], "policy": cfg["policy"], "work_model": cfg["work_model"],
-                "pinned": cfg["pinned"], "repetition": sc["repetition"], **run_columns(sc),
+    for cell in cells:
+        cfg, samples = cell.config, cell.samples()
+        base = {**cell.columns(scenario=cfg["scenario"], buffer=cfg["buffer"],
+                               policy=cfg["policy"], work_model=cfg["work_model"],
+                               pinned=cfg["pinned"]),
                 "placement": ", ".join(f"{r['operator']} on CPU {','.join(map(str, r['cpus']))}"
-                                       for r in sc["requested"].get("realtime", []) if r["cpus"]),
+                                       for r in cell.sidecar["requested"].get("realtime", [])
+                                       if r["cpus"]),
                 "varied_period_ms": cfg[f"{VARIED[cfg['scenario']]}_period_ms"]}
         fixed_op, _ = FIXED[cfg["scenario"]]
         n = cfg["messages"]
@@ -103,8 +102,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
                          "n_messages": lat["n"],
                          "emit_period_ms": float(np.median(emit_period)) if emit_period.size else np.nan,
                          "nominal_period_ms": cfg[f"{producer}_period_ms"],
-                         "stale_reads": sc["summary"]["stale_reads"][port],
-                         "duration_s": sc["summary"]["duration_s"]})
+                         "stale_reads": cell.sidecar["summary"]["stale_reads"][port],
+                         "duration_s": cell.sidecar["summary"]["duration_s"]})
     messages = pd.concat(msg_frames, ignore_index=True) if msg_frames else pd.DataFrame()
     tables = {"messages": messages, "cells": pd.DataFrame(rows)}
     return Dataset(Path(directory), set_aside_drift(tables, "cells"), missing)

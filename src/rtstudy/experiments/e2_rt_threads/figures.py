@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads.analysis import grid, headline_point
+from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
 from rtstudy.figstyle import PALETTE, save, style
 from rtstudy.stats import CI, MIN_RUNS, over_runs
 
@@ -193,7 +193,7 @@ def e2_attribution(att: pd.DataFrame, parts: dict, directory: Path | None = None
     att : DataFrame
         :func:`rtstudy.experiments.e2_rt_threads.analysis.load`'s ``attribution`` (ms per part).
     parts : dict
-        Part column → its readable name (``analysis.PARTS``), in the order they happen.
+        Part column → its readable name (``attribution.PARTS``), in the order they happen.
     directory : Path, optional
         Where to write the files (default ``report/figures``).
     """

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads import analysis, figures, published
+from rtstudy.experiments.e2_rt_threads import analysis, contrasts, figures, published, tables
+from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import Dataset, read_plan
 from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, render
@@ -34,7 +35,7 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     """E2's section from its dataset: H2, the factors' effects, the floor and the attribution."""
     t = ds.tables
     frames, runs, floor, att = t["frames"], t["runs"], t["floor"], t["attribution"]
-    red = analysis.reductions(runs, frames, ci)
+    red = contrasts.reductions(runs, frames, ci)
     h = analysis.headline(cfg, t, red, ci)
     # The tables show what the headline computed (its bootstraps run once).
     eff = pd.DataFrame(h["effects"])
@@ -49,21 +50,21 @@ def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
                        missing=len(ds.missing))),
-        Table(lambda: analysis.seed_table(h["seeds"]), words("caption_seed_table")),
-        Table(lambda: analysis.comparison_table(red), words("caption_comparison")),
+        Table(lambda: tables.seed_table(h["seeds"]), words("caption_seed_table")),
+        Table(lambda: tables.comparison_table(red), words("caption_comparison")),
         Figure(lambda: figures.e2_std(frames, runs, ci)),
         Markdown(words("factors", n_floor=len(floor))),
-        Table(lambda: analysis.effects_table(eff), words("caption_effects")),
-        Table(lambda: analysis.floor_table(ratios), words("caption_floor")),
+        Table(lambda: tables.effects_table(eff), words("caption_effects")),
+        Table(lambda: tables.floor_table(ratios), words("caption_floor")),
     ]
     if len(runs) and (runs["load_placement"] != "operators").any():
         section.blocks.append(Figure(lambda: figures.e2_factorial(runs, floor, ci)))
     section.blocks.append(Markdown(words("attribution", no_trace=no_trace)))
     if len(att):
         section.blocks += [
-            Table(lambda: analysis.attribution_table(pd.DataFrame(h["attribution"])),
+            Table(lambda: tables.attribution_table(pd.DataFrame(h["attribution"])),
                   words("caption_attribution")),
-            Figure(lambda: figures.e2_attribution(att, analysis.PARTS))]
+            Figure(lambda: figures.e2_attribution(att, PARTS))]
     section.blocks += [Markdown(words("advice")),
                        Figure(lambda: figures.e2_period_histograms(frames)),
                        Figure(lambda: figures.e2_time_series(frames))]

@@ -14,8 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e3_overhead import published
-from rtstudy.io import (Dataset, completed_cells, read_samples, run_columns, set_aside_drift,
-                        wide)
+from rtstudy.io import Dataset, read_cells, set_aside_drift, wide
 from rtstudy.stats import CI, MIN_RUNS, drift_check, fit_at, linear_fit, over_runs, percentiles
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
@@ -41,22 +40,21 @@ def load(directory: Path, cfg: dict) -> Dataset:
     teardown_ms, steady_us_per_iter) and, from the compute stamps of the lead
     operator, the per-iteration interval's median and P99 with its N.
     """
-    cells, missing = completed_cells(directory, SAMPLES)
+    cells, missing = read_cells(directory, SAMPLES)
     rows = []
     for cell in cells:
-        cfg = cell["requested"]["config"]
-        samples = read_samples(Path(cell["_dir"]) / "samples.parquet")
+        cfg, samples = cell.config, cell.samples()
         lead = samples[samples["op"] == LEAD_OP[cfg["app"]]]
-        for run in cell["summary"]["runs"]:
+        base = cell.columns(profile=cell.sidecar["profile"], app=cfg["app"],
+                            scheduler=cfg["scheduler"], workers=cfg["workers"],
+                            scheduler_label=scheduler_label(cfg["scheduler"], cfg["workers"]),
+                            order_index=cell.sidecar["order_index"])
+        for run in cell.sidecar["summary"]["runs"]:
             stamps = lead.loc[lead["run"] == run["run"], "t_ns"].to_numpy()
             gaps_us = np.diff(stamps) / 1e3
             p = percentiles(gaps_us, (50, 99))
             rows.append({
-                "cell_id": cell["cell_id"], "host_id": cell["host_id"], "profile": cell["profile"],
-                "app": cfg["app"], "scheduler": cfg["scheduler"], "workers": cfg["workers"],
-                "scheduler_label": scheduler_label(cfg["scheduler"], cfg["workers"]),
-                "repetition": cell["repetition"], "order_index": cell["order_index"],
-                **run_columns(cell),
+                **base,
                 "iterations": run["iterations"], "total_s": run["total_s"],
                 "whole_app_us_per_iter": run["whole_app_us_per_iter"],
                 "startup_ms": run["startup_ms"], "teardown_ms": run["teardown_ms"],

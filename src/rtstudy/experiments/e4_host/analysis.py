@@ -15,8 +15,7 @@ import pandas as pd
 
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
-from rtstudy.io import (Dataset, completed_cells, read_json, read_samples, run_columns,
-                        set_aside_drift, wide)
+from rtstudy.io import Dataset, read_cells, read_json, set_aside_drift, wide
 from rtstudy.stats import CI, MIN_RUNS, drift_check, two_group_ci
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
@@ -66,19 +65,16 @@ def load(directory: Path, cfg: dict) -> Dataset:
     ns, ``n``, ``max``, ``mean``, ``std``, and for the jitter probe ``lost_share``:
     :func:`lost_share`); ``extra["audit"]``: :func:`read_audit`.
     """
-    sidecars, missing = completed_cells(directory, SAMPLES)
+    cells, missing = read_cells(directory, SAMPLES)
     hists, rows = [], []
-    for sc in sidecars:
-        cfg = sc["requested"]["config"]
-        s = read_samples(Path(sc["_dir"]) / "samples.parquet")
-        base = {"cell_id": sc["cell_id"], "host_id": sc["host_id"], "kind": cfg["kind"],
-                "load": cfg["load"], "cpu": cfg.get("cpu"), "repetition": sc["repetition"],
-                **run_columns(sc)}
+    for cell in cells:
+        cfg, s = cell.config, cell.samples()
+        base = cell.columns(kind=cfg["kind"], load=cfg["load"], cpu=cfg.get("cpu"))
         hists.append(s.assign(**base))
         stats = hist_percentiles(s["latency_ns"], s["count"])
         if cfg["kind"] == "jitter":
             stats["lost_share"] = lost_share(s["latency_ns"], s["count"])
-        summary = sc["summary"]
+        summary = cell.sidecar["summary"]
         if cfg["kind"] != "jitter" and not summary.get("has_histogram"):
             # cyclicdeadline reports only min / avg / max (µs): no percentiles, no std.
             stats.update(n=int(summary["cycles"]), max=summary["max_us"] * 1e3,

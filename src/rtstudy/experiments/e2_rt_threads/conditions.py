@@ -1,0 +1,39 @@
+"""E2's conditions as the analysis sees them: the factors a run's configuration sets, the
+baselines it is compared with, and the two slices of the design the report reads (the policy
+grid and the headline point)."""
+from __future__ import annotations
+
+import pandas as pd
+
+# The factor columns of every per-run and per-frame table, in the order tables show them.
+FACTORS = ["policy", "topology", "dispatcher", "load_placement", "load_factor", "load_work_model"]
+BASELINE = "normal_dedicated"     # H2's baseline: only the policy differs
+SEED_BASELINE = "normal"          # the seed's: target and loads share one pool
+
+
+def factor_levels(config: dict) -> dict:
+    """A cell's factor levels (and its number of loads); data measured before the factors
+    existed reads as their defaults."""
+    policy = config["policy"]
+    return {"policy": policy,
+            "topology": config.get("topology", "shared" if policy == "normal" else "dedicated"),
+            "dispatcher": config.get("dispatcher", "other"),
+            "load_placement": config.get("load_placement", "operators"),
+            "load_factor": config["load_factor"], "loads": config["loads"],
+            "load_work_model": config["load_work_model"]}
+
+
+def grid(runs: pd.DataFrame) -> pd.DataFrame:
+    """The policy grid's runs: load operators, Holoscan's own dispatcher, the study's topologies."""
+    if runs.empty:
+        return runs
+    return runs[(runs["dispatcher"] == "other") & (runs["load_placement"] == "operators")
+                & runs["topology"].isin(["dedicated", "shared"])]
+
+
+def headline_point(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs of the dedicated topology at the highest load factor with native loads."""
+    if runs.empty:
+        return runs
+    g = runs[(runs["topology"] == "dedicated") & (runs["load_work_model"] == "native")]
+    return g[g["load_factor"] == g["load_factor"].max()] if len(g) else g
