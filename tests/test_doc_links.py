@@ -1,5 +1,6 @@
 """The documentation's links: every relative link points to a file that exists and, with an
-``#anchor``, to a heading of that file; the README is a landing page that links every manual.
+``#anchor``, to a heading of that file; the README is a landing page that links every manual
+and whose Layout names every module.
 
 The documents are the README, every ``docs/*.md`` and the README of each top-level folder.
 Links inside code (fenced blocks and inline spans) are text, not links, and are not checked;
@@ -130,3 +131,20 @@ def test_the_readme_is_a_landing_page():
     manuals = [*root.glob("docs/*.md"), root / "data" / "README.md"]
     unlinked = [str(p.relative_to(root)) for p in manuals if p.resolve() not in linked]
     assert not unlinked, f"README.md links none of: {', '.join(unlinked)}"
+
+
+def test_the_readme_layout_names_every_module():
+    """Every module of src/rtstudy appears by its file name in the README's Layout.
+
+    By file name only: the protocol modules every experiment has (``params.py``, ``plan.py``, ...)
+    are named once for all of them.
+    """
+    root = paths.root()
+    readme = (root / "README.md").read_text()
+    assert "\n## Layout\n" in readme, "README.md has no '## Layout' section"
+    layout = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    package = root / "src" / "rtstudy"
+    modules = [p for p in package.rglob("*") if p.suffix in (".py", ".c") and p.name != "__init__.py"]
+    assert modules, f"no module found under {package}"
+    missing = sorted(str(p.relative_to(package)) for p in modules if p.name not in layout)
+    assert not missing, f"README.md's Layout does not name: {', '.join(missing)}"
