@@ -6,6 +6,7 @@ start inherits a real-time policy.
 """
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import threading
 import time
@@ -42,6 +43,28 @@ def stop_stress(proc: subprocess.Popen | None) -> dict:
     running = proc.poll() is None
     end_process(proc)
     return {"pid": proc.pid, "running_at_stop": running, "exit_code": proc.returncode}
+
+
+@contextlib.contextmanager
+def beside(config: dict, limit_s: float, record: dict):
+    """E2's loads that are not operators, for the whole block, per ``config["load_placement"]``.
+
+    ``process``: ``config["loads"]`` stress-ng workers; ``threads``: as many
+    :class:`BusyThreads` of ``config["load_work_ms"]`` chunks; anything else: none.
+    On exit ``record`` gets ``stress_ng`` (:func:`stop_stress`'s record) and
+    ``load_thread_chunks`` (chunks each thread completed), the same for Holoscan 4.x and 5.x.
+    """
+    stress = threads = None
+    if config["load_placement"] == "process" and config["loads"]:
+        stress = start_stress(config["loads"], limit_s + 30)
+    elif config["load_placement"] == "threads" and config["loads"]:
+        threads = BusyThreads(config["loads"], config["load_work_ms"],
+                              config["load_work_model"]).start()
+    try:
+        yield record
+    finally:
+        record["stress_ng"] = stop_stress(stress)
+        record["load_thread_chunks"] = threads.stop() if threads else []
 
 
 class BusyThreads:

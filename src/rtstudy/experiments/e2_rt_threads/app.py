@@ -42,7 +42,7 @@ from holoscan.conditions import BooleanCondition, CountCondition, PeriodicCondit
 from holoscan.core import Application, Operator
 from holoscan.schedulers import EventBasedScheduler
 
-from rtstudy.apps.loads import BusyThreads, start_stress, stop_stress
+from rtstudy.apps.loads import beside
 from rtstudy.apps.trace import sched_trace
 from rtstudy.realtime import DISPATCHER
 from rtstudy.work import busy_for, fixed_work
@@ -156,22 +156,16 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
     app.scheduler(EventBasedScheduler(app, name="ebs", worker_thread_number=workers,
                                       stop_on_deadlock=True, stop_on_deadlock_timeout=100,
                                       max_duration_ms=config["max_duration_ms"]))
-    placement, limit_s = config["load_placement"], config["max_duration_ms"] / 1000
-    stress = threads = None
-    if placement == "process" and config["loads"]:
-        stress = start_stress(config["loads"], limit_s + 30)
-    elif placement == "threads" and config["loads"]:
-        threads = BusyThreads(config["loads"], config["load_work_ms"],
-                              config["load_work_model"]).start()
-    trace: dict = {}
-    start = time.monotonic_ns()
-    try:
-        with sched_trace(limit_s, trace) if config.get("trace_s") else contextlib.nullcontext():
-            app.run()
-    finally:
-        measured_s = (time.monotonic_ns() - start) / 1e9
-        process = stop_stress(stress)
-        chunks = threads.stop() if threads else []
+    limit_s = config["max_duration_ms"] / 1000
+    trace, loads = {}, {}
+    with beside(config, limit_s, loads):
+        start = time.monotonic_ns()
+        try:
+            with sched_trace(limit_s, trace) if config.get("trace_s") else contextlib.nullcontext():
+                app.run()
+        finally:
+            measured_s = (time.monotonic_ns() - start) / 1e9
+    process, chunks = loads["stress_ng"], loads["load_thread_chunks"]
     target = app.target
     columns = {"frame": list(range(len(target.t_start))), "t_start_ns": target.t_start,
                "exec_ns": target.exec_ns}

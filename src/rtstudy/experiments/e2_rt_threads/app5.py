@@ -39,7 +39,7 @@ from rtstudy.apps.child import main, process_threads, steering_env, thread_recor
 import holoscan as hs
 from holoscan import execution as ex
 
-from rtstudy.apps.loads import BusyThreads, start_stress, stop_stress
+from rtstudy.apps.loads import beside
 from rtstudy.apps.trace import sched_trace
 from rtstudy.work import busy_for, fixed_work
 
@@ -170,25 +170,19 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
         raise ValueError(f"topology {config['topology']!r} has no Holoscan 5.0 counterpart "
                          "(only `dedicated`)")
     graph, plan, placements = compile_plan(config, realtime)
-    placement_kind, limit_s = config["load_placement"], config["max_duration_ms"] / 1000
-    stress = threads = None
-    if placement_kind == "process" and config["loads"]:
-        stress = start_stress(config["loads"], limit_s + 30)
-    elif placement_kind == "threads" and config["loads"]:
-        threads = BusyThreads(config["loads"], config["load_work_ms"],
-                              config["load_work_model"]).start()
-    trace: dict = {}
-    start = time.monotonic_ns()
-    try:
-        with sched_trace(limit_s, trace) if config.get("trace_s") else contextlib.nullcontext():
-            session = hs.run_async(plan)
-            if not session.wait(timeout=limit_s):
-                session.request_stop()  # the 4.x max_duration_ms safety net
-                session.wait()
-    finally:
-        measured_s = (time.monotonic_ns() - start) / 1e9
-        process = stop_stress(stress)
-        chunks = threads.stop() if threads else []
+    limit_s = config["max_duration_ms"] / 1000
+    trace, loads = {}, {}
+    with beside(config, limit_s, loads):
+        start = time.monotonic_ns()
+        try:
+            with sched_trace(limit_s, trace) if config.get("trace_s") else contextlib.nullcontext():
+                session = hs.run_async(plan)
+                if not session.wait(timeout=limit_s):
+                    session.request_stop()  # the 4.x max_duration_ms safety net
+                    session.wait()
+        finally:
+            measured_s = (time.monotonic_ns() - start) / 1e9
+    process, chunks = loads["stress_ng"], loads["load_thread_chunks"]
     if session.termination.name == "FAILED":
         # E.g. RUNTIME_LANE_STARTUP_FAILED: a SCHED_DEADLINE reservation the kernel refused
         # (over admission, or pinned to fewer CPUs than its root domain). Nothing ran.
@@ -198,7 +192,8 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
     columns = {"frame": list(range(len(target.t_start))), "t_start_ns": target.t_start,
                "exec_ns": target.exec_ns, "release_ns": target.release_ns}
     # Compiling builds throw-away instances too: the last `loads` made are the ones that ran.
-    ran = LoadOp.made[len(LoadOp.made) - config["loads"]:] if placement_kind == "operators" else []
+    ran = LoadOp.made[len(LoadOp.made) - config["loads"]:] \
+        if config["load_placement"] == "operators" else []
     summary = {"frames": len(target.t_start), "load_ticks": [op.ticks for op in ran],
                "load_thread_chunks": chunks, "stress_ng": process, "duration_s": measured_s,
                "threads": target.threads or [], "env": steering_env(),
