@@ -27,7 +27,6 @@ permitted) stops the sweep at once with :class:`DataDirError`.
 """
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import json
@@ -48,7 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from rtstudy import paths, shield
+from rtstudy import atomic, paths, shield
 from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits
 from rtstudy.kernelfs import thread_cpu
 from rtstudy.placement import Placement
@@ -221,16 +220,8 @@ def git_state() -> dict:
 
 
 def write_json(path: Path, data: dict) -> None:
-    """Write ``data`` as JSON atomically (temporary file, then rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        # A full disk leaves a truncated temporary file: never leave it behind.
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    """Write ``data`` as JSON with sorted keys, atomically (:func:`rtstudy.atomic.write_text`)."""
+    atomic.write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def write_samples(table: pa.Table, parquet: Path) -> None:

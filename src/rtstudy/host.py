@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtstudy import _native, kernelfs, paths, shield
+from rtstudy import _native, atomic, kernelfs, paths, shield
 from rtstudy.holo import STACK_BYTES
 
 SCHEMA_VERSION = 1
@@ -143,10 +143,7 @@ def write_fingerprint(path: Path | None = None) -> dict:
     record = {"host_id": host_id(fp), **fp}
     text = canonical(record)
     if not path.exists() or path.read_text() != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        atomic.write_text(path, text)
     return record
 
 

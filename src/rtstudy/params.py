@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from rtstudy import experiments, paths, placement, sdk
+from rtstudy import atomic, experiments, paths, placement, sdk
 from rtstudy.rules import (PROFILES, ParamError, Rule, check_group, choice, integer, list_of,
                            no_cross_checks, number, resolve)
 
@@ -125,7 +125,7 @@ def use_profile(profile: str, path: Path | None = None) -> None:
     if count != 1:
         raise ParamError(f"{path}: expected exactly one top-level `profile:` line, found {count}")
     validate(yaml.safe_load(new))
-    path.write_text(new)
+    atomic.write_text(path, new)
 
 
 def configs(profile: str | None = None, data: dict | None = None) -> dict[str, dict]:

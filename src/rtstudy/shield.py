@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtstudy import kernelfs
+from rtstudy import atomic, kernelfs
 from rtstudy.kernelfs import ROOT, format_cpu_list
 
 SHIELD_CPUSET = "rtstudy-shield"
@@ -278,9 +278,8 @@ def _named(refused: list[str]) -> str:
 def make(rec: dict, root: Path = ROOT, tasks: list[int] | None = None) -> list[Step]:
     """Make the shield that :func:`record` described; stops at the first step that fails."""
     if rec["method"] == "affinity":
-        path = Path(root) / STATE_FILE.lstrip("/")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"cpus": rec["cpus"], "housekeeping": rec["housekeeping"]}) + "\n")
+        atomic.write_text(Path(root) / STATE_FILE.lstrip("/"),
+                          json.dumps({"cpus": rec["cpus"], "housekeeping": rec["housekeeping"]}) + "\n")
         return [Step("write", STATE_FILE, "affinity shield in place"),
                 _set_affinity(rec["threads"], "after", "moved to the housekeeping CPUs")]
     base = Path(rec["base"])

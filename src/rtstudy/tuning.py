@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rtstudy import kernelfs, shield as shielding
+from rtstudy import atomic, kernelfs, shield as shielding
 from rtstudy.audit import GRUB_STEPS, kernel_args, suggested_isolation
 from rtstudy.kernelfs import (CPU_DIR, CpuListError, cpu_mask, format_cpu_list, list_names,
                               mask_to_cpus, online_cpus, running, smt_siblings, to_cpus)
@@ -251,17 +251,6 @@ def _service_step(service: Callable[[str, str], None], action: str, name: str) -
     return Step(action, name)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``path`` so that it is complete on disk or absent, even if the host hangs next."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def apply(plan: Plan, root: Path = Path("/"), revert_file: Path | None = None, yes: bool = False,
           service: Callable[[str, str], None] | None = None,
           tasks: list[int] | None = None) -> list[Step]:
@@ -331,7 +320,7 @@ def apply(plan: Plan, root: Path = Path("/"), revert_file: Path | None = None, y
         return steps
     record = {"schema": REVERT_SCHEMA, "root": str(root.resolve()), "cpus": plan.cpu_list,
               "files": files, "services": services, "shield": shield}
-    _write_atomic(revert_file, json.dumps(record, indent=2) + "\n")
+    atomic.write_text(revert_file, json.dumps(record, indent=2) + "\n")
     # irqbalance first: running, it would move the IRQs back as they are written.
     steps += [_service_step(service, "stop", name) for name in services]
     if shield:

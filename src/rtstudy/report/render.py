@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rtstudy import paths
+from rtstudy import atomic, paths
 
 
 def render_html(executed_notebook) -> str:
@@ -25,10 +25,7 @@ def render_html(executed_notebook) -> str:
     body, _ = exporter.from_notebook_node(nb)
     body = add_toc(body)
     out = paths.report_html()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".html.tmp")
-    tmp.write_text(body)
-    tmp.replace(out)
+    atomic.write_text(out, body)
     return str(out)
 
 

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy import data, experiments, host, params, paths, placement, shield
+from rtstudy import atomic, data, experiments, host, params, paths, placement, shield
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures, sdks, stability
@@ -324,10 +324,7 @@ class Study:
     def write_metrics(self) -> Path:
         """Write :meth:`metrics` to ``report/metrics.json`` (atomically)."""
         path = paths.metrics_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.metrics(), indent=2, allow_nan=False) + "\n")
-        tmp.replace(path)
+        atomic.write_text(path, json.dumps(self.metrics(), indent=2, allow_nan=False) + "\n")
         return path
 
     def write_plots(self) -> list[Path]:

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import platform
 import shutil
 from pathlib import Path
 
-from rtstudy import audit, placement
+from rtstudy import atomic, audit, placement
 from rtstudy.harness import Cell, with_drift_check
 
 EXPERIMENT = "e4_host"
@@ -123,7 +122,4 @@ def osnoise_status() -> dict:
 def after_sweep(directory: Path) -> None:
     """Record this host's audit (read-only, from /) and osnoise availability beside the data."""
     record = {**json.loads(audit.to_json(audit.audit())), "osnoise": osnoise_status()}
-    path = Path(directory) / AUDIT
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic.write_text(Path(directory) / AUDIT, json.dumps(record, indent=2) + "\n")
