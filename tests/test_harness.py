@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import require_policy
-from rtstudy import harness
+from rtstudy import harness, paths
 from rtstudy.harness import Cell, RealtimeRequest, run_sweep
 
 PROBE = "rtstudy.apps.rt_probe"
@@ -51,7 +51,7 @@ def test_a_refused_policy_fails_the_cell_with_the_reason_and_fix(tmp_path, conte
     message = str(info.value)
     assert "Failed to set SCHED_DEADLINE" in message and "sched_rt_runtime_us" in message
     assert not (tmp_path / cell.cell_id).exists(), "a failed cell must not look completed"
-    failed = tmp_path / harness.FAILED_DIR / cell.cell_id
+    failed = tmp_path / paths.FAILED_DIR / cell.cell_id
     assert (failed / "run.log").is_file()
     assert json.loads((failed / "cell.json").read_text())["realtime_verified"] is False
 
@@ -65,7 +65,7 @@ def test_a_hung_app_is_killed_and_the_sweep_goes_on(tmp_path, context, fingerpri
     with pytest.raises(harness.SweepError, match="timed out after 4 s"):
         run_sweep([hung, fine], tmp_path, context, 3, progress=devnull)
     assert (tmp_path / fine.cell_id / "samples.parquet").is_file()
-    assert (tmp_path / harness.FAILED_DIR / hung.cell_id / "run.log").is_file()
+    assert (tmp_path / paths.FAILED_DIR / hung.cell_id / "run.log").is_file()
     assert not list(tmp_path.glob(".tmp-*"))
 
 

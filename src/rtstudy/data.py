@@ -23,7 +23,7 @@ from typing import Iterable
 import pandas as pd
 
 from rtstudy import experiments, params, paths
-from rtstudy.harness import PLAN_FILE
+from rtstudy.paths import PLAN_FILE
 from rtstudy.io import DataError, Dataset
 
 __all__ = ["DataError", "Dataset", "EXPERIMENTS", "datasets", "has_dataset", "load", "load_dataset",

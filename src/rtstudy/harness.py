@@ -48,23 +48,17 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from rtstudy import atomic, paths, shield
+from rtstudy.paths import (FAILED_DIR, HOST_FILE, LOG_FILE, PLAN_FILE, RAW_SAMPLES_FILE,
+                           RESULT_FILE, SAMPLES_FILE, SIDECAR_FILE, SPEC_FILE)
 from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits
 from rtstudy.kernelfs import thread_cpu
 from rtstudy.placement import Placement
 from rtstudy.realtime import POLICY_NAMES, STEERING_PREFIXES, RealtimeRequest
 from rtstudy.sdk import Environment
 
-FAILED_DIR = "_failed"
-PLAN_FILE = "plan.json"
-SIDECAR = "cell.json"
-SAMPLES = "samples.parquet"
-RAW_SAMPLES = "samples.npz"
-LOG = "run.log"
-RESULT = "result.json"
 # Below this much free space (bytes) after an app failed, the full disk is taken as the cause:
 # the app's own traceback may not even have reached run.log.
 MIN_FREE_BYTES = 1 << 20
-HOST_FILE = "host.json"  # the fingerprint of the host that measured a dataset
 
 
 class SweepError(RuntimeError):
@@ -246,7 +240,7 @@ def _npz_to_parquet(npz: Path, parquet: Path) -> None:
 
 def is_complete(out_dir: Path, cell: Cell) -> bool:
     d = out_dir / cell.cell_id
-    return (d / SIDECAR).is_file() and (d / SAMPLES).is_file()
+    return (d / SIDECAR_FILE).is_file() and (d / SAMPLES_FILE).is_file()
 
 
 # ---------------------------------------------------------------------------
@@ -441,12 +435,12 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
 def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
               order_index: int) -> CellOutcome:
     work.mkdir(parents=True)
-    spec_path = work / "spec.json"
+    spec_path = work / SPEC_FILE
     write_json(spec_path, cell.spec)
     cmd = context.command(["-m", cell.module, str(spec_path), str(work)])
     started = time.monotonic()
     reason = ""
-    with open(work / LOG, "wb") as log:
+    with open(work / LOG_FILE, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=child_env(),
                                 preexec_fn=partial(set_child_limits, context.layout))
@@ -463,11 +457,11 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
             _kill_group(proc)
             raise
     child_wall = time.monotonic() - started
-    log_text = (work / LOG).read_text(errors="replace")
+    log_text = (work / LOG_FILE).read_text(errors="replace")
     result = None
-    if (work / RESULT).is_file():
+    if (work / RESULT_FILE).is_file():
         try:
-            result = json.loads((work / RESULT).read_text())
+            result = json.loads((work / RESULT_FILE).read_text())
         except json.JSONDecodeError as exc:
             reason = reason or f"the app wrote an unreadable result.json ({exc})"
     if rc is None and cell.realtime and _log_failures(log_text):
@@ -475,7 +469,7 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     if not reason and rc != 0:
         last = [ln for ln in log_text.strip().splitlines() if ln.strip()][-3:]
         reason = f"the app exited with status {rc}: " + " | ".join(last)
-    if not reason and (result is None or not (work / RAW_SAMPLES).is_file()):
+    if not reason and (result is None or not (work / RAW_SAMPLES_FILE).is_file()):
         reason = "the app exited without writing its results"
     if reason and shutil.disk_usage(out_dir).free < MIN_FREE_BYTES:
         # Stop the sweep instead of failing every remaining cell the same way.
@@ -487,7 +481,7 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     write_started = time.monotonic()
     if not reason:
         try:
-            _npz_to_parquet(work / RAW_SAMPLES, work / SAMPLES)
+            _npz_to_parquet(work / RAW_SAMPLES_FILE, work / SAMPLES_FILE)
             for extra in sorted(work.glob("*.npz")):
                 # Further tables an app returned (E2's scheduler trace): kept beside the samples.
                 _npz_to_parquet(extra, extra.with_suffix(".parquet"))
@@ -524,19 +518,19 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
         "timing": {"measured_s": (result or {}).get("measured_s"), "child_wall_s": child_wall},
     }
     spec_path.unlink()
-    (work / RESULT).unlink(missing_ok=True)
+    (work / RESULT_FILE).unlink(missing_ok=True)
     failed_dir = out_dir / FAILED_DIR / cell.cell_id
     if reason:
         for raw in work.glob("*.npz"):
             raw.unlink()
-        (work / SAMPLES).unlink(missing_ok=True)
-        write_json(work / SIDECAR, sidecar)
+        (work / SAMPLES_FILE).unlink(missing_ok=True)
+        write_json(work / SIDECAR_FILE, sidecar)
         failed_dir.parent.mkdir(exist_ok=True)
         shutil.rmtree(failed_dir, ignore_errors=True)
         os.rename(work, failed_dir)
         return CellOutcome(cell.cell_id, "failed", reason, failed_dir, sidecar["timing"])
     sidecar["timing"]["write_s"] = time.monotonic() - write_started
-    write_json(work / SIDECAR, sidecar)
+    write_json(work / SIDECAR_FILE, sidecar)
     final = out_dir / cell.cell_id
     if final.exists():
         # A folder without a sidecar (damaged, or copied in part) is not a cell: replace it.
@@ -626,7 +620,7 @@ def run_sweep(cells: list[Cell], out_dir: Path, context: SweepContext, order_see
             f"it stopped. Fix: {fix}") from exc
     failed = [o for o in outcomes if o.status == "failed"]
     if failed:
-        lines = [f"{o.cell_id}: {o.reason} (log: {o.path / LOG})" for o in failed]
+        lines = [f"{o.cell_id}: {o.reason} (log: {o.path / LOG_FILE})" for o in failed]
         raise SweepError(f"{len(failed)} of {len(cells)} cells failed; completed cells are kept "
                          "and a re-run retries only the failed ones:\n  " + "\n  ".join(lines))
     return outcomes
@@ -659,7 +653,8 @@ def _run_cells(cells: list[Cell], out_dir: Path, context: SweepContext, order_se
             outcome = run_cell(cell, out_dir, context, order_index=ordered.index(cell))
             outcomes.append(outcome)
             if outcome.status == "failed":
-                bar.write(f"FAILED {cell.cell_id}: {outcome.reason}\n  log: {outcome.path / LOG}")
+                bar.write(f"FAILED {cell.cell_id}: {outcome.reason}\n"
+                          f"  log: {outcome.path / LOG_FILE}")
             bar.update(1)
     finally:
         bar.close()

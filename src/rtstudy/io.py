@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rtstudy.harness import HOST_FILE, PLAN_FILE, SAMPLES, SIDECAR
+from rtstudy.paths import HOST_FILE, PLAN_FILE, SAMPLES_FILE, SIDECAR_FILE
 
 # Sidecar (cell.json) keys the loaders read; the harness writes these and more.
 SIDECAR_KEYS = ("cell_id", "experiment", "host_id", "profile", "repetition", "requested",
@@ -137,26 +137,27 @@ def read_plan(directory: Path) -> dict:
 
 def _check_cell(d: Path, schema: dict[str, str] | None, experiment: str) -> dict:
     """The sidecar of the completed cell in ``d``, checked; :class:`DataError` if damaged."""
-    if not (d / SIDECAR).is_file():
+    if not (d / SIDECAR_FILE).is_file():
         # The harness renames a cell into place only when complete, so this
         # folder was damaged or copied in part (an interrupted pull, say).
-        raise DataError(f"{d}: a cell folder without its sidecar {SIDECAR}, so it is incomplete "
-                        f"or damaged; {REMEASURE}")
-    sidecar = read_json(d / SIDECAR)
+        raise DataError(f"{d}: a cell folder without its sidecar {SIDECAR_FILE}, so it is "
+                        f"incomplete or damaged; {REMEASURE}")
+    sidecar = read_json(d / SIDECAR_FILE)
     absent = [k for k in SIDECAR_KEYS if k not in sidecar]
     requested = sidecar.get("requested")
     if requested is not None and not (isinstance(requested, dict) and "config" in requested):
         absent.append("requested.config")
     if absent:
-        raise DataError(f"{d / SIDECAR}: keys {absent} missing (expected {list(SIDECAR_KEYS)}); "
-                        f"{REMEASURE}")
+        raise DataError(f"{d / SIDECAR_FILE}: keys {absent} missing (expected "
+                        f"{list(SIDECAR_KEYS)}); {REMEASURE}")
     if sidecar["status"] != "ok":
-        raise DataError(f"{d / SIDECAR}: status {sidecar['status']!r}, expected 'ok'; {REMEASURE}")
-    if not (d / SAMPLES).is_file():
-        raise DataError(f"{d / SAMPLES}: missing (the cell's sidecar exists without samples); "
+        raise DataError(f"{d / SIDECAR_FILE}: status {sidecar['status']!r}, expected 'ok'; "
+                        f"{REMEASURE}")
+    if not (d / SAMPLES_FILE).is_file():
+        raise DataError(f"{d / SAMPLES_FILE}: missing (the cell's sidecar exists without samples); "
                         f"{REMEASURE}")
     if schema is not None:
-        check_schema(d / SAMPLES, schema, experiment)
+        check_schema(d / SAMPLES_FILE, schema, experiment)
     sidecar["_dir"] = str(d)
     return sidecar
 
@@ -213,7 +214,7 @@ class CellData:
 
     def samples(self) -> pd.DataFrame:
         """The cell's ``samples.parquet`` (its columns checked by :func:`read_cells`)."""
-        return read_samples(self.folder / SAMPLES)
+        return read_samples(self.folder / SAMPLES_FILE)
 
     def columns(self, **factors) -> dict:
         """The columns every loader gives each of the cell's rows.

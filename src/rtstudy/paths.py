@@ -1,12 +1,28 @@
 """Every path the study uses, built from one root.
 
 The root is the project the command runs in (see :func:`root`); ``RTSTUDY_ROOT``
-overrides it. Nothing here writes to the disk.
+overrides it. The names of the files in a dataset folder are here too, so that the
+writer (:mod:`rtstudy.harness`) and the reader (:mod:`rtstudy.io`) share them without
+importing each other. Nothing here writes to the disk.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+# The files of a dataset folder (:func:`dataset_dir`): :mod:`rtstudy.harness` writes them,
+# :mod:`rtstudy.io` reads them.
+PLAN_FILE = "plan.json"  # which cells make up the sweep's configuration
+HOST_FILE = "host.json"  # the fingerprint of the host that measured the dataset
+FAILED_DIR = "_failed"  # failed cells, each with its log and the reason
+# The files of one cell's folder (``<cell id>/``): its sidecar, samples and log.
+SIDECAR_FILE = "cell.json"
+SAMPLES_FILE = "samples.parquet"
+LOG_FILE = "run.log"
+# What the harness gives a cell's app and what the app leaves for the harness: not kept.
+SPEC_FILE = "spec.json"
+RESULT_FILE = "result.json"
+RAW_SAMPLES_FILE = "samples.npz"
 
 
 def root() -> Path:

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from rtstudy import _native
+from rtstudy.paths import RAW_SAMPLES_FILE, RESULT_FILE
 from rtstudy.realtime import STEERING_PREFIXES, RealtimeRequest
 
 
@@ -98,7 +99,7 @@ def main(run: Callable) -> None:
     samples, result, *extra = run(spec["config"], requests)
     # NumPy here; the harness converts to Parquet. pyarrow imports pandas when it
     # converts Python data, which would add ~0.35 s to every cell's subprocess.
-    np.savez(workdir / "samples.npz", **{k: np.asarray(v) for k, v in samples.items()})
+    np.savez(workdir / RAW_SAMPLES_FILE, **{k: np.asarray(v) for k, v in samples.items()})
     for name, columns in (extra[0] if extra else {}).items():
         np.savez(workdir / f"{name}.npz", **{k: np.asarray(v) for k, v in columns.items()})
-    (workdir / "result.json").write_text(json.dumps(result, indent=2, default=str))
+    (workdir / RESULT_FILE).write_text(json.dumps(result, indent=2, default=str))
