@@ -7,11 +7,14 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from rtstudy import sdk
+from rtstudy.experiments.e3_overhead import plan5
 from rtstudy.harness import Cell, with_drift_check
 
 EXPERIMENT = "e3_overhead"
 APP = "e3_overhead"  # the name cells record (part of every cell id): never change it
 MODULE = "rtstudy.experiments.e3_overhead.app"
+SDK_APIS = (4, 5)  # Holoscan 4.x (app) and 5.x (app5, planned by plan5)
 
 
 def realtime(cfg: dict) -> tuple[str, ...]:
@@ -47,7 +50,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     cfg : dict
         E3's resolved parameters.
     fp : dict
-        The host fingerprint (unused: E3 needs nothing of the host).
+        The host fingerprint (only its SDK: Holoscan 5.0's cells come from :mod:`.plan5`).
     configs : dict
         Every group's resolved parameters (E3 reads none of the others).
     """
@@ -68,4 +71,6 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                 }
                 timeout = (len(order) + 1) * per_run_s + cfg["timeout_margin_s"]
                 cells.append(Cell(EXPERIMENT, APP, label, config, rep, timeout, module=MODULE))
+    if sdk.api_of(fp) == 5:
+        return plan5.cells(cells, cfg)  # what of it Holoscan 5.0 can express
     return with_drift_check(cells, cfg)
