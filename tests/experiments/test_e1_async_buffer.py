@@ -118,7 +118,7 @@ def test_the_section_reads_its_numbers_from_the_data(e1_data, e1_cfg):
     from rtstudy.report.section import Markdown
 
     _, out = e1_data
-    sec = section.build(analysis.load(out, e1_cfg), e1_cfg, CI95, {})
+    sec = section.build(analysis.load(out, e1_cfg), e1_cfg, CI95)
     text = sec.blocks[0].text
     assert isinstance(sec.blocks[0], Markdown) and text.startswith("## E1")
     assert f"{sec.headline['n_cells']} runs" in text

@@ -152,7 +152,7 @@ def test_the_section_names_the_configuration_closest_to_the_floor(e2_run):
 
     cfg, _, out, _ = e2_run
     ds = analysis.load(out, cfg)
-    built = section.build(ds, cfg, CI(0.95, 200, 0), {})
+    built = section.build(ds, cfg, CI(0.95, 200, 0))
     text = "\n".join(b.text for b in built.blocks if hasattr(b, "text"))
     best = contrasts.floor_ratios(conditions.headline_point(ds.tables["runs"]), ds.tables["floor"],
                                   CI(0.95, 200, 0)).iloc[0]

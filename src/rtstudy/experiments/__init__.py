@@ -20,8 +20,7 @@ whose modules implement this protocol:
     ``load`` returns) and ``load(directory, cfg)`` → :class:`rtstudy.io.Dataset`;
     the statistics, ``headline`` and the verdict with its thresholds.
 ``section.py`` (the report side)
-    ``NEEDS`` (experiments whose report sections it reads) and
-    ``build(dataset, cfg, settings, others)`` → :class:`rtstudy.report.section.Section`,
+    ``build(dataset, cfg, ci)`` → :class:`rtstudy.report.section.Section`,
     its words from the folder's ``report.md.j2``.
 ``figures.py``, ``published.py``
     One function per figure; the source document's published figures and where they are.

@@ -93,7 +93,8 @@ class Section:
     limitations : list of str
         What limits its data, one sentence each.
     headline : dict
-        The numbers its prose quotes, for other sections that read them (``NEEDS``).
+        The numbers its prose quotes (its analysis's ``headline``), kept for a reader
+        exploring the section.
     """
 
     name: str

@@ -3,7 +3,7 @@
 The report notebook (``notebooks/report.ipynb``) makes one :class:`Study` and
 shows it piece by piece. :meth:`Study.load` loads each experiment's dataset
 the one way (:func:`rtstudy.data.load_dataset`) and builds its section
-(``section.build`` in its folder) in the order their ``NEEDS`` require; the
+(``section.build`` in its folder) from that dataset alone, in registry order; the
 report's own words are in ``templates/report.md.j2``.
 """
 from __future__ import annotations
@@ -86,33 +86,10 @@ def report_host(profile: str) -> str:
     return sorted(counts, key=lambda h: (-counts[h], shielded(h), h))[0]
 
 
-def build_order(names: list[str]) -> list[str]:
-    """``names`` ordered so that each comes after the sections it ``NEEDS``."""
-    needs = {n: [m for m in experiments.get(n).section.NEEDS if m in names] for n in names}
-    order: list[str] = []
-
-    def visit(name: str, path: tuple[str, ...]) -> None:
-        if name in order:
-            return
-        if name in path:
-            raise ValueError(f"the sections' NEEDS form a cycle: {' → '.join(path + (name,))}")
-        for other in needs[name]:
-            visit(other, path + (name,))
-        order.append(name)
-
-    for name in names:
-        visit(name, ())
-    return order
-
-
 def build_sections(datasets: dict, configs: dict, ci: CI) -> dict[str, Section]:
-    """Every experiment's section from its dataset, in registry order (built as NEEDS require)."""
-    built: dict[str, Section] = {}
-    for name in build_order(list(datasets)):
-        exp = experiments.get(name)
-        others = {n: built[n] for n in exp.section.NEEDS if n in built}
-        built[name] = exp.section.build(datasets[name], configs[name], ci, others)
-    return {name: built[name] for name in experiments.REGISTRY if name in built}
+    """Every experiment's section from its dataset, in registry order (each from its own data)."""
+    return {name: experiments.get(name).section.build(datasets[name], configs[name], ci)
+            for name in experiments.REGISTRY if name in datasets}
 
 
 @dataclass
@@ -350,9 +327,8 @@ class Study:
 def first_look(name: str, profile: str) -> pd.DataFrame:
     """The verdicts and headline numbers of this host's data for ``name``: the lab book's look.
 
-    The experiment's own data only (a section that reads another's, ``NEEDS``,
-    says what it lacks), so a measuring stage never depends on another stage's
-    data. A problem becomes the table's one row: the cells are measured and kept
+    The experiment's own data only (as every section is built), so a measuring
+    stage never depends on another stage's data. A problem becomes the table's one row: the cells are measured and kept
     whatever the first look finds.
     """
     try:

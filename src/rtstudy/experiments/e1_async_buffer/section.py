@@ -13,14 +13,12 @@ from rtstudy.stats import CI
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E1"
 HYPOTHESIS = "H1"
-# Sections whose headline this one reads (none).
-NEEDS: tuple[str, ...] = ()
 # How the Methods count E1's factors.
 FACTORS = (("scenarios", "scenario(s)"), ("buffers", "buffer(s)"), ("policies", "policy(ies)"),
            ("work_models", "work model(s)"), ("periods_ms", "periods"))
 
 
-def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
+def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     """E1's section from its dataset, its parameters and the report's CI settings."""
     messages, cells = ds.tables["messages"], ds.tables["cells"]
     slopes = analysis.slopes(cells, ci.confidence)

@@ -16,8 +16,6 @@ from rtstudy.stats import CI
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E2"
 HYPOTHESIS = "H2"
-# E2 measures its own floor (cyclictest like with like, in its sweep): it reads no other section.
-NEEDS: tuple[str, ...] = ()
 
 
 def traced_runs(ds: Dataset) -> dict[str, int]:
@@ -31,7 +29,7 @@ def traced_runs(ds: Dataset) -> dict[str, int]:
     return {"planned": planned, "measured": len(ds.tables["traces"])}
 
 
-def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
+def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     """E2's section from its dataset: H2, the factors' effects, the floor and the attribution."""
     t = ds.tables
     frames, runs, floor, att = t["frames"], t["runs"], t["floor"], t["attribution"]

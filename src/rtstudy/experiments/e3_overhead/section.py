@@ -12,11 +12,9 @@ from rtstudy.stats import CI, MIN_RUNS, over_runs
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E3"
 HYPOTHESIS = "H3"
-# Sections whose headline this one reads (none).
-NEEDS: tuple[str, ...] = ()
 
 
-def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
+def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     """E3's section from its dataset, its parameters and the report's CI settings."""
     runs = ds.tables["runs"]
     fits = analysis.fits(runs, ci.confidence)

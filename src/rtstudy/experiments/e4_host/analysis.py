@@ -118,12 +118,6 @@ def ladder_table(stats: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def floor_std_ms(stats: pd.DataFrame, kind: str = "cyclictest", load: str = "stress") -> float:
-    """The floor's latency standard deviation in ms (mean over repetitions)."""
-    sel = stats[(stats["kind"] == kind) & (stats["load"] == load)]
-    return float(sel["std"].mean() / 1e6) if len(sel) else float("nan")
-
-
 def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
     """H4: an isolated (or shielded) CPU loses less of its time to interruptions than a
     housekeeping CPU, over runs.
@@ -183,7 +177,7 @@ def audit_table(record: dict) -> pd.DataFrame:
 
 
 def headline(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
-    """The numbers E4's prose quotes (and E2 reads: ``floor_std_ms``), computed here."""
+    """The numbers E4's prose quotes, computed here."""
     summary = record.get("summary", {})
     jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
     worst = None
@@ -198,7 +192,6 @@ def headline(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
             # An audit recorded without osnoise (or none at all) says so, rather than failing.
             "worst": worst, "osnoise": {"available": None, "why": "", **record.get("osnoise", {})},
             "warn": [i["name"] for i in record.get("items", []) if i["status"] in ("WARN", "FAIL")],
-            "floor_std_ms": floor_std_ms(stats) if len(stats) else float("nan"),
             "verdict": h4_verdict(record, stats, ci)}
 
 

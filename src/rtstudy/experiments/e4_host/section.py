@@ -14,11 +14,9 @@ from rtstudy.stats import CI, MIN_RUNS, over_runs
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E4"
 HYPOTHESIS = "H4"
-# Sections whose headline this one reads (none).
-NEEDS: tuple[str, ...] = ()
 
 
-def build(ds: Dataset, cfg: dict, ci: CI, others: dict) -> Section:
+def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     """E4's section from its dataset (with the recorded audit) and its parameters."""
     hists, stats = ds.tables["histograms"], ds.tables["stats"]
     record = ds.extra.get("audit", {})
