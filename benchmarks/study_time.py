@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtstudy.experiments import REGISTRY as EXPERIMENTS
+from rtstudy.registry import REGISTRY as EXPERIMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 

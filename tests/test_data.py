@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import require_policy
-from rtstudy import data, experiments, io, params, paths
+from rtstudy import data, io, params, paths, registry
 from rtstudy.data import DataError
 from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan
 from rtstudy.experiments.e4_host import analysis as e4_analysis, plan as e4_plan
@@ -212,11 +212,11 @@ def test_the_schema_is_what_every_app_writes(tmp_path, fingerprint, monkeypatch)
                                      trace_seconds=0, seed_topologies=[]),
                "e3_overhead": dict(apps=["ping"], schedulers=["greedy"]),
                "e4_host": dict(jitter_cpus=[0], jitter_seconds=0.2, floor_tools=[])}
-    assert set(smaller) == set(experiments.REGISTRY), "a new experiment needs its smallest cell here"
+    assert set(smaller) == set(registry.REGISTRY), "a new experiment needs its smallest cell here"
     configs = {name: dict(params.stage_config(name, "smoke"), **small)
                for name, small in smaller.items()}
     monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))  # E4 compiles its probe under <root>/build
-    plans = {e.name: e.plan.plan(configs[e.name], fingerprint, configs) for e in experiments.every()}
+    plans = {e.name: e.plan.plan(configs[e.name], fingerprint, configs) for e in registry.every()}
     context = SweepContext.from_fingerprint(fingerprint, "smoke")
     for experiment, cells in plans.items():
         assert len(cells) == 1, experiment
@@ -225,7 +225,7 @@ def test_the_schema_is_what_every_app_writes(tmp_path, fingerprint, monkeypatch)
             run_sweep(cells, out, context, 1, progress=devnull)
         samples = out / cells[0].cell_id / "samples.parquet"
         schema = pq.read_schema(samples)
-        expected = experiments.get(experiment).analysis.SAMPLES
+        expected = registry.get(experiment).analysis.SAMPLES
         assert schema.names == list(expected), experiment
         assert pq.read_metadata(samples).num_rows > 0, experiment
         io.check_schema(samples, expected, experiment)
@@ -254,8 +254,8 @@ def test_the_floor_without_a_histogram_passes_the_check(tmp_path, fingerprint, m
 
 def test_the_readme_documents_every_column_and_sidecar_key():
     readme = (paths.root() / "data" / "README.md").read_text()
-    for experiment in experiments.REGISTRY:
-        columns = experiments.get(experiment).analysis.SAMPLES
+    for experiment in registry.REGISTRY:
+        columns = registry.get(experiment).analysis.SAMPLES
         section = readme.split(f"### {experiment}", 1)
         assert len(section) == 2, f"data/README.md has no '### {experiment}' section"
         body = section[1].split("###", 1)[0]

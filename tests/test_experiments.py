@@ -10,23 +10,24 @@ from pathlib import Path
 
 import pytest
 
-from rtstudy import experiments, paths
+from rtstudy import paths, registry
 
-SRC = Path(experiments.__file__).resolve().parents[1]
-# The layers below the registry: they must work without any experiment.
-SHARED = ("paths", "rules", "harness", "io", "stats", "figstyle", "host", "realtime", "work",
-          "holo", "audit", "tuning", "browser", "sysdeps", "kernelfs", "shield",
-          "placement", "tuned", "apps/__init__", "apps/child",
-          "apps/rt_probe", "report/__init__", "report/section", "report/render", "report/figures")
-# What an experiment folder must provide (README "Adding an experiment").
+SRC = Path(registry.__file__).resolve().parent
+# The layers that read the registry (and through it the experiments' modules); every other
+# module of src/rtstudy outside experiments/ is a shared layer below them.
+ABOVE = ("registry", "params", "data", "stage", "cli", "report/study", "report/stability")
+# What an experiment folder must provide (the protocol in rtstudy/registry.py): each member,
+# with its arguments where it is a function.
 PROTOCOL = {
     "params": {"SCHEMA": None, "USES": None, "cross_checks": ["cfg"]},
     "plan": {"plan": ["cfg", "fp", "configs"], "realtime": ["cfg"],
              "host_problems": ["cfg", "fp"], "after_sweep": ["directory"]},
     "analysis": {"SAMPLES": None, "TABLES": None, "load": ["directory", "cfg"],
                  "DRIFT_QUANTITY": None, "drift": ["ds"], "PLOT_FILE": None, "plot_table": ["ds"]},
-    "section": {"build": ["ds", "cfg", "ci"]},
+    "section": {"LABEL": None, "build": ["ds", "cfg", "ci"]},
 }
+# Members the protocol lets an experiment leave out (a default stands in).
+OPTIONAL = {"plan": {"SDK_APIS"}}
 
 
 def modules() -> list[str]:
@@ -34,9 +35,34 @@ def modules() -> list[str]:
                   for p in SRC.rglob("*.py"))
 
 
-@pytest.mark.parametrize("name", experiments.REGISTRY)
+def outside_the_folders() -> list[str]:
+    """Every module of src/rtstudy outside ``experiments/``, as a path without ``.py``."""
+    return sorted(p.relative_to(SRC).with_suffix("").as_posix() for p in SRC.rglob("*.py")
+                  if "experiments" not in p.relative_to(SRC).parts)
+
+
+def shared_layers() -> list[str]:
+    return [m for m in outside_the_folders() if m not in ABOVE and m != "__init__"]
+
+
+def imports(module: str) -> set[str]:
+    """The modules ``src/rtstudy/<module>.py`` imports (``from a import b`` counts a and a.b)."""
+    imported = set()
+    for node in ast.walk(ast.parse((SRC / f"{module}.py").read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+    return imported
+
+
+def within(names: set[str], package: str) -> list[str]:
+    return sorted(m for m in names if m == package or m.startswith(package + "."))
+
+
+@pytest.mark.parametrize("name", registry.REGISTRY)
 def test_every_experiment_implements_the_protocol(name):
-    exp = experiments.get(name)
+    exp = registry.get(name)
     for part, names in PROTOCOL.items():
         module = getattr(exp, part)
         for attr, args in names.items():
@@ -45,29 +71,72 @@ def test_every_experiment_implements_the_protocol(name):
                 assert list(inspect.signature(getattr(module, attr)).parameters) == args, \
                     f"{name}/{part}.py: {attr} must take {args}"
     for other in exp.params.USES:
-        assert other in experiments.REGISTRY, f"{name} names an unregistered experiment {other!r}"
+        assert other in registry.REGISTRY, f"{name} names an unregistered experiment {other!r}"
     for file in ("app.py", "figures.py", "published.py", "report.md.j2"):
         assert (exp.folder / file).is_file(), f"{name} lacks {file}"
     assert set(exp.analysis.TABLES) and set(exp.analysis.SAMPLES.values()) <= {"int64", "string"}
+    apis = getattr(exp.plan, "SDK_APIS", (4,))
+    assert isinstance(apis, tuple) and all(isinstance(a, int) for a in apis)
+
+
+def test_the_registry_docstring_lists_every_member_of_the_protocol():
+    doc = registry.__doc__
+    for part, names in PROTOCOL.items():
+        assert f"``{part}.py``" in doc
+        for attr, args in names.items():
+            named = f"``{attr}({', '.join(args)})``" if args is not None else f"``{attr}``"
+            assert named in doc, f"rtstudy/registry.py's docstring does not list {part}.{named}"
+    for part, names in OPTIONAL.items():
+        for attr in names:
+            assert f"optionally ``{attr}``" in doc, f"{part}.{attr} is not listed as optional"
+
+
+def protocol_reads(module: str) -> set[tuple[str, str]]:
+    """The (part, member) pairs ``module`` reads of an experiment: ``x.plan.realtime``, or
+    ``getattr(x.plan, "SDK_APIS", …)``."""
+    found = set()
+    for node in ast.walk(ast.parse((SRC / f"{module}.py").read_text())):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                and node.value.attr in PROTOCOL):
+            found.add((node.value.attr, node.attr))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "getattr" and isinstance(node.args[0], ast.Attribute)
+              and node.args[0].attr in PROTOCOL and isinstance(node.args[1], ast.Constant)):
+            found.add((node.args[0].attr, node.args[1].value))
+    return found
+
+
+def test_nothing_outside_the_folders_reads_a_member_the_protocol_does_not_list():
+    """The protocol is the whole interface: every member read is listed (and tested above)."""
+    listed = {(part, attr) for part, names in PROTOCOL.items() for attr in names}
+    listed |= {(part, attr) for part, names in OPTIONAL.items() for attr in names}
+    read = {m: protocol_reads(m) for m in outside_the_folders()}
+    assert read["stage"] and read["data"] and read["report/study"], "the scan finds no read"
+    unlisted = {m: sorted(r - listed) for m, r in read.items() if r - listed}
+    assert not unlisted, f"members read but not in the protocol: {unlisted}"
 
 
 def test_an_unknown_experiment_names_the_registered_ones():
-    with pytest.raises(ValueError, match="registered: " + ", ".join(experiments.REGISTRY)):
-        experiments.get("e9_nothing")
+    with pytest.raises(ValueError, match="registered: " + ", ".join(registry.REGISTRY)):
+        registry.get("e9_nothing")
 
 
-@pytest.mark.parametrize("shared", SHARED)
-def test_shared_layers_import_no_experiment_and_nothing_above_them(shared):
-    tree = ast.parse((SRC / f"{shared}.py").read_text())
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            imported |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
-        elif isinstance(node, ast.Import):
-            imported |= {a.name for a in node.names}
-    above = {"rtstudy.experiments", "rtstudy.params", "rtstudy.data", "rtstudy.stage",
-             "rtstudy.report.study", "rtstudy.cli"}
-    bad = sorted(m for m in imported if any(m == a or m.startswith(a + ".") for a in above))
+def test_the_registry_imports_nothing_of_rtstudy():
+    """A leaf: every layer may read it without importing an experiment (or anything else)."""
+    assert not within(imports("registry"), "rtstudy")
+
+
+@pytest.mark.parametrize("module", outside_the_folders())
+def test_no_module_outside_the_folders_imports_an_experiment(module):
+    """Shared modules and those above them read the registry, never the experiments package."""
+    bad = within(imports(module), "rtstudy.experiments")
+    assert not bad, f"{module}.py imports {bad}: read the experiment through rtstudy.registry"
+
+
+@pytest.mark.parametrize("shared", shared_layers())
+def test_shared_layers_import_nothing_above_them(shared):
+    """The layers below the registry work without any experiment and without the registry."""
+    bad = [m for a in ABOVE for m in within(imports(shared), "rtstudy." + a.replace("/", "."))]
     assert not bad, f"{shared}.py imports {bad}, a layer above it"
 
 
@@ -89,8 +158,10 @@ def test_every_module_imports_on_its_own():
 
 def test_no_experiment_is_named_outside_the_registry_and_its_folder():
     for path in SRC.glob("*.py"):
+        if path.name == "registry.py":
+            continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
-            for name in experiments.REGISTRY:
+            for name in registry.REGISTRY:
                 assert name not in line, f"{path.name}:{n} names {name}: {line.strip()}"
 
 
@@ -114,7 +185,7 @@ def test_cell_ids_are_those_of_data_measured_before_the_move():
             # Added since: as many runs of H2's conditions as of the others is the old plan.
             configs["e2_rt_threads"].setdefault("headline_repetitions",
                                                 configs["e2_rt_threads"]["repetitions"])
-            for name in experiments.REGISTRY:
+            for name in registry.REGISTRY:
                 if name == "e2_rt_threads":
                     # E2's conditions changed on purpose (the dispatcher, load placement and
                     # topology factors; its own floor); every E2 cell was measured anew.
@@ -122,7 +193,7 @@ def test_cell_ids_are_those_of_data_measured_before_the_move():
                 # Added since too: the drift check's two extra cells, which change no other id.
                 for drift_check in (False, True):
                     cfg = {**configs[name], "drift_check": drift_check}
-                    cells = experiments.get(name).plan.plan(cfg, fp, {**configs, name: cfg})
+                    cells = registry.get(name).plan.plan(cfg, fp, {**configs, name: cfg})
                     assert sorted(c.cell_id for c in cells if not c.drift) == \
                         recorded["cell_ids"][fp_name][profile][name], (fp_name, profile, name)
                     assert sum(bool(c.drift) for c in cells) == (2 if drift_check else 0)

@@ -12,7 +12,7 @@ import ast
 import pytest
 import yaml
 
-from rtstudy import experiments, paths
+from rtstudy import paths, registry
 
 REPORT_SIDE = ("analysis", "section", "figures")
 MEASURING_SIDE = ("plan", "app")
@@ -20,7 +20,7 @@ MEASURING_SIDE = ("plan", "app")
 
 def folder_imports(name: str, start: tuple[str, ...]) -> set[str]:
     """The modules of experiment ``name``'s folder that ``start`` import, directly or not."""
-    folder = experiments.get(name).folder
+    folder = registry.get(name).folder
     package = f"rtstudy.experiments.{name}"
     seen, todo = set(), [m for m in start if (folder / f"{m}.py").is_file()]
     while todo:
@@ -40,7 +40,7 @@ def deps(stage: str) -> set[str]:
     return set(yaml.safe_load((paths.root() / "dvc.yaml").read_text())["stages"][stage]["deps"])
 
 
-@pytest.mark.parametrize("name", [e.name for e in experiments.every()])
+@pytest.mark.parametrize("name", [e.name for e in registry.every()])
 def test_each_stage_depends_on_the_folder_modules_it_runs(name):
     for stage, side in (("report", REPORT_SIDE), (name, MEASURING_SIDE)):
         listed = deps(stage)

@@ -32,7 +32,7 @@ import os
 import sys
 from pathlib import Path
 
-from rtstudy import experiments, host, params, paths, sdk, sdkroot, shield
+from rtstudy import host, params, paths, registry, sdk, sdkroot, shield
 
 
 def _params_check(args) -> int:
@@ -145,9 +145,9 @@ def _host_revert(args) -> int:
 def _run(args) -> int:
     from rtstudy import stage
 
-    if args.stage not in experiments.REGISTRY:
+    if args.stage not in registry.REGISTRY:
         raise params.ParamError(f"{args.stage!r} is not a measuring stage; allowed: "
-                                + ", ".join(experiments.REGISTRY))
+                                + ", ".join(registry.REGISTRY))
     cfg = params.stage_config(args.stage, args.profile)
     fp = host.current()
     stage.preflight(args.stage, cfg, fp)

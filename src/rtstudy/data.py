@@ -22,14 +22,14 @@ from typing import Iterable
 
 import pandas as pd
 
-from rtstudy import experiments, params, paths
+from rtstudy import params, paths, registry
 from rtstudy.paths import PLAN_FILE
 from rtstudy.io import DataError, Dataset
 
 __all__ = ["DataError", "Dataset", "EXPERIMENTS", "datasets", "has_dataset", "load", "load_dataset",
            "tables"]
 
-EXPERIMENTS = experiments.REGISTRY
+EXPERIMENTS = registry.REGISTRY
 
 
 def _resolve_profile(profile: str | None) -> str:
@@ -42,7 +42,7 @@ def _resolve_profile(profile: str | None) -> str:
 
 def tables(experiment: str) -> tuple[str, ...]:
     """The names of the tables :func:`load` returns for ``experiment``."""
-    return experiments.get(experiment).analysis.TABLES
+    return registry.get(experiment).analysis.TABLES
 
 
 def datasets(experiment: str, profile: str | None = None) -> list[Path]:
@@ -61,7 +61,7 @@ def datasets(experiment: str, profile: str | None = None) -> list[Path]:
         ``data/raw/<experiment>/<host id>/<profile>/`` for each host whose
         folder holds a ``plan.json``; empty when nothing was measured.
     """
-    experiments.get(experiment)
+    registry.get(experiment)
     profile = _resolve_profile(profile)
     hosts = sorted(p.parent.parent.name for p in
                    paths.raw_root(experiment).glob(f"*/{profile}/{PLAN_FILE}"))
@@ -82,7 +82,7 @@ def load_dataset(experiment: str, host_id: str, profile: str | None = None) -> D
         No such dataset, or files in it are missing, corrupt or of the wrong
         schema (every one is named).
     """
-    exp = experiments.get(experiment)
+    exp = registry.get(experiment)
     profile = _resolve_profile(profile)
     directory = paths.dataset_dir(experiment, host_id, profile)
     if not has_dataset(experiment, host_id, profile):

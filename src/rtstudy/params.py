@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from rtstudy import atomic, experiments, paths, placement, sdk
+from rtstudy import atomic, paths, placement, registry, sdk
 from rtstudy.rules import (PROFILES, ParamError, Rule, check_group, choice, integer, list_of,
                            no_cross_checks, number, resolve)
 
@@ -41,7 +41,7 @@ REPORT_SCHEMA: dict[str, Rule] = {
 
 def groups() -> dict[str, tuple[dict[str, Rule], object]]:
     """Every group of ``params.yaml``: name → (rules, cross-checks), experiments first."""
-    out = {e.name: (e.params.SCHEMA, e.params.cross_checks) for e in experiments.every()}
+    out = {e.name: (e.params.SCHEMA, e.params.cross_checks) for e in registry.every()}
     out[CPUS] = (CPUS_SCHEMA, no_cross_checks)
     out[SDK] = (SDK_SCHEMA, no_cross_checks)
     out[REPORT] = (REPORT_SCHEMA, no_cross_checks)

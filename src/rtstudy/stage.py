@@ -4,14 +4,14 @@ The DVC stages call :func:`execute_notebook` (through ``rtstudy run NAME``) on
 the one experiment notebook, parameterized with the experiment's name; the
 executed notebook calls :func:`run_experiment`, so papermill drives the
 experiment and the notebook is the lab book of the run. Everything an
-experiment contributes comes through the registry (:mod:`rtstudy.experiments`).
+experiment contributes comes through the registry (:mod:`rtstudy.registry`).
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from rtstudy import experiments, host, params, paths, placement, sdk
+from rtstudy import host, params, paths, placement, registry, sdk
 from rtstudy.harness import CellOutcome, SweepContext, run_sweep
 
 EXPERIMENT_NOTEBOOK = "experiment"  # notebooks/experiment.ipynb runs every measuring stage
@@ -24,11 +24,11 @@ class PreflightError(RuntimeError):
 
 def preflight(name: str, cfg: dict, fp: dict) -> list[host.Check]:
     """Run the stage's checks; raise :class:`PreflightError` if any fails."""
-    plan = experiments.get(name).plan
+    exp = registry.get(name)
     directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
-    checks = host.preflight(fp, directory, need_realtime=plan.realtime(cfg))
+    checks = host.preflight(fp, directory, need_realtime=exp.plan.realtime(cfg))
     problems = placement.problems(params.stage_config(params.CPUS, cfg["profile"]), fp)
-    problems += plan.host_problems(cfg, fp)
+    problems += exp.plan.host_problems(cfg, fp)
     if problems or any(c.status == "FAIL" for c in checks):
         text = host.format_checks(checks)
         if problems:
@@ -50,10 +50,10 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
         ``terminal``: the progress bar goes to the process's real stderr (the
         terminal that runs papermill); ``notebook``: to the notebook's output.
     """
-    plan = experiments.get(name).plan
+    exp = registry.get(name)
     stream = sys.__stderr__ if progress == "terminal" else sys.stderr
     configs = {group: params.stage_config(group, cfg["profile"])
-               for group in (*experiments.get(name).params.USES, params.CPUS)}
+               for group in (*exp.params.USES, params.CPUS)}
     # Every SDK environment is checked (and a missing root built) before anything is measured.
     runs = []
     for env in environments(name, cfg, stream):
@@ -67,10 +67,10 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
         where = placement.resolve(configs[params.CPUS], fp)
         print(f"{name}: Holoscan {sdk.version_of(fp)} ({env.name}); {where.describe()}",
               file=stream, flush=True)
-        outcomes += run_sweep(plan.plan(cfg, fp, configs), directory,
+        outcomes += run_sweep(exp.plan.plan(cfg, fp, configs), directory,
                               SweepContext.from_fingerprint(fp, cfg["profile"], where, env),
                               cfg["order_seed"], progress=stream)
-        plan.after_sweep(directory)
+        exp.plan.after_sweep(directory)
     return outcomes
 
 
@@ -83,7 +83,7 @@ def environments(name: str, cfg: dict, stream) -> list[sdk.Environment]:
     with its reason, so the other versions are still measured; a version listed but unknown,
     or a build that fails, stops the stage before anything is measured.
     """
-    apis = getattr(experiments.get(name).plan, "SDK_APIS", (4,))
+    apis = getattr(registry.get(name).plan, "SDK_APIS", (4,))
     if not apis:  # an experiment without Holoscan (E4) measures the host once
         return [sdk.venv()]
     found = []

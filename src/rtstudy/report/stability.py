@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import experiments
+from rtstudy import registry
 
 
 def drift_rows(datasets: dict) -> list[dict]:
@@ -30,7 +30,7 @@ def drift_rows(datasets: dict) -> list[dict]:
     """
     rows = []
     for name, ds in datasets.items():
-        exp = experiments.get(name)
+        exp = registry.get(name)
         d = exp.analysis.drift(ds)
         if d is None:
             continue

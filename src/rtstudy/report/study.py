@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy import atomic, data, experiments, host, params, paths, placement, shield
+from rtstudy import atomic, data, host, params, paths, placement, registry, shield
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures, sdks, stability
@@ -71,7 +71,7 @@ def report_host(profile: str) -> str:
     compared" shows every host.
     """
     counts: dict[str, int] = {}
-    for name in experiments.REGISTRY:
+    for name in registry.REGISTRY:
         for d in data.datasets(name, profile):
             counts[d.parent.name] = counts.get(d.parent.name, 0) + 1
     if not counts:
@@ -88,8 +88,8 @@ def report_host(profile: str) -> str:
 
 def build_sections(datasets: dict, configs: dict, ci: CI) -> dict[str, Section]:
     """Every experiment's section from its dataset, in registry order (each from its own data)."""
-    return {name: experiments.get(name).section.build(datasets[name], configs[name], ci)
-            for name in experiments.REGISTRY if name in datasets}
+    return {name: registry.get(name).section.build(datasets[name], configs[name], ci)
+            for name in registry.REGISTRY if name in datasets}
 
 
 @dataclass
@@ -119,7 +119,7 @@ class Study:
         ci = CI.from_params(configs[params.REPORT])
         host_id = report_host(profile)
         loaded, problems = {}, []
-        for name in experiments.REGISTRY:
+        for name in registry.REGISTRY:
             try:
                 loaded[name] = data.load_dataset(name, host_id, profile)
             except DataError as exc:
@@ -206,7 +206,7 @@ class Study:
     def sections_by_host(self) -> dict[str, dict[str, Section]]:
         """Every host with data for the profile → its sections (this host's are the report's)."""
         if self._by_host is None:
-            hosts = sorted({d.parent.name for name in experiments.REGISTRY
+            hosts = sorted({d.parent.name for name in registry.REGISTRY
                             for d in data.datasets(name, self.profile)})
             self._by_host = {}
             for host_id in hosts:
@@ -214,7 +214,7 @@ class Study:
                     self._by_host[host_id] = self.sections
                     continue
                 datasets = {name: data.load_dataset(name, host_id, self.profile)
-                            for name in experiments.REGISTRY
+                            for name in registry.REGISTRY
                             if data.has_dataset(name, host_id, self.profile)}
                 self._by_host[host_id] = build_sections(datasets, self.configs, self.ci)
         return self._by_host
@@ -311,10 +311,10 @@ class Study:
         folder.mkdir(parents=True, exist_ok=True)
         written = []
         for name, ds in self.datasets.items():
-            analysis = experiments.get(name).analysis
-            table = analysis.plot_table(ds)
+            exp = registry.get(name)
+            table = exp.analysis.plot_table(ds)
             if table is not None and len(table):
-                path = folder / analysis.PLOT_FILE
+                path = folder / exp.analysis.PLOT_FILE
                 table.to_csv(path, index=False, float_format="%.6g")
                 written.append(path)
         return written
@@ -352,7 +352,7 @@ def data_fingerprint(profile: str, host_id: str) -> dict | None:
     data measured before that was recorded, this host's fingerprint is used only
     when it is the same host.
     """
-    for name in experiments.REGISTRY:
+    for name in registry.REGISTRY:
         fp = read_host(paths.dataset_dir(name, host_id, profile))
         if fp:
             return fp
