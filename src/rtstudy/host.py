@@ -148,7 +148,11 @@ def write_fingerprint(path: Path | None = None) -> dict:
 
 
 def current() -> dict:
-    """The recorded fingerprint if it matches this host now, else a fresh one (with id)."""
+    """This host's fingerprint measured now, with its ``host_id``.
+
+    It always measures (about a second: the real-time probes run); it never reads
+    the recorded ``data/host/fingerprint.json``, which :func:`write_fingerprint` writes.
+    """
     fp = fingerprint()
     return {"host_id": host_id(fp), **fp}
 
