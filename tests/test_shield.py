@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import default_signals
-from rtstudy import audit, host, tuning
+from rtstudy import audit, host, process, tuning
 from rtstudy import shield as shielding
 
 BASE = shielding.cpuset_root()
@@ -60,7 +60,7 @@ def assert_cell_layout(shield: dict, housekeeping: list[int]) -> None:
     probe = ("import os; print(sorted(os.sched_getaffinity(0))); "
              f"os.sched_setaffinity(0, {{{CPU}}}); print(sorted(os.sched_getaffinity(0)))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         preexec_fn=partial(host.set_child_limits, shield), timeout=60)
+                         preexec_fn=partial(process.set_child_limits, shield), timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == [str(housekeeping), str([CPU])]
 

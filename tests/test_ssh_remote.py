@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rtstudy import sysdeps
-from rtstudy.host import end_process
+from rtstudy.process import end_process
 from test_sharing import BIN, MAKE, SECTIONS, make_env, publish, sh
 
 SSHD = sysdeps.which("sshd")

@@ -21,7 +21,7 @@ from pathlib import Path
 import websocket  # websocket-client
 
 from rtstudy import sysdeps
-from rtstudy.host import end_process
+from rtstudy.process import end_process
 
 # Every image in the page: how many, and which did not decode (empty src or no pixels).
 _IMAGES_JS = """JSON.stringify({

@@ -21,7 +21,7 @@ its stdout and stderr (Holoscan's log, CUDA warnings included) go to
 A sweep runs its cells in a seeded random order, skips cells already on disk,
 and shows a progress bar with ETA. Interrupted (Ctrl-C), it kills the running
 app and removes its work directory; killed outright, its app dies with it (see
-:func:`rtstudy.host.set_child_limits`) and the next sweep removes the leftover
+:func:`rtstudy.process.set_child_limits`) and the next sweep removes the leftover
 ``.tmp-*`` folder. A data directory that cannot be written (full, read-only, not
 permitted) stops the sweep at once with :class:`DataDirError`.
 """
@@ -33,7 +33,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -50,9 +49,10 @@ from tqdm import tqdm
 from rtstudy import atomic, paths, shield
 from rtstudy.paths import (FAILED_DIR, HOST_FILE, LOG_FILE, PLAN_FILE, RAW_SAMPLES_FILE,
                            RESULT_FILE, SAMPLES_FILE, SIDECAR_FILE, SPEC_FILE)
-from rtstudy.host import STORAGE_FIXES, canonical, set_child_limits
+from rtstudy.host import STORAGE_FIXES, canonical
 from rtstudy.kernelfs import thread_cpu
 from rtstudy.placement import Placement
+from rtstudy.process import kill_group, set_child_limits
 from rtstudy.realtime import POLICY_NAMES, STEERING_PREFIXES, RealtimeRequest
 from rtstudy.sdk import Environment
 
@@ -176,7 +176,7 @@ class SweepContext:
 
     @property
     def layout(self) -> dict | None:
-        """Where a cell's process runs what it does not pin (:func:`rtstudy.host.set_child_limits`):
+        """Where a cell's process runs what it does not pin (:func:`rtstudy.process.set_child_limits`):
         a runtime shield's layout, the housekeeping CPUs where the placement confines
         cells to them, or None (anywhere)."""
         if shielded := shield.of(self.fingerprint):
@@ -332,14 +332,6 @@ def child_env() -> dict:
     return env
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 class ThreadWatch:
     """Where each thread of a running cell runs, sampled from outside the cell.
 
@@ -448,13 +440,13 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
         try:
             rc = watch.wait(proc, cell.timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)
             rc = None
             reason = (f"timed out after {cell.timeout_s:.0f} s and was killed (Holoscan's "
                       "max_duration_ms safety net did not stop it; a real-time thread that was "
                       "refused its policy hangs this way)")
         except BaseException:
-            _kill_group(proc)
+            kill_group(proc)
             raise
     child_wall = time.monotonic() - started
     log_text = (work / LOG_FILE).read_text(errors="replace")

@@ -9,7 +9,6 @@ every measuring DVC stage depends on it, and the host id is derived from it.
 """
 from __future__ import annotations
 
-import ctypes
 import errno
 import hashlib
 import importlib.metadata
@@ -19,7 +18,6 @@ import platform
 import re
 import resource
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +27,7 @@ from pathlib import Path
 
 from rtstudy import _native, atomic, kernelfs, paths, shield
 from rtstudy.holo import STACK_BYTES
+from rtstudy.process import set_child_limits
 
 SCHEMA_VERSION = 1
 PACKAGES = ("rtstudy", "holoscan-cu12", "nvidia-cuda-runtime-cu12", "numpy", "scipy", "pandas",
@@ -212,50 +211,6 @@ def holoscan_check() -> Check:
         return Check("holoscan import", "FAIL", last,
                      "run `make setup` (installs holoscan-cu12 and nvidia-cuda-runtime-cu12 into .venv)")
     return Check("holoscan import", "PASS", f"holoscan {proc.stdout.strip()} (CPU-only is expected)")
-
-
-# prctl(2), looked up once in the parent: a child between fork and exec should not load libraries.
-_prctl = ctypes.CDLL(None, use_errno=True).prctl
-_PR_SET_PDEATHSIG = 1
-
-
-def set_child_limits(layout: dict | None = None) -> None:
-    """In a child process before exec: 32 MiB stack (Holoscan's minimum), own process group,
-    killed when the thread that started it dies; placed on its CPUs as a cell is
-    (``layout``: a runtime shield, :func:`rtstudy.shield.enter_layout`, or ``{"cpus": [...]}``,
-    the CPUs for what the cell does not pin).
-
-    The own process group lets the harness kill a cell with everything it
-    started. It also keeps signals sent to the parent's group away from the
-    child, so when the parent dies without cleaning up (SIGKILL, or a papermill
-    kernel shut down) the kernel sends the child SIGKILL; otherwise it would run
-    on unsupervised, a real-time thread included, until its own time limit.
-    """
-    soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
-    want = STACK_BYTES if hard == resource.RLIM_INFINITY else min(STACK_BYTES, hard)
-    if soft == resource.RLIM_INFINITY or soft < want:
-        resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
-    os.setpgrp()
-    die_with_parent()
-    if layout and "housekeeping" in layout:
-        shield.enter_layout(layout)
-    elif layout:
-        os.sched_setaffinity(0, layout["cpus"])
-
-
-def end_process(proc: subprocess.Popen, timeout_s: float = 10) -> None:
-    """Ask a process we started to end (SIGTERM), wait ``timeout_s`` (s), then kill it."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def die_with_parent() -> None:
-    """In a child process before exec: the kernel sends it SIGKILL when its parent thread dies."""
-    _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
 
 
 def stack_check() -> Check:

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from rtstudy import kernelfs, tuning
-from rtstudy.host import set_child_limits
+from rtstudy.process import set_child_limits
 
 DEFAULT_TIMEOUT_MIN = 90
 

@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from rtstudy.host import die_with_parent, end_process
+from rtstudy.process import die_with_parent, end_process
 from rtstudy.work import busy_for
 
 MS = 1_000_000

@@ -29,7 +29,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from rtstudy.host import die_with_parent
+from rtstudy.process import die_with_parent
 
 EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_switch")
 _LINE = re.compile(r"^\s*(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+sched:(\w+):\s+(.*)$")

@@ -19,7 +19,7 @@ import time
 
 from rtstudy.apps.child import main, process_threads
 from rtstudy.apps.loads import start_stress, stop_stress
-from rtstudy.host import die_with_parent
+from rtstudy.process import die_with_parent
 from rtstudy.realtime import POLICIES
 
 OPERATOR = "cyclictest"

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from rtstudy import paths
-from rtstudy.host import die_with_parent
+from rtstudy.process import die_with_parent
 from rtstudy.apps.child import main
 from rtstudy.apps.loads import start_stress, stop_stress
 from rtstudy.realtime import POLICIES
