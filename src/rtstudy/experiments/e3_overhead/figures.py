@@ -39,10 +39,10 @@ def e3_overhead(runs: pd.DataFrame, fit_df: pd.DataFrame, ci: CI,
     for ax, app in zip(axes[0], apps):
         g = runs[runs["app"] == app]
         for i, label in enumerate(order):
-            sched = g.loc[g["scheduler_label"] == label, "scheduler"]
+            sched = g.loc[g["scheduler_label"] == label, ["scheduler", "workers"]]
             if sched.empty:
                 continue
-            lo, hi = published_range(app, sched.iloc[0])
+            lo, hi = published_range(app, *sched.iloc[0])
             if lo == hi:
                 ax.plot([i - 0.4, i + 0.4], [lo, lo], color=SEED_COLOR, lw=3, zorder=1)
             else:
