@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rtstudy import placement
+from rtstudy import placement, sdk
+from rtstudy.experiments.e1_async_buffer import plan5
 from rtstudy.harness import Cell, with_drift_check
 from rtstudy.realtime import RealtimeRequest
 
 EXPERIMENT = "e1_async_buffer"
 APP = "e1_async_buffer"  # the name cells record (part of every cell id): never change it
 MODULE = "rtstudy.experiments.e1_async_buffer.app"
+SDK_APIS = (4, 5)  # Holoscan 4.x (app) and 5.x (app5, planned by plan5)
 MS = 1_000_000
 OPERATORS = ("tx1", "tx2", "rx")
 # Which producer is fixed in each scenario, and the port where its messages arrive.
@@ -130,7 +132,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     cfg : dict
         E1's resolved parameters.
     fp : dict
-        The host fingerprint (CPUs, what SCHED_DEADLINE allows).
+        The host fingerprint (CPUs, what SCHED_DEADLINE allows, its SDK: 5.0 via :mod:`.plan5`).
     configs : dict
         The resolved groups it reads: ``cpus`` (:mod:`rtstudy.placement`; auto when absent).
     """
@@ -167,4 +169,6 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                         for rep in range(cfg["repetitions"]):
                             cells.append(Cell(EXPERIMENT, APP, label, config, rep, timeout, realtime,
                                               module=MODULE))
+    if sdk.api_of(fp) == 5:
+        return plan5.cells(cells, cfg)  # what of it Holoscan 5.0 can express
     return with_drift_check(cells, cfg)

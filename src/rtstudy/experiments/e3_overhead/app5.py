@@ -44,6 +44,8 @@ import time
 from rtstudy.apps.child import main, thread_record  # noqa: I001
 import holoscan as hs
 
+from rtstudy.apps.run5 import compile_checked, run_within
+
 ALWAYS_DUE = hs.time.ns(1)  # a clock period every activation overruns: back to back
 COLUMNS = ("run", "iterations", "op", "tick", "t_ns")
 DONE_SLEEP_US = 1000  # an operator done first, on a lane of its own: 1 ms asleep per activation
@@ -157,23 +159,11 @@ class OverheadGraph(hs.Graph):
                 self.partition(f"lane{index}").add(op)
 
 
-def compile_plan(config: dict, n: int):
-    """The compiled plan of one app of ``n`` iterations; RuntimeError naming 5.0's diagnostics."""
-    plan = hs.compile(OverheadGraph(config["app"], n, config["workers"]), hs.CompileOptions())
-    if not plan.ok:
-        raise RuntimeError("Holoscan 5.0 rejected the plan at compile: "
-                           + "; ".join(str(d) for d in plan.errors))
-    return plan
-
-
 def run_once(config: dict, n: int) -> tuple[object, list[Stamped]]:
     """Compile and run one app of ``n`` iterations, bounded by ``max_duration_ms``."""
     Stamped.ran = {}
-    plan = compile_plan(config, n)
-    session = hs.run_async(plan)
-    if not session.wait(timeout=config["max_duration_ms"] / 1000):
-        session.request_stop()
-        session.wait()
+    plan, _ = compile_checked(OverheadGraph(config["app"], n, config["workers"]))
+    session, _ = run_within(plan, config["max_duration_ms"] / 1000)
     if session.termination.name not in ("COMPLETED", "REQUESTED_COMPLETED"):
         raise RuntimeError(f"a run of N = {n} ended {session.termination.name} (not completed "
                            f"within max_duration_ms = {config['max_duration_ms']}): "

@@ -1,0 +1,32 @@
+"""E1's plan on Holoscan 5.0 (:mod:`.app5`): the 4.x plan's cells, with the 5.0 app, unpinned.
+
+Every 4.x condition has a 5.0 counterpart (:mod:`.app5`'s docstring): both buffers, both
+policies, both work models, the same periods, runtimes, messages and timeouts, the same
+labels, so E1's analysis compares both SDKs. One change: SCHED_DEADLINE threads are never
+pinned (``pinned`` false, no CPUs in the requests), since 5.0 fails a run whose DEADLINE
+lane is pinned to one CPU (RUNTIME_LANE_STARTUP_FAILED) where 4.x, with
+``sched_rt_runtime_us = -1``, accepted it.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rtstudy.harness import Cell, with_drift_check
+
+MODULE = "rtstudy.experiments.e1_async_buffer.app5"
+
+
+def cells(cells4: list[Cell], cfg: dict) -> list[Cell]:
+    """The 5.0 cells made from the 4.x plan's cells ``cells4`` (module docstring).
+
+    Parameters
+    ----------
+    cells4 : list of Cell
+        E1's 4.x plan of the same configuration, before its drift check.
+    cfg : dict
+        E1's resolved parameters (``drift_check``).
+    """
+    return with_drift_check([
+        replace(cell, module=MODULE, realtime=tuple(replace(r, cpus=()) for r in cell.realtime),
+                config={**cell.config, "pinned": False, "sdk_api": 5})
+        for cell in cells4], cfg)
