@@ -19,6 +19,7 @@ from holoscan.conditions import BooleanCondition, CountCondition, PeriodicCondit
 from holoscan.core import Application, IOSpec, Operator
 from holoscan.schedulers import EventBasedScheduler
 
+from rtstudy.experiments.e1_async_buffer.receipts import Receipts, columns
 from rtstudy.work import busy_for
 
 MS = 1_000_000
@@ -56,14 +57,9 @@ class PingRxOp(Operator):
     def __init__(self, fragment, *args, done: BooleanCondition, last_index: int, work_ms: float,
                  work_model: str, **kwargs):
         self.done = done
-        self.last_index = last_index
         self.work_ns = int(work_ms * MS)
         self.work_model = work_model
-        self.latest = {"in1": -1, "in2": -1}
-        # One row per new message: port, index, t_start, t_emit, t_rx (ns).
-        self.rows: list[tuple[str, int, int, int, int]] = []
-        self.stale = {"in1": 0, "in2": 0}
-        self.empty = {"in1": 0, "in2": 0}
+        self.receipts = Receipts(last_index)
         self.ticks = 0
         self.sched: dict | None = None
         super().__init__(fragment, *args, **kwargs)
@@ -78,16 +74,9 @@ class PingRxOp(Operator):
             self.sched = thread_record()
         for port in ("in1", "in2"):
             msg = op_input.receive(port)
-            t_rx = time.monotonic_ns()
-            if msg is None:
-                self.empty[port] += 1
-            elif msg[0] == self.latest[port]:
-                self.stale[port] += 1
-            else:
-                self.latest[port] = msg[0]
-                self.rows.append((port, msg[0], msg[1], msg[2], t_rx))
+            self.receipts.record(port, msg, time.monotonic_ns())
         busy_for(self.work_ns, self.work_model)
-        if self.latest["in1"] == self.last_index and self.latest["in2"] == self.last_index:
+        if self.receipts.complete:
             self.done.disable_tick()
 
 
@@ -133,33 +122,16 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
     app.run()
     measured_s = (time.monotonic_ns() - start) / 1e9
 
-    columns: dict[str, list] = {"event": [], "port": [], "index": [], "t_start_ns": [],
-                                "t_emit_ns": [], "t_rx_ns": []}
-    for name, op in (("tx1", app.tx1), ("tx2", app.tx2)):
-        k = len(op.t_emit)
-        columns["event"] += ["emit"] * k
-        columns["port"] += [name] * k
-        columns["index"] += list(range(k))
-        columns["t_start_ns"] += op.t_start
-        columns["t_emit_ns"] += op.t_emit
-        columns["t_rx_ns"] += [0] * k
-    for port, index, t_start, t_emit, t_rx in app.rx.rows:
-        columns["event"].append("receive")
-        columns["port"].append(port)
-        columns["index"].append(index)
-        columns["t_start_ns"].append(t_start)
-        columns["t_emit_ns"].append(t_emit)
-        columns["t_rx_ns"].append(t_rx)
+    samples = columns({name: (op.t_start, op.t_emit) for name, op in (("tx1", app.tx1),
+                                                                       ("tx2", app.tx2))},
+                      app.rx.receipts)
     operators = {
         "tx1": {"ticks": len(app.tx1.t_emit), "sched": app.tx1.sched},
         "tx2": {"ticks": len(app.tx2.t_emit), "sched": app.tx2.sched},
         "rx": {"ticks": app.rx.ticks, "sched": app.rx.sched},
     }
-    complete = app.rx.latest == {"in1": config["messages"] - 1, "in2": config["messages"] - 1}
-    summary = {"complete": complete, "stale_reads": app.rx.stale, "empty_reads": app.rx.empty,
-               "received": {p: sum(1 for r in app.rx.rows if r[0] == p) for p in ("in1", "in2")},
-               "duration_s": measured_s}
-    return columns, {"operators": operators, "effective": dict(config), "summary": summary,
+    summary = {**app.rx.receipts.summary(), "duration_s": measured_s}
+    return samples, {"operators": operators, "effective": dict(config), "summary": summary,
                      "measured_s": measured_s}
 
 

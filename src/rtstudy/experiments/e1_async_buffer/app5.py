@@ -50,10 +50,10 @@ from holoscan import execution as ex
 from holoscan.errors import BackpressuredError
 
 from rtstudy.apps.run5 import compile_checked, run_within, thread_placement
+from rtstudy.experiments.e1_async_buffer.receipts import PRODUCERS, Receipts, columns
 from rtstudy.work import busy_for
 
 MS = 1_000_000
-PORTS = {"tx1": "in1", "tx2": "in2"}  # which producer feeds which input of rx
 CHOSEN = (hs.InputState.SELECTED, hs.InputState.REUSED)  # states that hand compute a message
 
 
@@ -119,11 +119,7 @@ class PingRxOp(hs.Operator):
 
     def __init__(self):
         super().__init__()
-        self.latest = {"in1": -1, "in2": -1}
-        # One row per new message: port, index, t_start, t_emit, t_rx (ns).
-        self.rows: list[tuple[str, int, int, int, int]] = []
-        self.stale = {"in1": 0, "in2": 0}
-        self.empty = {"in1": 0, "in2": 0}
+        self.receipts: Receipts | None = None  # made at the first compute, with its parameters
         self.ticks = 0
         self.sched: dict | None = None
         PingRxOp.last = self
@@ -147,19 +143,13 @@ class PingRxOp(hs.Operator):
         self.ticks += 1
         if self.sched is None:
             self.sched = thread_record()
+            self.receipts = Receipts(self.last_index)
         for name, port in (("in1", self.in1), ("in2", self.in2)):
             chosen = port.selection().state in CHOSEN
             msg = port.selected_sample().data if chosen else None
-            t_rx = time.monotonic_ns()
-            if msg is None:
-                self.empty[name] += 1
-            elif msg[0] == self.latest[name]:
-                self.stale[name] += 1
-            else:
-                self.latest[name] = msg[0]
-                self.rows.append((name, msg[0], msg[1], msg[2], t_rx))
+            self.receipts.record(name, msg, time.monotonic_ns())
         busy_for(int(self.work_ms * MS), self.work_model)
-        if self.latest["in1"] == self.last_index and self.latest["in2"] == self.last_index:
+        if self.receipts.complete:
             ctx.request_completion()
 
 
@@ -179,7 +169,7 @@ class AsyncBufferGraph(hs.Graph):
         flow = {"queue_depth": 1}
         if c["buffer"] == "async":
             flow["queue_policy"] = hs.QueuePolicy.DROP_OLDEST
-        for name, port in PORTS.items():
+        for name, port in PRODUCERS.items():
             tx = self.op(PingTxOp, name, period_ms=float(c[f"{name}_period_ms"]),
                          work_ms=float(c[f"{name}_work_ms"]), messages=c["messages"], **common)
             self.add_flow(tx.out, getattr(rx, port), **flow)
@@ -193,34 +183,25 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
         binding = binding.bind_thread_placement(request.operator, thread_placement(request))
     plan, placements = compile_checked(AsyncBufferGraph(config), binding)
     session, measured_s = run_within(plan, config["max_duration_ms"] / 1000)
-    rx, producers = PingRxOp.last, [PingTxOp.ran.get(name) for name in PORTS]
-    if rx.sched is None or None in producers:
+    rx, producers = PingRxOp.last, {name: PingTxOp.ran.get(name) for name in PRODUCERS}
+    if rx.sched is None or None in producers.values():
         raise RuntimeError(f"an operator never ran (run ended {session.termination.name}): "
                            + "; ".join(str(d) for d in session.diagnostics))
-
-    columns: dict[str, list] = {"event": [], "port": [], "index": [], "t_start_ns": [],
-                                "t_emit_ns": [], "t_rx_ns": []}
-    rows = [("emit", name, i, s, e, 0) for name, op in zip(PORTS, producers)
-            for i, (s, e) in enumerate(zip(op.t_start, op.t_emit))]
-    rows += [("receive", *row) for row in rx.rows]
-    for key, values in zip(columns, zip(*rows)):
-        columns[key] = list(values)
+    samples = columns({name: (op.t_start, op.t_emit) for name, op in producers.items()},
+                      rx.receipts)
     operators = {name: {"ticks": len(op.t_emit), "sched": op.sched}
-                 for name, op in zip(PORTS, producers)}
+                 for name, op in producers.items()}
     operators["rx"] = {"ticks": rx.ticks, "sched": rx.sched}
     edges = json.loads(plan.json()).get("payload_edges", [])
-    summary = {"complete": rx.latest == {p: config["messages"] - 1 for p in PORTS.values()},
-               "stale_reads": rx.stale, "empty_reads": rx.empty,
-               "received": {p: sum(1 for r in rx.rows if r[0] == p) for p in PORTS.values()},
-               "duration_s": measured_s,
-               "blocked_activations": {name: op.blocked for name, op in zip(PORTS, producers)},
+    summary = {**rx.receipts.summary(), "duration_s": measured_s,
+               "blocked_activations": {name: op.blocked for name, op in producers.items()},
                "termination": session.termination.name,
                "diagnostics": [str(d) for d in session.diagnostics],
                # What 5.0 accepted: each partition's thread, each connection's queue.
                "placements": placements,
                "queues": [{"policy": hs.QueuePolicy(e["queue_policy"]).name,
                            "depth": e["queue_depth"]} for e in edges]}
-    return columns, {"operators": operators, "effective": {**config, "sdk_api": 5},
+    return samples, {"operators": operators, "effective": {**config, "sdk_api": 5},
                      "summary": summary, "measured_s": measured_s}
 
 

@@ -17,15 +17,8 @@ MODULE = "rtstudy.experiments.e1_async_buffer.app5"
 
 
 def cells(cells4: list[Cell], cfg: dict) -> list[Cell]:
-    """The 5.0 cells made from the 4.x plan's cells ``cells4`` (module docstring).
-
-    Parameters
-    ----------
-    cells4 : list of Cell
-        E1's 4.x plan of the same configuration, before its drift check.
-    cfg : dict
-        E1's resolved parameters (``drift_check``).
-    """
+    """The 5.0 cells made from ``cells4``, E1's 4.x plan before its drift check (module
+    docstring), with the drift check ``cfg`` (E1's resolved parameters) asks for."""
     return with_drift_check([
         replace(cell, module=MODULE, realtime=tuple(replace(r, cpus=()) for r in cell.realtime),
                 config={**cell.config, "pinned": False, "sdk_api": 5})
