@@ -8,6 +8,8 @@ import pytest
 from conftest import require_policy
 from rtstudy import harness, paths
 from rtstudy.harness import Cell, RealtimeRequest, run_sweep
+from rtstudy.readback import verify_realtime
+from rtstudy.realtime import POLICY_BY_NUMBER
 
 PROBE = "rtstudy.apps.rt_probe"
 
@@ -35,7 +37,7 @@ def test_a_granted_policy_is_verified_from_the_operators_thread(tmp_path, contex
         sidecar = json.loads((tmp_path / cell.cell_id / "cell.json").read_text())
         assert sidecar["status"] == "ok" and sidecar["realtime_verified"] is True
         sched = sidecar["operators"]["target"]["sched"]
-        assert harness.POLICY_NAMES[sched["policy"]] == cell.realtime[0].policy
+        assert POLICY_BY_NUMBER[sched["policy"]] == cell.realtime[0].policy
         assert sidecar["operators"]["target"]["ticks"] == 20
         assert sidecar["host_id"] == context.host_id and sidecar["profile"] == "smoke"
         assert "holoscan-cu12" in sidecar["versions"] and sidecar["git"]["commit"]
@@ -98,17 +100,17 @@ def test_cell_id_changes_with_any_parameter():
 def test_verification_catches_silent_failures():
     ok = {"operators": {"target": {"ticks": 10, "sched": {
         "policy": 1, "priority": 10, "cpus": [0, 1], "runtime_ns": 0, "deadline_ns": 0, "period_ns": 0}}}}
-    assert harness.verify_realtime((FIFO,), ok, "") == []
+    assert verify_realtime((FIFO,), ok, "") == []
     normal = json.loads(json.dumps(ok))
     normal["operators"]["target"]["sched"]["policy"] = 0
-    assert "ran with SCHED_OTHER" in harness.verify_realtime((FIFO,), normal, "")[0]
+    assert "ran with SCHED_OTHER" in verify_realtime((FIFO,), normal, "")[0]
     never = {"operators": {"target": {"ticks": 0, "sched": None}}}
     log = "[error] Failed to set SCHED_FIFO policy: Operation not permitted"
-    problem = harness.verify_realtime((FIFO,), never, log)[0]
+    problem = verify_realtime((FIFO,), never, log)[0]
     assert "never ran" in problem and "CAP_SYS_NICE" in problem
     wrong_prio = json.loads(json.dumps(ok))
     wrong_prio["operators"]["target"]["sched"]["priority"] = 3
-    assert "priority 10" in harness.verify_realtime((FIFO,), wrong_prio, "")[0]
+    assert "priority 10" in verify_realtime((FIFO,), wrong_prio, "")[0]
 
 
 def test_samples_are_written_losslessly_and_integer_columns_delta_encoded(tmp_path):

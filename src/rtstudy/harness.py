@@ -7,9 +7,9 @@ its stdout and stderr (Holoscan's log, CUDA warnings included) go to
 ``run.log``. The parent then
 
 1. verifies every requested real-time policy was really applied — Holoscan
-   4.6 fails silently: it logs ``Failed to set SCHED_...``, raises nothing and
-   never ticks the operator — from the log, the tick counts and
-   the policy each operator read back from its own thread;
+   4.6 fails silently — from the log, the tick counts and the policy each
+   operator read back from its own thread (:mod:`rtstudy.readback`, which also
+   watches where the cell's threads run);
 2. adds the sidecar ``cell.json`` (requested and effective configuration,
    host id, profile, versions, git commit, timings, and the ``GXF_*`` /
    ``HOLOSCAN_*`` variables the app got and those of the caller's shell it did
@@ -24,6 +24,13 @@ app and removes its work directory; killed outright, its app dies with it (see
 :func:`rtstudy.process.set_child_limits`) and the next sweep removes the leftover
 ``.tmp-*`` folder. A data directory that cannot be written (full, read-only, not
 permitted) stops the sweep at once with :class:`DataDirError`.
+
+The module is long (about 580 lines) because it holds one story whose parts
+share their rules: what a cell is and its id (:class:`Cell`), the steps of one
+cell (:func:`run_cell`) and the order of a sweep (:func:`run_sweep`) all keep a
+completed cell's id and folder intact and never leave half a cell on disk. What
+a cell got is read back in :mod:`rtstudy.readback`, its process is set up and
+ended by :mod:`rtstudy.process`.
 """
 from __future__ import annotations
 
@@ -50,10 +57,10 @@ from rtstudy import atomic, paths, shield
 from rtstudy.paths import (FAILED_DIR, HOST_FILE, LOG_FILE, PLAN_FILE, RAW_SAMPLES_FILE,
                            RESULT_FILE, SAMPLES_FILE, SIDECAR_FILE, SPEC_FILE)
 from rtstudy.host import STORAGE_FIXES, canonical
-from rtstudy.kernelfs import thread_cpu
 from rtstudy.placement import Placement
 from rtstudy.process import kill_group, set_child_limits
-from rtstudy.realtime import POLICY_NAMES, STEERING_PREFIXES, RealtimeRequest
+from rtstudy.readback import ThreadWatch, log_failures, placement_record, verify_realtime
+from rtstudy.realtime import STEERING_PREFIXES, RealtimeRequest
 from rtstudy.sdk import Environment
 
 # Below this much free space (bytes) after an app failed, the full disk is taken as the cause:
@@ -244,71 +251,6 @@ def is_complete(out_dir: Path, cell: Cell) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# Real-time verification
-
-def _log_failures(log_text: str) -> list[str]:
-    markers = ("Failed to set SCHED", "Failed to configure worker thread")
-    return [line.strip() for line in log_text.splitlines() if any(m in line for m in markers)]
-
-
-def realtime_fix(request: RealtimeRequest, log_lines: list[str]) -> str:
-    """How to fix a refused policy, from the request and Holoscan's own error line."""
-    text = " ".join(log_lines)
-    if request.policy == "SCHED_DEADLINE" and request.cpus and "not permitted" in text:
-        return ("the kernel refuses a SCHED_DEADLINE thread pinned to one CPU unless "
-                "kernel.sched_rt_runtime_us = -1; run DEADLINE unpinned (the experiments do so "
-                "when `rtstudy host check` shows 'SCHED_DEADLINE pinned' refused) or set "
-                "`sysctl -w kernel.sched_rt_runtime_us=-1`")
-    if "not permitted" in text or "permission" in text.lower():
-        return ("this process may not use real-time policies: run as root or grant CAP_SYS_NICE "
-                "and an rtprio limit (see `rtstudy host check`; in Docker: --cap-add=SYS_NICE "
-                "--ulimit rtprio=99)")
-    if "busy" in text.lower() or "Device or resource busy" in text:
-        return ("SCHED_DEADLINE admission control refused the reservation: the total "
-                "runtime/period of all DEADLINE threads exceeds sched_rt_runtime_us/sched_rt_period_us "
-                "x CPUs; lower the runtimes or lengthen the periods")
-    return "see the cell's run.log; check `rtstudy host check` for which policies this host allows"
-
-
-def verify_realtime(requests: tuple[RealtimeRequest, ...], result: dict | None,
-                    log_text: str) -> list[str]:
-    """Problems that make a run not verifiably real-time; empty when all is well.
-
-    A request passes only if Holoscan logged no scheduling failure for it, the
-    operator ticked, and the policy (and priority, reservation and CPUs) that
-    the operator read back from its own thread match the request.
-    """
-    problems = []
-    log_lines = _log_failures(log_text)
-    operators = (result or {}).get("operators", {})
-    for req in requests:
-        op = operators.get(req.operator)
-        where = f"operator {req.operator!r} requested {req.policy}"
-        if not op or op.get("ticks", 0) == 0 or not op.get("sched"):
-            detail = ("; Holoscan logged: " + " | ".join(log_lines)) if log_lines else ""
-            problems.append(f"{where} but never ran{detail}. Fix: {realtime_fix(req, log_lines)}")
-            continue
-        sched = op["sched"]
-        got = POLICY_NAMES.get(sched["policy"], str(sched["policy"]))
-        if got != req.policy:
-            problems.append(f"{where} but its thread ran with {got}. Fix: check that the operator "
-                            "is pinned to its own worker thread (pin_operator=True) and see run.log")
-            continue
-        if req.policy in ("SCHED_FIFO", "SCHED_RR") and sched["priority"] != req.priority:
-            problems.append(f"{where} priority {req.priority} but got {sched['priority']}")
-        if req.policy == "SCHED_DEADLINE":
-            want = (req.runtime_ns, req.deadline_ns, req.period_ns)
-            have = (sched["runtime_ns"], sched["deadline_ns"], sched["period_ns"])
-            if want != have:
-                problems.append(f"{where} runtime/deadline/period {want} ns but got {have} ns")
-        if req.cpus and sorted(sched["cpus"]) != sorted(req.cpus):
-            problems.append(f"{where} pinned to CPUs {list(req.cpus)} but ran on {sched['cpus']}")
-    if log_lines and not problems and requests:
-        problems.append("Holoscan logged scheduling failures: " + " | ".join(log_lines))
-    return problems
-
-
-# ---------------------------------------------------------------------------
 # One cell
 
 # Variables of the caller's shell that steer Holoscan or GXF (the dispatcher's policy, for one)
@@ -332,82 +274,6 @@ def child_env() -> dict:
     return env
 
 
-class ThreadWatch:
-    """Where each thread of a running cell runs, sampled from outside the cell.
-
-    The parent reads the CPU each thread last ran on (/proc/<tid>/stat) every
-    ``interval_s`` while it waits: nothing runs inside the measured process (a
-    sampling thread there would take its GIL). A thread that lives shorter than
-    the interval may be missed; ``samples`` says how often each was seen.
-    Only ``active`` where a placement confines the cell, the one case where the
-    record shows something (and on a shielded or boot-isolated host the parent
-    runs on the housekeeping CPUs itself); on an untuned host it could wake on
-    the real-time CPU during a run, so there it waits as before.
-    """
-
-    def __init__(self, pid: int, active: bool, interval_s: float = 0.1):
-        self.pid, self.active, self.interval_s = pid, active, interval_s
-        self.seen: dict[int, dict] = {}
-
-    def sample(self) -> None:
-        try:
-            tids = [int(t) for t in os.listdir(f"/proc/{self.pid}/task")]
-        except OSError:
-            return
-        for tid in tids:
-            cpu = thread_cpu(tid)
-            if cpu is None:
-                continue
-            row = self.seen.get(tid)
-            if row is None:
-                try:
-                    comm = Path(f"/proc/{self.pid}/task/{tid}/comm").read_text().strip()
-                except OSError:
-                    continue
-                row = self.seen[tid] = {"tid": tid, "comm": comm, "cpus": set(), "samples": 0}
-            row["cpus"].add(cpu)
-            row["samples"] += 1
-
-    def wait(self, proc: subprocess.Popen, timeout_s: float) -> int:
-        """``proc.wait(timeout_s)``, sampling meanwhile; TimeoutExpired as ``wait`` raises it."""
-        if not self.active:
-            return proc.wait(timeout=timeout_s)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                return proc.wait(timeout=min(self.interval_s, max(deadline - time.monotonic(), 0)))
-            except subprocess.TimeoutExpired:
-                if time.monotonic() >= deadline:
-                    raise
-                self.sample()
-
-    def threads(self) -> list[dict]:
-        return [{**row, "cpus": sorted(row["cpus"])} for row in self.seen.values()]
-
-
-def placement_record(where: Placement | None, watch: ThreadWatch,
-                     requests: tuple[RealtimeRequest, ...]) -> dict:
-    """The cell's placement as planned and as seen (:class:`ThreadWatch`).
-
-    ``outside`` names the threads seen off the housekeeping CPUs. ``held`` says
-    the placement held: no more threads outside than real-time requests that
-    pin one, each only on the housekeeping CPUs and those pins. Where nothing
-    confines the cell (``sampled`` false) only the plan is recorded.
-    """
-    threads = watch.threads()
-    if where is None or not watch.active:
-        return {**({"realtime": list(where.realtime), "housekeeping": list(where.housekeeping),
-                    "source": where.source} if where else {}), "sampled": False}
-    hk = set(where.housekeeping)
-    pins = {c for r in requests for c in r.cpus}
-    outside = [t for t in threads if set(t["cpus"]) - hk]
-    held = len(outside) <= sum(bool(r.cpus) for r in requests) and \
-        all(set(t["cpus"]) <= hk | pins for t in outside)
-    return {"realtime": list(where.realtime), "housekeeping": list(where.housekeeping),
-            "source": where.source, "sampled": True, "threads": threads,
-            "outside": sorted(t["comm"] for t in outside), "held": held}
-
-
 def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int = 0) -> CellOutcome:
     """Run one cell in a subprocess and store it atomically; never raises for a failed run.
 
@@ -426,7 +292,37 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
 
 def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
               order_index: int) -> CellOutcome:
+    """:func:`run_cell`'s steps: run the app, judge what it left, convert its samples, record
+    the sidecar, store the cell (complete, or failed with its reason)."""
     work.mkdir(parents=True)
+    run = _run_app(work, cell, context)
+    result, reason = _judge(work, cell, run, out_dir)
+    write_started = time.monotonic()
+    if not reason:
+        reason = _convert_samples(work)
+    sidecar = _sidecar(cell, context, run, result, reason, order_index)
+    (work / SPEC_FILE).unlink()
+    (work / RESULT_FILE).unlink(missing_ok=True)
+    if reason:
+        return _store_failed(work, out_dir, cell, sidecar)
+    sidecar["timing"]["write_s"] = time.monotonic() - write_started
+    return _store(work, out_dir, cell, sidecar)
+
+
+@dataclass
+class _AppRun:
+    """One run of a cell's app: its exit status (None: killed at the timeout), why it failed
+    if it timed out, its wall time (s) and where its threads were seen running."""
+
+    rc: int | None
+    reason: str
+    wall_s: float
+    watch: ThreadWatch
+
+
+def _run_app(work: Path, cell: Cell, context: SweepContext) -> _AppRun:
+    """Run the cell's app in its own process group with its spec, its log in ``run.log``, under
+    the cell's timeout; killed with everything it started on a timeout or an interrupt."""
     spec_path = work / SPEC_FILE
     write_json(spec_path, cell.spec)
     cmd = context.command(["-m", cell.module, str(spec_path), str(work)])
@@ -448,41 +344,68 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
         except BaseException:
             kill_group(proc)
             raise
-    child_wall = time.monotonic() - started
+    return _AppRun(rc, reason, time.monotonic() - started, watch)
+
+
+def _judge(work: Path, cell: Cell, run: _AppRun, out_dir: Path) -> tuple[dict | None, str]:
+    """The app's ``result.json`` (None if it wrote none) and why the cell failed ("" if it did
+    not): a timeout, an exit status, missing results, or a real-time request not verifiably
+    applied (:func:`rtstudy.readback.verify_realtime`).
+
+    Raises
+    ------
+    OSError
+        ENOSPC when the app failed on a nearly full disk: the sweep stops instead of failing
+        every remaining cell the same way.
+    """
     log_text = (work / LOG_FILE).read_text(errors="replace")
-    result = None
+    reason, result = run.reason, None
     if (work / RESULT_FILE).is_file():
         try:
             result = json.loads((work / RESULT_FILE).read_text())
         except json.JSONDecodeError as exc:
             reason = reason or f"the app wrote an unreadable result.json ({exc})"
-    if rc is None and cell.realtime and _log_failures(log_text):
+    if run.rc is None and cell.realtime and log_failures(log_text):
         reason += "; " + "; ".join(verify_realtime(cell.realtime, None, log_text))
-    if not reason and rc != 0:
+    if not reason and run.rc != 0:
         last = [ln for ln in log_text.strip().splitlines() if ln.strip()][-3:]
-        reason = f"the app exited with status {rc}: " + " | ".join(last)
+        reason = f"the app exited with status {run.rc}: " + " | ".join(last)
     if not reason and (result is None or not (work / RAW_SAMPLES_FILE).is_file()):
         reason = "the app exited without writing its results"
     if reason and shutil.disk_usage(out_dir).free < MIN_FREE_BYTES:
-        # Stop the sweep instead of failing every remaining cell the same way.
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out_dir))
     if not reason:
         problems = verify_realtime(cell.realtime, result, log_text)
         if problems:
             reason = "real-time policy not verifiably applied: " + "; ".join(problems)
-    write_started = time.monotonic()
-    if not reason:
-        try:
-            _npz_to_parquet(work / RAW_SAMPLES_FILE, work / SAMPLES_FILE)
-            for extra in sorted(work.glob("*.npz")):
-                # Further tables an app returned (E2's scheduler trace): kept beside the samples.
-                _npz_to_parquet(extra, extra.with_suffix(".parquet"))
-        except (OSError, ValueError) as exc:
-            if isinstance(exc, OSError) and exc.errno in STORAGE_FIXES:
-                raise  # the data directory is the problem: stop the sweep, not just this cell
-            reason = f"the app's samples could not be read: {exc}"
+    return result, reason
 
-    sidecar = {
+
+def _convert_samples(work: Path) -> str:
+    """The app's NumPy files as Parquet; why they could not be read, or "".
+
+    Raises
+    ------
+    OSError
+        When the data directory is the problem (:data:`rtstudy.host.STORAGE_FIXES`): the
+        sweep stops, not just this cell.
+    """
+    try:
+        _npz_to_parquet(work / RAW_SAMPLES_FILE, work / SAMPLES_FILE)
+        for extra in sorted(work.glob("*.npz")):
+            # Further tables an app returned (E2's scheduler trace): kept beside the samples.
+            _npz_to_parquet(extra, extra.with_suffix(".parquet"))
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and exc.errno in STORAGE_FIXES:
+            raise
+        return f"the app's samples could not be read: {exc}"
+    return ""
+
+
+def _sidecar(cell: Cell, context: SweepContext, run: _AppRun, result: dict | None, reason: str,
+             order_index: int) -> dict:
+    """The cell's ``cell.json``: what was asked, what was got, where and how it ran."""
+    return {
         "cell_id": cell.cell_id,
         "experiment": cell.experiment,
         "label": cell.label,
@@ -502,33 +425,38 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
         "env_cleared": cleared_env(),
         "env": {k: v for k, v in sorted(child_env().items()) if k.startswith(STEERING_PREFIXES)},
         # Where the cell's threads were meant to run and where they were seen running.
-        "placement": placement_record(context.placement, watch, cell.realtime),
+        "placement": placement_record(context.placement, run.watch, cell.realtime),
         "order_index": order_index,
         "status": "failed" if reason else "ok",
         "reason": reason,
         "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "timing": {"measured_s": (result or {}).get("measured_s"), "child_wall_s": child_wall},
+        "timing": {"measured_s": (result or {}).get("measured_s"), "child_wall_s": run.wall_s},
     }
-    spec_path.unlink()
-    (work / RESULT_FILE).unlink(missing_ok=True)
+
+
+def _store_failed(work: Path, out_dir: Path, cell: Cell, sidecar: dict) -> CellOutcome:
+    """Move a failed cell, without its samples, to ``_failed/<cell_id>/`` with its log."""
+    for raw in work.glob("*.npz"):
+        raw.unlink()
+    (work / SAMPLES_FILE).unlink(missing_ok=True)
+    write_json(work / SIDECAR_FILE, sidecar)
     failed_dir = out_dir / FAILED_DIR / cell.cell_id
-    if reason:
-        for raw in work.glob("*.npz"):
-            raw.unlink()
-        (work / SAMPLES_FILE).unlink(missing_ok=True)
-        write_json(work / SIDECAR_FILE, sidecar)
-        failed_dir.parent.mkdir(exist_ok=True)
-        shutil.rmtree(failed_dir, ignore_errors=True)
-        os.rename(work, failed_dir)
-        return CellOutcome(cell.cell_id, "failed", reason, failed_dir, sidecar["timing"])
-    sidecar["timing"]["write_s"] = time.monotonic() - write_started
+    failed_dir.parent.mkdir(exist_ok=True)
+    shutil.rmtree(failed_dir, ignore_errors=True)
+    os.rename(work, failed_dir)
+    return CellOutcome(cell.cell_id, "failed", sidecar["reason"], failed_dir, sidecar["timing"])
+
+
+def _store(work: Path, out_dir: Path, cell: Cell, sidecar: dict) -> CellOutcome:
+    """Rename the complete cell into place as ``<cell_id>/`` in one step (a failure of an
+    earlier attempt removed)."""
     write_json(work / SIDECAR_FILE, sidecar)
     final = out_dir / cell.cell_id
     if final.exists():
         # A folder without a sidecar (damaged, or copied in part) is not a cell: replace it.
         shutil.rmtree(final)
     os.rename(work, final)
-    shutil.rmtree(failed_dir, ignore_errors=True)
+    shutil.rmtree(out_dir / FAILED_DIR / cell.cell_id, ignore_errors=True)
     return CellOutcome(cell.cell_id, "ok", "", final, sidecar["timing"])
 
 

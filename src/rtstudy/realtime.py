@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 POLICIES = {"SCHED_OTHER": 0, "SCHED_FIFO": 1, "SCHED_RR": 2, "SCHED_DEADLINE": 6}
-POLICY_NAMES = {v: k for k, v in POLICIES.items()}
+POLICY_BY_NUMBER = {v: k for k, v in POLICIES.items()}  # the kernel's number → SCHED_* name
 # The EventBasedScheduler's dispatcher thread: its name as Linux shows it, and the "operator" a
 # request for its policy names (Holoscan applies it through GXF_EBS_DISPATCHER_* variables).
 DISPATCHER = "dispatcher"

@@ -14,7 +14,9 @@ from conftest import require_policy
 from rtstudy import params, placement
 from rtstudy.apps.trace import tracefs_mounts
 from rtstudy.experiments.e2_rt_threads import analysis, attribution, conditions, contrasts, plan
-from rtstudy.harness import POLICY_NAMES, SweepContext, run_sweep, verify_realtime
+from rtstudy.harness import SweepContext, run_sweep
+from rtstudy.readback import verify_realtime
+from rtstudy.realtime import POLICY_BY_NUMBER
 from rtstudy.realtime import RealtimeRequest
 from rtstudy.stats import CI
 from rtstudy.sysdeps import which
@@ -57,7 +59,7 @@ def test_each_policy_is_applied_and_produces_frames(e2_run):
     for cell in holoscan_cells(cells):
         sc = sidecar(out, cell)
         policy = cell.config["policy"]
-        got = POLICY_NAMES[sc["operators"]["target"]["sched"]["policy"]]
+        got = POLICY_BY_NUMBER[sc["operators"]["target"]["sched"]["policy"]]
         assert got == (policy if policy.startswith("SCHED_") else "SCHED_OTHER"), cell.cell_id
         assert sc["realtime_verified"] is bool(cell.realtime)
         assert sc["summary"]["frames"] == cell.config["frames"]
@@ -75,13 +77,13 @@ def test_a_fifo_dispatcher_is_read_back_on_its_thread(e2_run):
     for cell in fifo:
         sc = sidecar(out, cell)
         d = sc["operators"]["dispatcher"]["sched"]
-        assert (POLICY_NAMES[d["policy"]], d["priority"]) == ("SCHED_FIFO",
+        assert (POLICY_BY_NUMBER[d["policy"]], d["priority"]) == ("SCHED_FIFO",
                                                               cfg["dispatcher_priority"])
         assert sc["realtime_verified"] and \
             sc["summary"]["env"]["GXF_EBS_DISPATCHER_SCHED_POLICY"] == "SCHED_FIFO"
     for cell in other:
         d = sidecar(out, cell)["operators"]["dispatcher"]["sched"]
-        assert POLICY_NAMES[d["policy"]] == "SCHED_OTHER", cell.cell_id
+        assert POLICY_BY_NUMBER[d["policy"]] == "SCHED_OTHER", cell.cell_id
 
 
 def test_a_dispatcher_that_did_not_get_its_policy_fails_the_run():
@@ -123,7 +125,7 @@ def test_the_floor_is_cyclictest_read_back_as_requested(e2_run):
     for cell in floor:
         sc = sidecar(out, cell)
         got = sc["operators"]["cyclictest"]["sched"]
-        assert (POLICY_NAMES[got["policy"]], got["priority"]) == ("SCHED_FIFO", cfg["priority"])
+        assert (POLICY_BY_NUMBER[got["policy"]], got["priority"]) == ("SCHED_FIFO", cfg["priority"])
         assert sc["realtime_verified"] and sc["summary"]["frames"] == cell.config["frames"]
 
 
@@ -176,7 +178,7 @@ def test_a_stray_gxf_variable_is_cleared_and_recorded(tmp_path, fingerprint, mon
     assert sc["env_cleared"] == {"GXF_EBS_DISPATCHER_SCHED_POLICY": "SCHED_FIFO",
                                  "GXF_EBS_DISPATCHER_SCHED_PRIORITY": "99"}
     assert "GXF_EBS_DISPATCHER_SCHED_POLICY" not in sc["summary"]["env"]
-    assert POLICY_NAMES[sc["operators"]["dispatcher"]["sched"]["policy"]] == "SCHED_OTHER"
+    assert POLICY_BY_NUMBER[sc["operators"]["dispatcher"]["sched"]["policy"]] == "SCHED_OTHER"
 
 
 def test_attribution_splits_a_synthetic_trace_exactly():

@@ -30,7 +30,7 @@ from rtstudy.experiments.e2_rt_threads.contrasts import (effects, floor_ratios, 
 from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, run_metrics
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import CellData, Dataset, read_cells, set_aside_drift, wide
-from rtstudy.realtime import DISPATCHER, POLICY_NAMES
+from rtstudy.realtime import DISPATCHER, POLICY_BY_NUMBER
 from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
                            equivalence_verdict)
 
@@ -116,7 +116,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
 def _dispatcher_read(cell: CellData) -> str:
     """The dispatcher's policy as read back on its thread ("" when it was not read)."""
     dispatcher = cell.sidecar["operators"].get(DISPATCHER, {}).get("sched") or {}
-    return POLICY_NAMES.get(dispatcher.get("policy"), "")
+    return POLICY_BY_NUMBER.get(dispatcher.get("policy"), "")
 
 
 def h2_verdict(red: pd.DataFrame) -> dict:
