@@ -124,7 +124,7 @@ def test_a_holoscan_5_e1_cell_runs_every_operator_under_sched_deadline(measure, 
         # The blocking queue throttles tx1 to tx2's rate, as 4.x's default buffer did.
         assert summary["blocked_activations"]["tx1"] > 0
         assert np.isclose(tx1_emit_ms, cell.config["tx2_period_ms"], rtol=0.1)
-        assert summary["received"] == {"in1": cell.config["messages"], "in2": cell.config["messages"]}
+        assert set(summary["received"].values()) == {cell.config["messages"]}
     else:
         assert sum(summary["blocked_activations"].values()) == 0
         assert np.isclose(tx1_emit_ms, cell.config["tx1_period_ms"], rtol=0.1)

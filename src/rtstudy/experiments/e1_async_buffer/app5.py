@@ -58,7 +58,8 @@ CHOSEN = (hs.InputState.SELECTED, hs.InputState.REUSED)  # states that hand comp
 
 
 class PingTxOp(hs.Operator):
-    """Works ``work_ms``, then emits ``(index, t_start_ns, t_emit_ns)`` on ``out``, ``messages`` times."""
+    """Works ``work_ms``, then emits ``(index, t_start_ns, t_emit_ns)`` on ``out``; ``messages``
+    times."""
 
     out = hs.Output("out", hs.payload.pyobject)
     period_ms = hs.Param(10.0, description="activation period (ms)")

@@ -252,8 +252,8 @@ def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
         pub = published.US_PER_ITERATION[(app, "greedy")][0]
         like[app] = {**seed, "published": pub, "ratio": seed["value"] / pub,
                      "ratio_low": seed["low"] / pub, "ratio_high": seed["high"] / pub}
-    ordering = all(steady[(app, single)] < steady[(app, label)]
-                   for (app, label) in steady.index if label != single and (app, single) in steady.index)
+    ordering = all(steady[(app, single)] < steady[(app, label)] for (app, label) in steady.index
+                   if label != single and (app, single) in steady.index)
     if ("ops", single) in steady.index and ("ping", single) in steady.index:
         ordering = ordering and steady[("ping", single)] > steady[("ops", single)]
     lo, hi = CLOSE_RATIO

@@ -81,7 +81,7 @@ class Stamped(hs.Operator):
 
 
 class IdleOp(Stamped):
-    """A port-less operator that records its start time; the second of two to finish ends the run."""
+    """A port-less operator recording its start times; the second of two to finish ends the run."""
 
     done_sleep_us = hs.Param(0, description="sleep (µs) in each activation after the N-th")
 
@@ -186,7 +186,8 @@ def timed_run(config: dict, n: int) -> tuple[object, list[Stamped], dict]:
         "t_last_compute_ns": last, "t_end_ns": t_end, "total_s": (t_end - t_begin) / 1e9,
         "whole_app_us_per_iter": (t_end - t_begin) / n / 1e3,
         "startup_ms": (first - t_begin) / 1e6, "teardown_ms": (t_end - last) / 1e6,
-        "steady_us_per_iter": (lead[-1] - lead[0]) / (len(lead) - 1) / 1e3 if len(lead) > 1 else None,
+        "steady_us_per_iter": ((lead[-1] - lead[0]) / (len(lead) - 1) / 1e3
+                               if len(lead) > 1 else None),
         "ticks": {op.path: len(op.stamps) for op in ops},
         "extra_activations": {op.path: op.extra for op in ops},
     }
@@ -212,7 +213,8 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
             rows = [(index, n, op.path, tick, t) for tick, t in enumerate(op.stamps)]
             for name, values in zip(COLUMNS, zip(*rows)):
                 columns[name] += values
-            operators.setdefault(op.path, {"ticks": 0, "sched": op.first_thread})["ticks"] += len(rows)
+            record = operators.setdefault(op.path, {"ticks": 0, "sched": op.first_thread})
+            record["ticks"] += len(rows)
             threads |= {op.first_thread["tid"], op.last_tid}
     readback = {"type": "executor", "args": json.loads(plan.json())["scheduler"],
                 "partitions": [{"name": p.authored_name, "lane": p.execution_lane,
