@@ -42,7 +42,7 @@ help:
 	@echo "                    reverted (CPUS=LIST, default the last CPU; METHOD=cpuset|affinity, default"
 	@echo "                    a cgroup v1 cpuset where writable, else affinity; YES=1 skips the question)"
 	@echo "make test           set up, then run every test (real Holoscan runs at smoke size)"
-	@echo "make sdk            build the Debian 13 root of the Holoscan versions that need one (5.0.0)"
+	@echo "make sdk            build the environments of the Holoscan versions that need one (5.0.0's root; the seed profile's 3.5.0 venv)"
 	@echo "make report         render report/report.html from the data present (measures nothing)"
 	@echo "make profile P=NAME choose the parameter profile: smoke | default | seed"
 	@echo "make push           send the measured data to the DVC remote (see .dvc/config)"
@@ -70,8 +70,9 @@ sysdeps: $(STAMP)
 	@$(BIN)/python -m rtstudy.sysdeps --for $(SYSDEPS_FOR)
 
 # Holoscan versions whose wheels need a newer glibc than the host's run in a Debian 13 root
-# (rtstudy.sdkroot), built once per machine; where this host cannot (not root, no debootstrap)
-# it says so and the study measures the other versions.
+# (rtstudy.sdkroot), a 4.x version other than the venv's (3.5.0) in a venv of its own
+# (rtstudy.sdkvenv); each built once per machine for the profile's versions. Where this host
+# cannot (not root, no debootstrap, no python3.11) it says so and the study measures the others.
 sdk: setup
 	$(BIN)/rtstudy sdk build
 

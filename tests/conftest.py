@@ -125,3 +125,20 @@ def default_signals() -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def probe_sdk(env, expressions: str) -> list[str]:
+    """What ``print(expressions)`` prints inside SDK environment ``env`` (:mod:`rtstudy.sdk`),
+    split into words, after the import every cell's app does (libcudart, then holoscan).
+
+    The pid of the process the caller started is checked to be the printer's own
+    (``os.getpid()`` must be among ``expressions`` last): the harness's thread sampling
+    and kill must reach the app itself, not a wrapper.
+    """
+    code = f"import os, rtstudy; from rtstudy.apps import child; import holoscan; print({expressions})"
+    proc = subprocess.Popen(env.command(["-c", code]), stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    words = out.split()
+    assert int(words[-1]) == proc.pid
+    return words[:-1]

@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from rtstudy import host, sdk, sdkroot
+
+from conftest import probe_sdk
 
 
 def mounts() -> list[str]:
@@ -38,7 +39,7 @@ def test_the_venv_runs_its_own_version_with_the_hosts_fingerprint(fingerprint):
 
 
 def test_unknown_and_unbuilt_versions_name_the_fix(tmp_path, monkeypatch):
-    with pytest.raises(sdk.SdkError, match="known: 4.6.0, 5.0.0"):
+    with pytest.raises(sdk.SdkError, match="known: 3.5.0, 4.6.0, 5.0.0"):
         sdk.environment("9.9.9")
     monkeypatch.setenv("RTSTUDY_ROOTS", str(tmp_path))
     with pytest.raises(sdk.SdkError, match="make sdk"):
@@ -79,16 +80,10 @@ def test_the_root_runs_holoscan_5_on_a_newer_glibc_and_leaves_no_mount(root5):
     assert "libcuda1" in made["debian"]
     before = mounts()
     env = sdk.Environment(sdk.KNOWN["5.0.0"], root5)
-    # rtstudy.apps first: it preloads libcudart.so.13, as every cell's app does.
-    code = ("import os; from rtstudy.apps import child; import holoscan; "
-            "print(holoscan.__version__, os.confstr('CS_GNU_LIBC_VERSION'), os.getpid(), "
-            "child.thread_record()['policy'])")
-    proc = subprocess.Popen(env.command(["-c", code]), stdout=subprocess.PIPE, text=True)
-    out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 0, out
-    version, libc, pid, policy = out.split()[0], out.split()[2], int(out.split()[3]), out.split()[4]
+    version, _, libc, policy = probe_sdk(env, "holoscan.__version__, os.confstr("
+                                              "'CS_GNU_LIBC_VERSION'), child.thread_record()"
+                                              "['policy'], os.getpid()")
     assert version == "5.0.0" and libc == made["glibc"] and policy == str(os.SCHED_OTHER)
-    assert pid == proc.pid  # the harness's sampling and kill reach the app itself
     assert mounts() == before  # the mounts lived in the command's own namespace
 
 

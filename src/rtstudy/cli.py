@@ -16,10 +16,10 @@
                                     restore what apply changed
     rtstudy host study [--cpus LIST] [--method M] [--yes] [--timeout-min T] [-- COMMAND ...]
                                     shield, run COMMAND (dvc repro), always revert
-    rtstudy sdk build [VERSION ...] build the Debian 13 root of each SDK version that needs one
-                                    (default: params.yaml's sdk versions); skip with the reason
-                                    where this host cannot
-    rtstudy sdk status              each known SDK version: where it runs here, and its root
+    rtstudy sdk build [VERSION ...] build the Debian 13 root or venv of its own of each SDK
+                                    version that needs one (default: params.yaml's sdk versions
+                                    of its profile); skip with the reason where this host cannot
+    rtstudy sdk status              each known SDK version: where it runs here, its root or venv
     rtstudy run STAGE               run a measuring stage's notebook with papermill
     rtstudy report                  execute the report notebook and render report/report.html
 """
@@ -32,7 +32,7 @@ import os
 import sys
 from pathlib import Path
 
-from rtstudy import host, params, paths, registry, sdk, sdkroot, shield
+from rtstudy import host, params, paths, registry, sdk, sdkroot, sdkvenv, shield
 
 
 def _params_check(args) -> int:
@@ -169,7 +169,7 @@ def _sdk_build(args) -> int:
             print(f"Holoscan {version}: not built here: " + "; ".join(cannot))
             continue
         env = sdk.environment(version, build=True)
-        print(f"Holoscan {version}: {env.name}" + (f" {env.root}" if env.root else ""))
+        print(f"Holoscan {version}: {env.name}" + (f" {env.folder}" if env.folder else ""))
     return 0
 
 
@@ -178,11 +178,17 @@ def _sdk_status(args) -> int:
         if sdk.installed() == version:
             print(f"Holoscan {version}: this venv ({known.distribution})")
             continue
-        root = sdkroot.root_path(version) if known.api > 4 else None
-        made = sdkroot.manifest(root) if root else None
-        where = (f"Debian 13 root {root}, built {made['built_utc']} (glibc {made['glibc']}, "
-                 f"Python {made['python']})" if made else
-                 f"not built (`make sdk`): {root}" if root else "not installed (4.x: the venv's only)")
+        if known.python:
+            folder = sdkvenv.venv_path(version, known.python)
+            made, kind = sdkvenv.manifest(folder), f"Python {known.python} venv"
+        elif known.api > 4:
+            folder = sdkroot.root_path(version)
+            made, kind = sdkroot.manifest(folder), "Debian 13 root"
+        else:
+            print(f"Holoscan {version}: not installed (the venv holds {sdk.installed()})")
+            continue
+        where = (f"{kind} {folder}, built {made['built_utc']} (glibc {made['glibc']}, "
+                 f"Python {made['python']})" if made else f"{kind}, not built (`make sdk`): {folder}")
         print(f"Holoscan {version}: {where}")
     return 0
 
@@ -279,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sd = sub.add_parser("sdk", help="the Holoscan SDK versions' environments")
     sdsub = sd.add_subparsers(dest="sdk_command", required=True)
-    bd = sdsub.add_parser("build", help="build the Debian 13 root of SDK versions that need one")
+    bd = sdsub.add_parser("build", help="build the Debian 13 root or venv of SDK versions that "
+                          "need one")
     bd.add_argument("versions", nargs="*", help="default: params.yaml's sdk versions")
     bd.set_defaults(func=_sdk_build)
     sdsub.add_parser("status", help="where each known SDK version runs here").set_defaults(

@@ -6,7 +6,10 @@ its own, chosen from the host's state:
 - the version installed in the study's own venv (``holoscan-cu12`` from
   ``requirements/py3.X.lock``) runs with the venv's Python, as always;
 - a version whose wheels need a newer glibc than the host's (5.0.0: glibc ≥ 2.39)
-  runs inside a Debian 13 root (:mod:`rtstudy.sdkroot`), built once and cached.
+  runs inside a Debian 13 root (:mod:`rtstudy.sdkroot`), built once and cached;
+- a 4.x-API version the study's venv cannot hold beside its own (3.5.0, the seeds'
+  tested version, whose wheels are for Python 3.11) runs in a venv of its own on the host
+  (:mod:`rtstudy.sdkvenv`), built once and cached, with this checkout's ``rtstudy``.
 
 An environment is a host state of its own: its fingerprint is the host's with
 the environment's versions (and an ``sdk`` record) in it, so its cells get a host
@@ -22,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtstudy import sdkroot
+from rtstudy import sdkroot, sdkvenv
 
 
 class SdkError(RuntimeError):
@@ -37,9 +40,16 @@ class Sdk:
     api: int             # the Python API generation: 4 (holoscan.core, GXF) or 5 (holoscan.execution)
     distribution: str    # the pip distribution whose version is the SDK's
     glibc: tuple[int, int]  # the oldest glibc its wheels install on
+    # A venv of its own with this Python (X.Y) when it is neither the study venv's SDK nor one
+    # that needs the Debian 13 root; "" otherwise.
+    python: str = ""
+    # Whether its EventBasedScheduler takes a real-time dispatcher (GXF_EBS_DISPATCHER_SCHED_*):
+    # 3.5.0's GXF has no such setting and runs the dispatcher SCHED_OTHER whatever is asked.
+    realtime_dispatcher: bool = True
 
 
 KNOWN = {
+    "3.5.0": Sdk("3.5.0", 4, "holoscan", (2, 35), python="3.11", realtime_dispatcher=False),
     "4.6.0": Sdk("4.6.0", 4, "holoscan-cu12", (2, 35)),
     "5.0.0": Sdk("5.0.0", 5, "holoscan-core-cu13", (2, 39)),
 }
@@ -62,41 +72,68 @@ def host_glibc() -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Environment:
-    """Where one SDK version runs: the study's venv (``root`` None) or a Debian 13 root."""
+    """Where one SDK version runs: the study's venv (``root`` and ``own_venv`` None), a Debian 13
+    root (``root``) or a venv of its own on the host (``own_venv``)."""
 
     sdk: Sdk
     root: Path | None = None
+    own_venv: Path | None = None
 
     @property
     def name(self) -> str:
-        return "venv" if self.root is None else "debian13-root"
+        if self.root is not None:
+            return "debian13-root"
+        return "venv" if self.own_venv is None else f"python{self.sdk.python}-venv"
+
+    @property
+    def folder(self) -> Path | None:
+        """The root or venv of its own; None for the study's venv."""
+        return self.root if self.root is not None else self.own_venv
 
     def command(self, argv: list[str]) -> list[str]:
         """The host command that runs ``python argv…`` in this environment."""
-        if self.root is None:
-            return [sys.executable, *argv]
-        return sdkroot.command(self.root, [f"{sdkroot.VENV}/bin/python", *argv])
+        if self.root is not None:
+            return sdkroot.command(self.root, [f"{sdkroot.VENV}/bin/python", *argv])
+        if self.own_venv is not None:
+            return sdkvenv.command(self.own_venv, argv)
+        return [sys.executable, *argv]
 
     def fingerprint(self, fp: dict) -> dict:
-        """The host fingerprint ``fp`` as this environment sees it, with its own host id."""
-        if self.root is None:
+        """The host fingerprint ``fp`` as this environment sees it, with its own host id.
+
+        The study's venv: ``fp`` itself. A root or venv of its own: ``fp`` with that
+        environment's Python, SDK and numpy versions and an ``sdk`` record (what it was built
+        from and when), so its cells get a host id of their own.
+        """
+        if self.folder is None:
             return fp
         from rtstudy import host  # host imports this module's users; import late
 
-        made = sdkroot.manifest(self.root) or {}
+        made = (sdkroot.manifest(self.root) if self.root is not None
+                else sdkvenv.manifest(self.own_venv)) or {}
         record = {k: v for k, v in fp.items() if k != "host_id"}
         record["versions"] = {"python": made.get("python", "unknown"),
                               **{name: made.get("pip", {}).get(name, "not installed")
                                  for name in (self.sdk.distribution, "numpy")}}
-        record["sdk"] = {"version": self.sdk.version, "environment": self.name,
-                         "root_key": made.get("key"), "suite": made.get("suite"),
-                         "glibc": made.get("glibc"), "built_utc": made.get("built_utc")}
+        built = {"version": self.sdk.version, "environment": self.name,
+                 "glibc": made.get("glibc"), "built_utc": made.get("built_utc")}
+        if self.root is not None:
+            record["sdk"] = {**built, "root_key": made.get("key"), "suite": made.get("suite")}
+        else:
+            record["sdk"] = {**built, "venv_key": made.get("key"),
+                             "interpreter": made.get("interpreter")}
         return {"host_id": host.host_id(record), **record}
 
     def prepare(self) -> None:
-        """Make the environment current: the root's copy of rtstudy matches this checkout."""
+        """Make the environment current: the root's copy of rtstudy matches this checkout; the
+        checkout has a native module for the own venv's Python."""
         if self.root is not None:
             sdkroot.sync_package(self.root)
+        elif self.own_venv is not None:
+            try:
+                sdkvenv.native(self.own_venv)
+            except sdkvenv.VenvError as exc:
+                raise SdkError(str(exc)) from None
 
 
 def venv() -> Environment:
@@ -124,6 +161,12 @@ def api_of(fp: dict) -> int:
     return KNOWN[version_of(fp)].api if version_of(fp) in KNOWN else 4
 
 
+def realtime_dispatcher(fp: dict) -> bool:
+    """Whether a fingerprint's SDK can give its dispatcher a real-time policy (True when
+    unknown: the venv's)."""
+    return KNOWN[version_of(fp)].realtime_dispatcher if version_of(fp) in KNOWN else True
+
+
 def environment(version: str, build: bool = False) -> Environment:
     """The environment SDK ``version`` runs in on this host.
 
@@ -132,20 +175,24 @@ def environment(version: str, build: bool = False) -> Environment:
     version : str
         A version of :data:`KNOWN`.
     build : bool
-        Build a missing Debian 13 root (minutes, ~1 GB) instead of raising.
+        Build a missing Debian 13 root (about a minute, ~1 GB) or venv of its own (10 s to
+        2 min, ~1 GB) instead of raising.
 
     Raises
     ------
     SdkError
-        The version cannot run here, or its root is not built and ``build`` is False;
+        The version cannot run here, or its root or venv is not built and ``build`` is False;
         the message says what to run.
     """
     sdk = known(version)
     if installed() == version:
         return venv()
+    if sdk.python:
+        return Environment(sdk, own_venv=_own_venv(sdk, build))
     if sdk.api == 4:
-        raise SdkError(f"Holoscan {version} is not the venv's ({installed()}): the study runs one "
-                       "4.x version, the one its lock installs (requirements/py3.X.lock)")
+        raise SdkError(f"Holoscan {version} is not the venv's ({installed()}): the study's venv "
+                       "holds the 4.x version its lock installs (requirements/py3.X.lock); another "
+                       "runs only in a venv of its own (Sdk.python in rtstudy.sdk.KNOWN)")
     root = sdkroot.root_path(version)
     if sdkroot.manifest(root) is None:
         if not build:
@@ -156,6 +203,21 @@ def environment(version: str, build: bool = False) -> Environment:
         except sdkroot.RootError as exc:
             raise SdkError(str(exc)) from None
     return Environment(sdk, root)
+
+
+def _own_venv(sdk: Sdk, build: bool) -> Path:
+    """SDK ``sdk``'s venv of its own, built if ``build`` (:func:`environment`)."""
+    path = sdkvenv.venv_path(sdk.version, sdk.python)
+    if sdkvenv.manifest(path) is not None:
+        return path
+    if not build:
+        raise SdkError(f"Holoscan {sdk.version} runs in a Python {sdk.python} venv of its own that "
+                       f"is not built yet ({path}): run `make sdk` (or `rtstudy sdk build "
+                       f"{sdk.version}`)")
+    try:
+        return sdkvenv.build(sdk.version, sdk.python)
+    except sdkvenv.VenvError as exc:
+        raise SdkError(str(exc)) from None
 
 
 def problems(versions: list[str]) -> list[str]:
@@ -169,7 +231,14 @@ def problems(versions: list[str]) -> list[str]:
             continue
         if installed() == version:
             continue
-        if sdk.api == 4:
+        if sdk.python:
+            if host_glibc() < sdk.glibc:
+                found.append(f"Holoscan {version}: its wheels need glibc "
+                             f"{'.'.join(map(str, sdk.glibc))} or newer; this host has "
+                             f"{'.'.join(map(str, host_glibc()))}")
+                continue
+            found += [f"Holoscan {version}: {p}" for p in sdkvenv.problems(version, sdk.python)]
+        elif sdk.api == 4:
             found.append(f"Holoscan {version}: the venv holds {installed()}; list that one instead")
         else:
             found += [f"Holoscan {version}: {p}" for p in sdkroot.problems()]

@@ -82,10 +82,11 @@ def root_path(version: str) -> Path:
     return roots_dir() / f"debian13-holoscan{version}-{key(version)}"
 
 
-def manifest(root: Path) -> dict | None:
-    """What a finished root records about itself, or None if it is not (completely) built."""
+def manifest(root: Path, name: str = MANIFEST) -> dict | None:
+    """What a finished root (or other build, whose record is ``name``) records about itself, or
+    None if it is not (completely) built."""
     try:
-        return json.loads((root / MANIFEST).read_text())
+        return json.loads((root / name).read_text())
     except (OSError, json.JSONDecodeError):
         return None
 
@@ -158,9 +159,8 @@ def _run(root: Path, argv: list[str], log, what: str, timeout_s: float = BUILD_T
 def build(version: str, log=None) -> Path:
     """Build SDK ``version``'s root if it is not built yet; return its path.
 
-    The root is built in a temporary folder beside its final place and renamed
-    only when complete, so an interrupted build leaves nothing that looks usable;
-    a stale temporary folder is removed by the next build.
+    Built by :func:`build_once`: an interrupted build leaves nothing that looks
+    usable, and a root of an older recipe goes once the new one is complete.
 
     Raises
     ------
@@ -176,29 +176,56 @@ def build(version: str, log=None) -> Path:
         raise RootError("cannot build the Holoscan " + version + " root: " + "; ".join(found))
     if not lock_file(version).is_file():
         raise RootError(f"no lock for Holoscan {version}: {lock_file(version)} is missing")
+    return build_once(final, lambda work, out: _build(version, work, out),
+                      f"the Holoscan {version} root", f"debian13-holoscan{version}-*", roots_dir(),
+                      log)
+
+
+def build_once(final: Path, make, what: str, older: str, home: Path, log=None) -> Path:
+    """Build the folder ``final`` with ``make(work, out)`` in a temporary folder, renamed when done.
+
+    The temporary folder (``<final>.building``) sits beside its final place, so an
+    interrupted build leaves nothing that looks usable; a stale one is removed by
+    the next build. Once ``final`` is complete, the other folders and files matching
+    ``older`` beside it (the builds of an older recipe) are removed.
+
+    Parameters
+    ----------
+    final : Path
+        Where the finished build goes; its log is ``<final>.log``.
+    make : callable
+        ``make(work, out)`` builds into the folder ``work``, writing its steps' output to the
+        open file ``out``; it raises on failure.
+    what : str
+        What is built, for the two lines printed to ``log``.
+    older : str
+        A glob, relative to ``final``'s folder, of the builds ``final`` replaces.
+    home : Path
+        The folder every build lives in: nothing outside it is ever removed.
+    log : file, optional
+        Where the start and the duration (s) are printed; default stderr.
+    """
     final.parent.mkdir(parents=True, exist_ok=True)
     work = final.with_name(final.name + ".building")
     log_path = final.with_name(final.name + ".log")
-    _remove(work)
+    _remove(work, home)
     started = time.monotonic()
     with open(log_path, "w") as out:
-        print(f"Building the Holoscan {version} root in {final} (log: {log_path})",
-              file=log or sys.stderr, flush=True)
+        print(f"Building {what} in {final} (log: {log_path})", file=log or sys.stderr, flush=True)
         try:
-            _build(version, work, out)
+            make(work, out)
         except BaseException:
-            _remove(work)
+            _remove(work, home)
             raise
         os.rename(work, final)
-    # One root per SDK version: a root of an older recipe (its lock or packages changed) goes.
-    for old in final.parent.glob(f"debian13-holoscan{version}-*"):
+    # One build per SDK version: one of an older recipe (its lock or packages changed) goes.
+    for old in final.parent.glob(older):
         if old.name not in (final.name, log_path.name):
             if old.is_dir():
-                _remove(old)
+                _remove(old, home)
             else:
                 old.unlink()
-    print(f"Built the Holoscan {version} root in {time.monotonic() - started:.0f} s",
-          file=log or sys.stderr, flush=True)
+    print(f"Built {what} in {time.monotonic() - started:.0f} s", file=log or sys.stderr, flush=True)
     return final
 
 
@@ -273,11 +300,7 @@ def sync_package(root: Path) -> None:
     digest = hashlib.sha256(c_source).hexdigest()
     if stamp.is_file() and stamp.read_text() == digest:
         return
-    inside = f"{PACKAGE_DIR}/rtstudy"
-    compile_cmd = (f"cd {inside} && gcc -shared -fPIC -O2 -Wall -Wextra "
-                   f"-I$({VENV}/bin/python -c 'import sysconfig; print(sysconfig.get_paths()[\"include\"])') "
-                   f"_native.c -o _native$({VENV}/bin/python -c 'import sysconfig; "
-                   "print(sysconfig.get_config_var(\"EXT_SUFFIX\"))')")
+    compile_cmd = native_script(f"{PACKAGE_DIR}/rtstudy", f"{VENV}/bin/python")
     proc = subprocess.run(_script(root, ["sh", "-c", compile_cmd], base_env(), []),
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
@@ -286,12 +309,28 @@ def sync_package(root: Path) -> None:
     stamp.write_text(digest)
 
 
-def _remove(folder: Path) -> None:
-    """Remove a half-built root; refuses anything that is not under :func:`roots_dir`."""
+def native_script(folder: str, python: str) -> str:
+    """The shell command that compiles ``folder``/_native.c into the native module of ``python``.
+
+    The module's name carries the interpreter's ABI suffix (``_native.cpython-311-….so``), so
+    modules of several Pythons can sit side by side. It is written under a temporary name and
+    renamed, so a process importing it meanwhile never sees half a file.
+    """
+    def config(expression: str) -> str:
+        return f"$({shlex.quote(python)} -c 'import sysconfig; print(sysconfig.{expression})')"
+    include, suffix = config('get_paths()["include"]'), config('get_config_var("EXT_SUFFIX")')
+    return (f'cd {shlex.quote(folder)} && gcc -shared -fPIC -O2 -Wall -Wextra "-I{include}" '
+            f'_native.c -o .native-build.$$ && mv -f .native-build.$$ "_native{suffix}"')
+
+
+def _remove(folder: Path, home: Path | None = None) -> None:
+    """Remove a half-built or replaced build; refuses anything that is not under ``home``
+    (default :func:`roots_dir`)."""
+    home = roots_dir() if home is None else home
     if not folder.exists():
         return
-    if roots_dir().resolve() not in folder.resolve().parents:
-        raise RootError(f"refusing to remove {folder}: not under {roots_dir()}")
+    if home.resolve() not in folder.resolve().parents:
+        raise RootError(f"refusing to remove {folder}: not under {home}")
     # A build interrupted inside the mount namespace leaves no mounts (they die with it);
     # debootstrap's own /proc mount is checked for all the same, so rmtree never
     # descends into the host's /proc.

@@ -26,7 +26,9 @@ def label(fp: dict | None) -> str:
     """``Holoscan 5.0.0 (Debian 13 root)``: a dataset's SDK version and environment."""
     if not fp:
         return "Holoscan ? (fingerprint not recorded)"
-    where = "Debian 13 root" if fp.get("sdk", {}).get("environment") == "debian13-root" else "venv"
+    env = fp.get("sdk", {}).get("environment", "venv")
+    # The study's venv, the Debian 13 root, or a venv of its own ("python3.11-venv").
+    where = {"venv": "venv", "debian13-root": "Debian 13 root"}.get(env, env.replace("-", " "))
     return f"Holoscan {sdk.version_of(fp)} ({where})"
 
 
