@@ -30,7 +30,6 @@ counterpart: the plan does not ask for them.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from datetime import timedelta
 
@@ -40,12 +39,11 @@ import holoscan as hs
 from holoscan import execution as ex
 
 from rtstudy.apps.loads import beside
+from rtstudy.apps.run5 import compile_checked, run_within, thread_placement
 from rtstudy.apps.trace import sched_trace
 from rtstudy.work import busy_for, fixed_work
 
 MS = 1_000_000
-POLICY = {"normal_dedicated": ex.SchedulingPolicy.OTHER, "SCHED_FIFO": ex.SchedulingPolicy.FIFO,
-          "SCHED_RR": ex.SchedulingPolicy.ROUND_ROBIN, "SCHED_DEADLINE": ex.SchedulingPolicy.DEADLINE}
 WAKE_MODES = {"sleep": ex.WakeMode.SLEEPING_WAITSET, "busy_poll": ex.WakeMode.BUSY_POLL}
 
 
@@ -124,70 +122,28 @@ class ContentionGraph(hs.Graph):
 def placement(config: dict, realtime) -> ex.ThreadPlacement:
     """The target partition's thread: its CPUs, policy and wake mode, from the spec."""
     request = next((r for r in realtime if r.operator == "target"), None)
-    cpus = list(request.cpus) if request else list(config["target_cpus"])
-    kwargs = dict(affinity=ex.CPUAffinity(cpus) if cpus else None,
-                  policy=POLICY[request.policy if request else "normal_dedicated"],
-                  wake_mode=WAKE_MODES[config.get("wake_mode", "sleep")])
-    if request and request.policy == "SCHED_DEADLINE":
-        kwargs["deadline"] = ex.DeadlineScheduling(runtime_ns=request.runtime_ns,
-                                                   deadline_ns=request.deadline_ns,
-                                                   period_ns=request.period_ns)
-    elif request:
-        kwargs["priority"] = request.priority
-    return ex.ThreadPlacement(**kwargs)
-
-
-class RefusedError(RuntimeError):
-    """Holoscan 5.0 refused the requested placement (at compile) or could not start it (at run)."""
-
-
-def compile_plan(config: dict, realtime):
-    """The compiled plan and its placement record; :class:`RefusedError` if 5.0 rejects it.
-
-    5.0 checks a real-time request when it compiles: without the privilege for it
-    (CAP_SYS_NICE, RLIMIT_RTPRIO) the plan carries THREAD_PLACEMENT_REJECTED and
-    does not run — unlike 4.x, which ran the thread with SCHED_OTHER and said nothing.
-    """
-    graph = ContentionGraph(config)
-    binding = ex.DeploymentBinding().bind_thread_placement("target", placement(config, realtime))
-    plan = hs.compile(graph, hs.CompileOptions(deployment=binding))
-    placements = json.loads(plan.json()).get("partition_placements", [])
-    if not plan.ok:
-        raise RefusedError("Holoscan 5.0 rejected the plan at compile: "
-                           + "; ".join(_describe(d) for d in plan.errors)
-                           + f"; placements {json.dumps(placements)}")
-    return graph, plan, placements
-
-
-def _describe(diagnostic) -> str:
-    """A diagnostic's code and its details, as one line (5.0's repr gives only the code)."""
-    detail = getattr(diagnostic, "detail", None) or getattr(diagnostic, "message", "")
-    return f"{diagnostic} {detail}".strip()
+    if request:
+        where = thread_placement(request)
+    else:  # normal_dedicated: SCHED_OTHER, pinned as the real-time ones
+        cpus = list(config["target_cpus"])
+        where = ex.ThreadPlacement(affinity=ex.CPUAffinity(cpus) if cpus else None,
+                                   policy=ex.SchedulingPolicy.OTHER)
+    where.wake_mode = WAKE_MODES[config.get("wake_mode", "sleep")]
+    return where
 
 
 def run(config: dict, realtime) -> tuple[dict, dict, dict]:
     if config["topology"] != "dedicated":
         raise ValueError(f"topology {config['topology']!r} has no Holoscan 5.0 counterpart "
                          "(only `dedicated`)")
-    graph, plan, placements = compile_plan(config, realtime)
+    binding = ex.DeploymentBinding().bind_thread_placement("target", placement(config, realtime))
+    plan, placements = compile_checked(ContentionGraph(config), binding)
     limit_s = config["max_duration_ms"] / 1000
     trace, loads = {}, {}
     with beside(config, limit_s, loads):
-        start = time.monotonic_ns()
-        try:
-            with sched_trace(limit_s, trace) if config.get("trace_s") else contextlib.nullcontext():
-                session = hs.run_async(plan)
-                if not session.wait(timeout=limit_s):
-                    session.request_stop()  # the 4.x max_duration_ms safety net
-                    session.wait()
-        finally:
-            measured_s = (time.monotonic_ns() - start) / 1e9
+        with sched_trace(limit_s, trace) if config.get("trace_s") else contextlib.nullcontext():
+            session, measured_s = run_within(plan, limit_s)
     process, chunks = loads["stress_ng"], loads["load_thread_chunks"]
-    if session.termination.name == "FAILED":
-        # E.g. RUNTIME_LANE_STARTUP_FAILED: a SCHED_DEADLINE reservation the kernel refused
-        # (over admission, or pinned to fewer CPUs than its root domain). Nothing ran.
-        raise RefusedError("Holoscan 5.0's run FAILED before the target ran: "
-                           + "; ".join(_describe(d) for d in session.diagnostics))
     target = TargetOp.last
     columns = {"frame": list(range(len(target.t_start))), "t_start_ns": target.t_start,
                "exec_ns": target.exec_ns, "release_ns": target.release_ns}
