@@ -16,7 +16,7 @@ from rtstudy.harness import SweepContext
 BIN = Path(sys.executable).parent
 
 # Outputs of the pipeline: a copy of the project starts without them, as a fresh clone does.
-OUTPUTS = ("data/raw/", "experiments/", "report/")
+OUTPUTS = ("data/raw/", "executed/", "report/")
 
 
 @pytest.fixture(scope="session")

@@ -50,7 +50,7 @@ def test_repro_measures_then_renders_the_report(measured_project):
     assert "Provenance" in html and host_id in html
     for ext in ("pdf", "png", "svg"):
         assert (dest / "report" / "figures" / f"e3_overhead.{ext}").stat().st_size > 1000
-    assert (dest / "experiments" / "e3_overhead.ipynb").is_file()
+    assert (dest / "executed" / "e3_overhead.ipynb").is_file()
     fp = json.loads((dest / "data" / "host" / "fingerprint.json").read_text())
     e4_cells = len(fp["cpu"]["online"]) + 2  # jitter per CPU + cyclictest + cyclicdeadline
     # E2 at smoke size: 4 policies x 2 load factors, the floor at both, and with perf one traced

@@ -345,7 +345,7 @@ def test_as_nobody_a_realtime_stage_stops_before_measuring(nobody):
     for words in ("CAP_SYS_NICE", "rtprio", "run as root", "setcap", "--cap-add=SYS_NICE"):
         assert words in message, f"{words!r} missing from: {message}"
     assert not list((root / "data").rglob("cell.json"))
-    assert not (root / "experiments").exists(), "the notebook must not start"
+    assert not (root / "executed").exists(), "the notebook must not start"
 
 
 def test_as_nobody_a_realtime_cell_fails_and_is_never_labelled_realtime(nobody):
@@ -463,7 +463,7 @@ def test_rtstudy_run_with_a_bad_value_exits_naming_the_key_and_writes_no_cell(
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert key in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
-    assert not (root / "data").exists() and not (root / "experiments").exists()
+    assert not (root / "data").exists() and not (root / "executed").exists()
 
 
 # ---------------------------------------------------------------------------
@@ -506,7 +506,7 @@ def test_a_read_only_or_full_data_directory_stops_rtstudy_run_before_measuring(
     message = proc.stderr
     assert str(raw) in message and problem in message, message
     assert "fix:" in message and "Traceback" not in message, message
-    assert not list(raw.rglob("cell.json")) and not (root / "experiments").exists()
+    assert not list(raw.rglob("cell.json")) and not (root / "executed").exists()
 
 
 def _fill(disk: Path, leave_bytes: int) -> None:

@@ -167,8 +167,8 @@ def render_report_unprivileged(dest: Path, env: dict, prefix: list[str]) -> str:
     finally:
         if as_nobody:
             chown(dest.parent, "0:0")
-    # Only the report notebook ran: a measuring stage's notebook would be in experiments/.
-    assert sorted(p.name for p in (dest / "experiments").glob("*.ipynb")) == ["report.ipynb"]
+    # Only the report notebook ran: a measuring stage's notebook would be in executed/.
+    assert sorted(p.name for p in (dest / "executed").glob("*.ipynb")) == ["report.ipynb"]
     html = (dest / "report" / "report.html").read_text()
     for section in SECTIONS:
         assert section in html
@@ -254,7 +254,7 @@ def test_a_fresh_clone_pulls_the_reference_dataset_when_the_default_remote_is_ou
     committed = json.loads((dest / "report" / "metrics.json").read_text())
     (dest / "report" / "metrics.json").unlink()
     sh([*MAKE, "report"], dest, make_env(env), timeout=900)
-    assert sorted(p.name for p in (dest / "experiments").glob("*.ipynb")) == ["report.ipynb"]
+    assert sorted(p.name for p in (dest / "executed").glob("*.ipynb")) == ["report.ipynb"]
     rendered = json.loads((dest / "report" / "metrics.json").read_text())
     assert rendered == committed, "report/metrics.json no longer matches the reference data; " \
         "re-render it (make pull && make report) and commit it"

@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         # papermill wraps a notebook's exception; show the notebook's own message.
         if type(exc).__name__ == "PapermillExecutionError":
             print(f"rtstudy: the notebook failed: {exc.ename}: {exc.evalue}\n"
-                  f"  the executed notebook in {paths.root() / 'experiments'} has the traceback",
+                  f"  the executed notebook in {paths.executed_dir()} has the traceback",
                   file=sys.stderr)
             return 1
         raise

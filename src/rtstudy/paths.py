@@ -63,9 +63,14 @@ def notebook(name: str) -> Path:
     return notebooks_dir() / f"{name}.ipynb"
 
 
+def executed_dir() -> Path:
+    """The executed notebooks, one per stage run (the lab book): outputs, never inputs."""
+    return root() / "executed"
+
+
 def executed_notebook(name: str) -> Path:
     """Where papermill writes the executed copy of notebook ``name`` (the lab book)."""
-    return root() / "experiments" / f"{name}.ipynb"
+    return executed_dir() / f"{name}.ipynb"
 
 
 def build_dir() -> Path:

@@ -106,7 +106,7 @@ def environments(name: str, cfg: dict, stream) -> list[sdk.Environment]:
 
 
 def execute_notebook(notebook: str, output: str, parameters: dict) -> Path:
-    """Execute ``notebooks/<notebook>.ipynb`` with papermill into ``experiments/<output>.ipynb``."""
+    """Execute ``notebooks/<notebook>.ipynb`` with papermill into ``executed/<output>.ipynb``."""
     import papermill
 
     out = paths.executed_notebook(output)
