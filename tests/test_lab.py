@@ -25,7 +25,7 @@ import pytest
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
-from rtstudy import paths
+from rtstudy import paths, sdkroot
 
 STAMP = ".venv/.rtstudy-installed"
 START_TIMEOUT_S = 90
@@ -209,7 +209,10 @@ def test_a_notebook_runs_on_the_rtstudy_kernel_through_the_server(lab):
               if r["status"] != "ok"]
     assert len(replies) == len(cells) and not failed, failed
     # The notebook's default profile is smoke and its data went to RTSTUDY_ROOT's copy.
+    # One dataset per Holoscan version E3 runs on here (params.yaml sdk: 4.6 in the venv, 5.0
+    # in its root where this host can build it), each plan measured whole.
     plans = list((lab.project / "data" / "raw" / "e3_overhead").glob("*/smoke/plan.json"))
-    assert len(plans) == 1
-    planned = {c["cell_id"] for c in json.loads(plans[0].read_text())["cells"]}
-    assert planned and all((plans[0].parent / cid / "cell.json").is_file() for cid in planned)
+    assert len(plans) == (1 if sdkroot.problems() else 2)
+    for plan in plans:
+        planned = {c["cell_id"] for c in json.loads(plan.read_text())["cells"]}
+        assert planned and all((plan.parent / cid / "cell.json").is_file() for cid in planned)

@@ -32,7 +32,7 @@ import yaml
 
 import rtstudy
 from conftest import default_signals
-from rtstudy import io, params, paths
+from rtstudy import io, params, paths, sdk
 from rtstudy.experiments.e3_overhead import plan as e3_plan
 from rtstudy.harness import Cell, DataDirError, SweepError, run_order, run_sweep
 
@@ -158,6 +158,8 @@ def test_an_interrupted_or_killed_sweep_keeps_its_cells_and_resumes(tmp_path, st
         values["e3_overhead"]["profiles"]["smoke"].update(
             apps=["ops"], schedulers=["event_based"], event_based_workers=[1, 2], repetitions=2,
             iterations=[200, 160_000])
+        # One SDK, one dataset folder: the signals must land in this sweep's cells.
+        values["sdk"]["versions"] = [sdk.installed()]
 
     env = make_project(root, longer_cells)
     cmd = [str(BIN / "rtstudy"), "run", "e3_overhead"]
