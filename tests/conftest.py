@@ -142,3 +142,13 @@ def probe_sdk(env, expressions: str) -> list[str]:
     words = out.split()
     assert int(words[-1]) == proc.pid
     return words[:-1]
+
+
+def venv_datasets(project: Path, stage: str, profile: str = "smoke") -> list[Path]:
+    """``stage``'s dataset folders measured with the study's own venv (its Holoscan 4.x): the
+    datasets of other SDK environments (their host.json has an ``sdk`` record) left out."""
+    import json
+
+    return [d for d in sorted((project / "data" / "raw" / stage).glob(f"*/{profile}"))
+            if (d / paths.HOST_FILE).is_file()
+            and "sdk" not in json.loads((d / paths.HOST_FILE).read_text())]

@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import venv_datasets
 
 BIN = Path(sys.executable).parent
 VENV = Path(sys.prefix)
@@ -55,7 +56,9 @@ def files(raw: Path) -> dict[str, tuple[int, int]]:
 
 
 def host_ids(project: Path, stage: str) -> set[str]:
-    return {p.parent.parent.name for p in (project / "data" / "raw" / stage).glob("*/smoke/plan.json")}
+    """The hosts with a smoke dataset of ``stage`` measured with the study's venv (another SDK
+    version's datasets, under host ids of their own, travel with them but are not counted)."""
+    return {d.parent.name for d in venv_datasets(project, stage) if (d / "plan.json").is_file()}
 
 
 # Without real-time rights: as nobody, or, when nobody cannot run this venv's interpreter
