@@ -79,7 +79,8 @@ def test_floor_cells_measure_with_rt_tests(tmp_path, fingerprint):
     assert cyc["summary"]["cycles"] >= 1 and cyc["effective"]["policy"] == "SCHED_FIFO"
     table = analysis.floor_table(stats)
     assert set(table["tool"]) == {"cyclictest", "cyclicdeadline"}
-    assert np.isfinite(floor["std"]).all() and (floor["std"] >= 0).all()
+    # cyclictest's histogram gives a std; cyclicdeadline keeps none (its std is NaN).
+    assert np.isfinite(cyclictest["std"]) and cyclictest["std"] >= 0
 
 
 def test_audit_is_recorded_beside_the_data(tmp_path):
