@@ -21,13 +21,11 @@ ABOVE = ("registry", "params", "data", "stage", "cli", "report/study", "report/s
 PROTOCOL = {
     "params": {"SCHEMA": None, "USES": None, "cross_checks": ["cfg"]},
     "plan": {"plan": ["cfg", "fp", "configs"], "realtime": ["cfg"],
-             "host_problems": ["cfg", "fp"], "after_sweep": ["directory"]},
+             "host_problems": ["cfg", "fp"], "after_sweep": ["directory"], "SDK_APIS": None},
     "analysis": {"SAMPLES": None, "TABLES": None, "load": ["directory", "cfg"],
                  "DRIFT_QUANTITY": None, "drift": ["ds"], "PLOT_FILE": None, "plot_table": ["ds"]},
     "section": {"LABEL": None, "build": ["ds", "cfg", "ci"]},
 }
-# Members the protocol lets an experiment leave out (a default stands in).
-OPTIONAL = {"plan": {"SDK_APIS"}}
 
 
 def modules() -> list[str]:
@@ -75,7 +73,7 @@ def test_every_experiment_implements_the_protocol(name):
     for file in ("app.py", "figures.py", "published.py", "report.md.j2"):
         assert (exp.folder / file).is_file(), f"{name} lacks {file}"
     assert set(exp.analysis.TABLES) and set(exp.analysis.SAMPLES.values()) <= {"int64", "string"}
-    apis = getattr(exp.plan, "SDK_APIS", (4,))
+    apis = exp.plan.SDK_APIS
     assert isinstance(apis, tuple) and all(isinstance(a, int) for a in apis)
 
 
@@ -86,14 +84,11 @@ def test_the_registry_docstring_lists_every_member_of_the_protocol():
         for attr, args in names.items():
             named = f"``{attr}({', '.join(args)})``" if args is not None else f"``{attr}``"
             assert named in doc, f"rtstudy/registry.py's docstring does not list {part}.{named}"
-    for part, names in OPTIONAL.items():
-        for attr in names:
-            assert f"optionally ``{attr}``" in doc, f"{part}.{attr} is not listed as optional"
 
 
 def protocol_reads(module: str) -> set[tuple[str, str]]:
     """The (part, member) pairs ``module`` reads of an experiment: ``x.plan.realtime``, or
-    ``getattr(x.plan, "SDK_APIS", …)``."""
+    ``getattr(x.plan, "NAME", …)``."""
     found = set()
     for node in ast.walk(ast.parse((SRC / f"{module}.py").read_text())):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
@@ -109,7 +104,6 @@ def protocol_reads(module: str) -> set[tuple[str, str]]:
 def test_nothing_outside_the_folders_reads_a_member_the_protocol_does_not_list():
     """The protocol is the whole interface: every member read is listed (and tested above)."""
     listed = {(part, attr) for part, names in PROTOCOL.items() for attr in names}
-    listed |= {(part, attr) for part, names in OPTIONAL.items() for attr in names}
     read = {m: protocol_reads(m) for m in outside_the_folders()}
     assert read["stage"] and read["data"] and read["report/study"], "the scan finds no read"
     unlisted = {m: sorted(r - listed) for m, r in read.items() if r - listed}

@@ -22,8 +22,8 @@ nothing outside the folders reads any other):
     ``realtime(cfg)`` → the policies the preflight must find allowed;
     ``host_problems(cfg, fp)`` → what this host cannot run, each with its fix;
     ``after_sweep(directory)`` → record anything beside the cells (may do nothing);
-    optionally ``SDK_APIS``, the Holoscan API generations it has an app for
-    (default ``(4,)``; empty: no Holoscan in its cells, measured once in the venv).
+    ``SDK_APIS``, the Holoscan API generations it has an app for (``(4, 5)``:
+    ``app.py`` and ``app5.py``; empty: no Holoscan in its cells, measured once in the venv).
 ``app.py``
     The program a cell runs in its own subprocess (``rtstudy.apps.child.main``).
 ``analysis.py`` (the report side, as ``section.py``, ``figures.py`` and the words)

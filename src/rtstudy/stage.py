@@ -83,7 +83,7 @@ def environments(name: str, cfg: dict, stream) -> list[sdk.Environment]:
     with its reason, so the other versions are still measured; a version listed but unknown,
     or a build that fails, stops the stage before anything is measured.
     """
-    apis = getattr(registry.get(name).plan, "SDK_APIS", (4,))
+    apis = registry.get(name).plan.SDK_APIS
     if not apis:  # an experiment without Holoscan (E4) measures the host once
         return [sdk.venv()]
     found = []
