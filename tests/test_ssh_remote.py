@@ -92,7 +92,7 @@ def test_a_dataset_goes_over_ssh_and_renders_in_another_clone(server, measured_p
                     ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
     env = dict(env, RTSTUDY_ROOT=str(origin), HOME=str(home))
     url = f"ssh://root@127.0.0.1:{port}{store}"
-    # The steps of README "Sharing data" for a real server; --local keeps the key out of git.
+    # The steps of docs/sharing-data.md for a real server; --local keeps the key out of git.
     sh([BIN / "dvc", "remote", "add", "--local", "-d", "server", url], origin, env)
     sh([BIN / "dvc", "remote", "modify", "--local", "server", "keyfile", key], origin, env)
     publish(origin, env, "measured here, shared over ssh")
