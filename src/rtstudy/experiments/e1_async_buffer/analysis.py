@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rtstudy import paths
 from rtstudy.experiments.e1_async_buffer import published
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
 from rtstudy.io import Dataset, read_cells, set_aside_drift, wide
@@ -179,7 +180,7 @@ def explain(cell_dir: Path) -> str:
     """What a run's own files say that could explain an extreme: log clues, duration, re-reads."""
     notes = []
     try:
-        sidecar = json.loads((cell_dir / "cell.json").read_text())
+        sidecar = json.loads((cell_dir / paths.SIDECAR_FILE).read_text())
         summary = sidecar.get("summary", {})
         notes.append(f"ran {summary.get('duration_s', float('nan')):.1f} s")
         stale = summary.get("stale_reads", {})
@@ -188,7 +189,7 @@ def explain(cell_dir: Path) -> str:
     except (OSError, ValueError):
         notes.append("cell.json unreadable")
     try:
-        lines = (cell_dir / "run.log").read_text(errors="replace").splitlines()
+        lines = (cell_dir / paths.LOG_FILE).read_text(errors="replace").splitlines()
     except OSError:
         lines = []
     clues = [ln.strip() for ln in lines if "cuda" not in ln.lower()
