@@ -252,17 +252,26 @@ def record(method: str, cpus, housekeeping, root: Path = ROOT,
             "cpus": sorted(cpus), "housekeeping": sorted(housekeeping)}
 
 
-def _set_affinity(threads: list[dict], key: str, what: str) -> Step:
-    """Set each thread's affinity to its ``key`` CPUs; those that refuse stay, and are named."""
+def _each(items: list, act, name) -> tuple[int, list[str]]:
+    """``act(item)`` for each item: how many took it, and the names of those that refused.
+
+    A thread or process that exited meanwhile (ESRCH) is neither: nothing is left to move.
+    """
     done, refused = 0, []
-    for t in threads:
+    for item in items:
         try:
-            os.sched_setaffinity(t["tid"], t[key])
+            act(item)
             done += 1
         except OSError as exc:
-            # ESRCH: the thread has exited, nothing left to move.
             if exc.errno != errno.ESRCH:
-                refused.append(f"{t['comm']}[{t['tid']}]")
+                refused.append(name(item))
+    return done, refused
+
+
+def _set_affinity(threads: list[dict], key: str, what: str) -> Step:
+    """Set each thread's affinity to its ``key`` CPUs; those that refuse stay, and are named."""
+    done, refused = _each(threads, lambda t: os.sched_setaffinity(t["tid"], t[key]),
+                          lambda t: f"{t['comm']}[{t['tid']}]")
     value = f"{done} of {len(threads)} threads {what}"
     if refused:
         value += f"; {len(refused)} refuse (kernel threads that may not move) and stay: " \
@@ -372,14 +381,8 @@ def _move_processes(pids, into: Path) -> Step:
     rescuers) refuse (EINVAL). A process that exited meanwhile (ESRCH) is no
     longer there to move.
     """
-    moved, refused = 0, []
-    for pid in pids:
-        try:
-            kernelfs.write(into / "cgroup.procs", f"{pid}\n")
-            moved += 1
-        except OSError as exc:
-            if exc.errno != errno.ESRCH:
-                refused.append(f"{_comm(pid)}[{pid}]")
+    moved, refused = _each(pids, lambda pid: kernelfs.write(into / "cgroup.procs", f"{pid}\n"),
+                           lambda pid: f"{_comm(pid)}[{pid}]")
     value = f"{moved} of {len(pids)} processes"
     if refused:
         value += f"; {len(refused)} kernel threads refuse to move and stay: {_named(refused)}"
