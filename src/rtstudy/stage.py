@@ -55,9 +55,9 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
     configs = {group: params.stage_config(group, cfg["profile"])
                for group in (*exp.params.USES, params.CPUS)}
     # Every SDK environment is checked (and a missing root built) before anything is measured.
-    runs = []
+    here, runs = host.current(), []  # one host state for every environment's sweep
     for env in environments(name, cfg, stream):
-        fp = env.fingerprint(host.current())
+        fp = env.fingerprint(here)
         preflight(name, cfg, fp)
         runs.append((env, fp))
     outcomes = []
