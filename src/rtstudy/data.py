@@ -16,18 +16,19 @@ analysed. ``data/README.md`` documents the layout and the schemas.
 """
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import Iterable
 
 import pandas as pd
 
-from rtstudy import params, paths, registry
+from rtstudy import kernelfs, params, paths, registry, sdk, shield
+from rtstudy.io import DataError, Dataset, read_host
 from rtstudy.paths import PLAN_FILE
-from rtstudy.io import DataError, Dataset
 
-__all__ = ["DataError", "Dataset", "EXPERIMENTS", "datasets", "has_dataset", "load", "load_dataset",
-           "tables"]
+__all__ = ["DataError", "Dataset", "EXPERIMENTS", "dataset_dir", "datasets", "has_dataset", "hosts",
+           "label", "load", "load_dataset", "sources", "tables"]
 
 EXPERIMENTS = registry.REGISTRY
 
@@ -45,7 +46,54 @@ def tables(experiment: str) -> tuple[str, ...]:
     return registry.get(experiment).analysis.TABLES
 
 
-def datasets(experiment: str, profile: str | None = None) -> list[Path]:
+THIS_CHECKOUT = "this checkout"
+
+
+def sources(root: Path | None = None) -> dict[str, Path]:
+    """Where datasets live under a data folder: source name → folder of experiment folders.
+
+    Parameters
+    ----------
+    root : Path, optional
+        A data folder (a checkout's ``data/``, or a copy of one anywhere); None is this
+        checkout's.
+
+    Returns
+    -------
+    dict of str to Path
+        ``"this checkout"`` → ``root/raw`` (what this checkout measured or pulled), then
+        ``"imported: <name>"`` → ``root/imported/<name>`` for each imported dataset
+        (``rtstudy data import``), in name order. Each holds
+        ``<experiment>/<host id>/<profile>/``.
+    """
+    root = Path(root) if root is not None else paths.data_dir()
+    found = {THIS_CHECKOUT: root / "raw"}
+    imported = root / paths.imported_dir().name
+    if imported.is_dir():
+        for folder in sorted(p for p in imported.iterdir() if p.is_dir()):
+            found[f"imported: {folder.name}"] = folder
+    return found
+
+
+def _located(experiment: str, profile: str, root: Path | None) -> dict[str, list[Path]]:
+    """Host id → every dataset folder of ``experiment`` and ``profile`` it has, over sources."""
+    found: dict[str, list[Path]] = {}
+    for folder in sources(root).values():
+        for plan in sorted((folder / experiment).glob(f"*/{profile}/{PLAN_FILE}")):
+            found.setdefault(plan.parent.parent.name, []).append(plan.parent)
+    return found
+
+
+def _one(host_id: str, folders: list[Path]) -> Path:
+    if len(folders) > 1:
+        raise DataError(f"host {host_id} has a dataset in {len(folders)} places "
+                        f"({', '.join(map(str, folders))}); one host's cells must live in one: "
+                        "remove the copy you do not want (an imported one with `dvc remove "
+                        "data/imported/<name>.dvc`)")
+    return folders[0]
+
+
+def datasets(experiment: str, profile: str | None = None, root: Path | None = None) -> list[Path]:
     """Every host's dataset folder of ``experiment`` for ``profile``, sorted by host id.
 
     Parameters
@@ -54,26 +102,41 @@ def datasets(experiment: str, profile: str | None = None) -> list[Path]:
         A registered experiment (:data:`EXPERIMENTS`).
     profile : str, optional
         ``smoke``, ``default`` or ``seed``; None uses ``params.yaml``'s profile.
+    root : Path, optional
+        A data folder (:func:`sources`); None is this checkout's ``data/``.
 
     Returns
     -------
     list of Path
-        ``data/raw/<experiment>/<host id>/<profile>/`` for each host whose
-        folder holds a ``plan.json``; empty when nothing was measured.
+        ``<source>/<experiment>/<host id>/<profile>/`` for each host whose folder
+        holds a ``plan.json``, this checkout's and imported ones alike; empty when
+        nothing was measured.
+
+    Raises
+    ------
+    DataError
+        A host's dataset is in two sources (say, measured here and imported too).
     """
     registry.get(experiment)
     profile = _resolve_profile(profile)
-    hosts = sorted(p.parent.parent.name for p in
-                   paths.raw_root(experiment).glob(f"*/{profile}/{PLAN_FILE}"))
-    return [paths.dataset_dir(experiment, h, profile) for h in hosts]
+    return [_one(h, folders) for h, folders in sorted(_located(experiment, profile, root).items())]
 
 
-def has_dataset(experiment: str, host_id: str, profile: str) -> bool:
+def dataset_dir(experiment: str, host_id: str, profile: str | None = None,
+                root: Path | None = None) -> Path | None:
+    """The folder of ``host_id``'s dataset of ``experiment`` for ``profile``, or None."""
+    profile = _resolve_profile(profile)
+    folders = _located(experiment, profile, root).get(host_id)
+    return _one(host_id, folders) if folders else None
+
+
+def has_dataset(experiment: str, host_id: str, profile: str, root: Path | None = None) -> bool:
     """Whether ``host_id`` has a dataset of ``experiment`` for ``profile`` (its ``plan.json``)."""
-    return (paths.dataset_dir(experiment, host_id, profile) / PLAN_FILE).is_file()
+    return dataset_dir(experiment, host_id, profile, root) is not None
 
 
-def load_dataset(experiment: str, host_id: str, profile: str | None = None) -> Dataset:
+def load_dataset(experiment: str, host_id: str, profile: str | None = None,
+                 root: Path | None = None) -> Dataset:
     """One host's dataset of ``experiment``, as its loader returns it (tables, missing, extra).
 
     Raises
@@ -84,15 +147,97 @@ def load_dataset(experiment: str, host_id: str, profile: str | None = None) -> D
     """
     exp = registry.get(experiment)
     profile = _resolve_profile(profile)
-    directory = paths.dataset_dir(experiment, host_id, profile)
-    if not has_dataset(experiment, host_id, profile):
-        raise DataError(f"{directory}: no {experiment} data from host {host_id} for profile "
-                        f"{profile!r}; run `make study` there (or `make pull`)")
+    directory = dataset_dir(experiment, host_id, profile, root)
+    if directory is None:
+        raise DataError(f"no {experiment} data from host {host_id} for profile {profile!r} "
+                        f"under {root or paths.data_dir()}; run `make study` there (or "
+                        "`make pull`, or `rtstudy data import`)")
     return exp.analysis.load(directory, params.stage_config(experiment, profile))
 
 
+def _state(fp: dict) -> str:
+    """``untuned``, ``shielded CPU 1 (affinity)`` or ``isolated at boot CPU 1``."""
+    held = shield.of(fp)
+    if held:
+        return f"shielded CPU {kernelfs.format_cpu_list(held['cpus'])} ({shield.method_of(held)})"
+    isolated = (fp.get("isolation") or {}).get("isolated") or []
+    if isolated:
+        return f"isolated at boot CPU {kernelfs.format_cpu_list(isolated)}"
+    return "untuned"
+
+
+def _cpu_model(fp: dict) -> str:
+    """The CPU model without trademarks and clock: ``Intel Xeon Platinum 8375C``."""
+    model = re.sub(r"\((R|TM|tm)\)|\bCPU\b|@.*$|\s\d+-Core Processor", "",
+                   (fp.get("cpu") or {}).get("model", "unknown"))
+    return re.sub(r"\s+", " ", model).strip()
+
+
+def hosts(profile: str | None = None, root: Path | None = None) -> pd.DataFrame:
+    """Every host with data for ``profile``, described so a reader can tell them apart.
+
+    Parameters
+    ----------
+    profile : str, optional
+        ``smoke``, ``default`` or ``seed``; None uses ``params.yaml``'s profile.
+    root : Path, optional
+        A data folder (:func:`sources`); None is this checkout's ``data/``.
+
+    Returns
+    -------
+    DataFrame
+        One row per host id, sorted by label: ``host_id``; ``label``, unique and readable
+        (``vm · untuned · Holoscan 4.6.0 · kernel 6.18.0``, with the source when
+        imported); ``hostname``; ``state`` (:func:`_state`); ``cpu_model``; ``kernel``
+        (release); ``sdk`` (Holoscan version); ``source`` (``this checkout`` or
+        ``imported: <name>``); ``experiments`` (comma-separated). A host whose datasets
+        record no fingerprint has ``unknown`` in its description.
+    """
+    profile = _resolve_profile(profile)
+    names = {folder: name for name, folder in sources(root).items()}
+    rows: dict[str, dict] = {}
+    for experiment in EXPERIMENTS:
+        for directory in datasets(experiment, profile, root):
+            host_id = directory.parent.name
+            row = rows.get(host_id)
+            if row is None:
+                fp = read_host(directory) or {}
+                row = rows[host_id] = {
+                    "host_id": host_id, "hostname": fp.get("hostname", "unknown"),
+                    "state": _state(fp) if fp else "unknown",
+                    "cpu_model": _cpu_model(fp) if fp else "unknown",
+                    "kernel": (fp.get("kernel") or {}).get("release", "unknown"),
+                    "sdk": sdk.version_of(fp) if fp else "unknown",
+                    "source": names[directory.parents[2]], "experiments": []}
+            row["experiments"].append(experiment)
+    for row in rows.values():
+        row["experiments"] = ", ".join(row["experiments"])
+        row["label"] = " · ".join([row["hostname"], row["state"], f"Holoscan {row['sdk']}",
+                                   f"kernel {row['kernel']}"]
+                                  + ([row["source"]] if row["source"] != THIS_CHECKOUT else []))
+    labels = [row["label"] for row in rows.values()]
+    for row in rows.values():
+        if labels.count(row["label"]) > 1:  # same description, measured twice: the id tells
+            row["label"] += f" · {row['host_id']}"
+    columns = ["host_id", "label", "hostname", "state", "cpu_model", "kernel", "sdk", "source",
+               "experiments"]
+    return pd.DataFrame(list(rows.values()), columns=columns).sort_values(
+        "label", ignore_index=True)
+
+
+def label(host_id: str, profile: str | None = None, root: Path | None = None) -> str:
+    """``host_id``'s readable label (:func:`hosts`); ``ValueError`` if it has no data."""
+    table = hosts(profile, root)
+    match = table.loc[table["host_id"] == host_id, "label"]
+    if match.empty:
+        raise ValueError(f"no data from host {host_id} for profile {_resolve_profile(profile)!r};"
+                         f" hosts with data: {', '.join(table['host_id']) or 'none'}")
+    return str(match.iloc[0])
+
+
 def load(experiment: str, profile: str | None = None,
-         hosts: str | Iterable[str] | None = None) -> dict[str, pd.DataFrame]:
+         hosts: str | Iterable[str] | None = None, root: Path | None = None
+         ) -> dict[str, pd.DataFrame]:
     """Tidy DataFrames of ``experiment``, concatenated over hosts.
 
     Parameters
@@ -103,6 +248,8 @@ def load(experiment: str, profile: str | None = None,
         ``smoke``, ``default`` or ``seed``; None uses ``params.yaml``'s profile.
     hosts : str or iterable of str, optional
         Host ids to include; None includes every host with a dataset.
+    root : Path, optional
+        A data folder (:func:`sources`); None is this checkout's ``data/``.
 
     Returns
     -------
@@ -122,11 +269,13 @@ def load(experiment: str, profile: str | None = None,
     """
     names = tables(experiment)
     profile = _resolve_profile(profile)
-    found = [d.parent.name for d in datasets(experiment, profile)]
+    found = [d.parent.name for d in datasets(experiment, profile, root)]
     if not found:
-        raise DataError(f"{paths.raw_root(experiment)}: no {experiment} dataset for profile "
-                        f"{profile!r} (no <host id>/{profile}/{PLAN_FILE} below it); run `make study` "
-                        "to measure it on this host, or `make pull` to fetch a shared dataset")
+        raise DataError(f"{sources(root)[THIS_CHECKOUT] / experiment}: no {experiment} dataset "
+                        f"for profile {profile!r} (no <host id>/{profile}/{PLAN_FILE} below it, nor "
+                        "in an imported dataset); run `make study` to measure it on this host, "
+                        "`make pull` to fetch a shared dataset or `rtstudy data import` to add a "
+                        "colleague's")
     if hosts is None:
         chosen = found
     else:
@@ -137,7 +286,7 @@ def load(experiment: str, profile: str | None = None,
                              f"{unknown}; available: {', '.join(found)}")
     parts: dict[str, list[pd.DataFrame]] = {name: [] for name in names}
     for host_id in chosen:
-        ds = load_dataset(experiment, host_id, profile)
+        ds = load_dataset(experiment, host_id, profile, root)
         if ds.missing:
             warnings.warn(f"{ds.directory}: {len(ds.missing)} cell(s) of the plan not measured yet "
                           "(run `make study` to complete the dataset)", stacklevel=2)

@@ -92,11 +92,18 @@ def raw_root(experiment: str) -> Path:
 
 
 def dataset_dir(experiment: str, host_id: str, profile: str) -> Path:
-    """The one place a dataset lives: one experiment's cells from one host and one profile.
+    """Where this checkout measures a dataset: one experiment's cells from one host and profile.
 
-    Every reader and writer of a dataset folder gets it from here.
+    The harness writes here; readers find a dataset with :func:`rtstudy.data.dataset_dir`,
+    which also looks in the imported datasets (:func:`imported_dir`).
     """
     return raw_root(experiment) / host_id / profile
+
+
+def imported_dir() -> Path:
+    """Colleagues' datasets, ``<name>/<experiment>/<host id>/<profile>/``, each ``<name>``
+    tracked by its own ``<name>.dvc`` (:mod:`rtstudy.sharing`)."""
+    return data_dir() / "imported"
 
 
 def report_dir() -> Path:

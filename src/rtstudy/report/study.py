@@ -235,12 +235,14 @@ class Study:
 
     def host_states(self) -> list[dict]:
         """Per host with data: ``host_id``, ``fp`` (its fingerprint, None if not recorded),
-        ``shield`` (its runtime shield, None when untuned) and ``verdicts`` (claim → verdict).
+        ``label`` and ``source`` (:func:`rtstudy.data.hosts`), ``shield`` (its runtime shield, None when untuned) and ``verdicts`` (claim → verdict).
         The same machine untuned and shielded is two host ids."""
         states = []
+        described = data.hosts(self.profile).set_index("host_id")
         for host_id, sections in self.sections_by_host().items():
             fp = data_fingerprint(self.profile, host_id)
-            states.append({"host_id": host_id, "fp": fp,
+            states.append({"host_id": host_id, "fp": fp, "label": described.at[host_id, "label"],
+                           "source": described.at[host_id, "source"],
                            "shield": shield.of(fp), "sdk": sdks.label(fp),
                            "verdicts": {v.claim: v.verdict for s in sections.values()
                                         for v in s.verdicts}})
@@ -353,7 +355,8 @@ def data_fingerprint(profile: str, host_id: str) -> dict | None:
     when it is the same host.
     """
     for name in registry.REGISTRY:
-        fp = read_host(paths.dataset_dir(name, host_id, profile))
+        directory = data.dataset_dir(name, host_id, profile)
+        fp = read_host(directory) if directory else None
         if fp:
             return fp
     fp = _this_fingerprint()
