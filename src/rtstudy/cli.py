@@ -20,6 +20,11 @@
                                     version that needs one (default: params.yaml's sdk versions
                                     of its profile); skip with the reason where this host cannot
     rtstudy sdk status              each known SDK version: where it runs here, its root or venv
+    rtstudy data hosts [--profile P] every host with data, with a readable label and its source
+    rtstudy data import SOURCE [--name N] [--remote R] [--rev REV]
+                                    bring a colleague's datasets in as data/imported/<name>/
+                                    (SOURCE: a folder, a git repository, remote:NAME or a
+                                    DVC remote's URL), tracked by data/imported/<name>.dvc
     rtstudy run STAGE               run a measuring stage's notebook with papermill
     rtstudy report                  execute the report notebook and render report/report.html
 """
@@ -205,6 +210,36 @@ def _report(args) -> int:
     return 0
 
 
+def _data_hosts(args) -> int:
+    from rtstudy import data
+
+    table = data.hosts(args.profile)
+    if table.empty:
+        print(f"no data for profile {data._resolve_profile(args.profile)!r}: `make study`, "
+              "`make pull` or `rtstudy data import`")
+        return 0
+    for row in table.itertuples():
+        print(f"{row.host_id}  {row.label}\n    {row.cpu_model}; {row.experiments}")
+    return 0
+
+
+def _data_import(args) -> int:
+    from rtstudy import sharing
+
+    result = sharing.import_dataset(args.source, name=args.name, remote=args.remote,
+                                    rev=args.rev)
+    print(f"imported {result.source.describe()} as data/imported/{result.name}/:")
+    for (experiment, host_id, profile), cells in sorted(result.added.items()):
+        print(f"  + {experiment} of {host_id} ({profile}): {cells} cell(s)")
+    for (experiment, host_id, profile), why in sorted(result.skipped.items()):
+        print(f"  = {experiment} of {host_id} ({profile}): left as it is, {why}")
+    relative = result.dvc_file.relative_to(paths.root())
+    print(f"Tracked by {relative} (it records the source). Next: `make report` shows these hosts "
+          f"beside yours; `git add {relative} {relative.parent}/.gitignore && git commit` and "
+          "`make push` share them.")
+    return 0
+
+
 METHOD_HELP = ("how to keep other tasks off the CPUs: cpuset (a cgroup v1 cpuset without load "
                "balancing), affinity (every movable thread's affinity, as `tuna isolate`; any "
                "host), auto (cpuset where a cgroup v1 cpuset is writable, else affinity)")
@@ -291,6 +326,22 @@ def build_parser() -> argparse.ArgumentParser:
     bd.set_defaults(func=_sdk_build)
     sdsub.add_parser("status", help="where each known SDK version runs here").set_defaults(
         func=_sdk_status)
+
+    dt = sub.add_parser("data", help="the datasets: list hosts, import a colleague's")
+    dtsub = dt.add_subparsers(dest="data_command", required=True)
+    hs = dtsub.add_parser("hosts", help="every host with data, with a readable label")
+    hs.add_argument("--profile", choices=params.PROFILES)
+    hs.set_defaults(func=_data_hosts)
+    im = dtsub.add_parser("import", help="bring a colleague's datasets in beside yours, "
+                          "as data/imported/<name>/ with its own .dvc file")
+    im.add_argument("source", help="a folder holding datasets, a git repository (URL or clone), "
+                    "remote:NAME (one of this checkout's DVC remotes) or a DVC remote's URL")
+    im.add_argument("--name", help="the imported dataset's name (default: the source's "
+                    "hostnames); importing again under one name refreshes it")
+    im.add_argument("--remote", help="for a git source: the DVC remote of this checkout that "
+                    "holds its data (default: the repository's own default remote)")
+    im.add_argument("--rev", help="for a git source: the branch, tag or commit to read")
+    im.set_defaults(func=_data_import)
 
     r = sub.add_parser("run", help="run a measuring stage (papermill)")
     r.add_argument("stage")

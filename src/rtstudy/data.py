@@ -70,7 +70,8 @@ def sources(root: Path | None = None) -> dict[str, Path]:
     found = {THIS_CHECKOUT: root / "raw"}
     imported = root / paths.imported_dir().name
     if imported.is_dir():
-        for folder in sorted(p for p in imported.iterdir() if p.is_dir()):
+        # A dot folder is an import still being staged (rtstudy.sharing), not a dataset.
+        for folder in sorted(p for p in imported.iterdir() if p.is_dir() and p.name[0] != "."):
             found[f"imported: {folder.name}"] = folder
     return found
 
