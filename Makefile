@@ -115,7 +115,8 @@ push: $(STAMP)
 pull: $(STAMP)
 	@if out=$$($(BIN)/dvc pull 2>&1); then echo "$$out"; \
 	else echo "The default DVC remote '$$($(BIN)/dvc remote default)' cannot serve dvc.lock's data (on a machine that never pushed to it, it does not exist); pulling the reference dataset in data/reference/ instead."; \
-	  $(BIN)/dvc pull -r reference || { echo "$$out"; echo "Neither the default remote nor data/reference/ holds dvc.lock's data: push it from the machine that measured it (make push), or measure it here (make study)."; exit 1; }; fi
+	  $(BIN)/dvc pull -r reference $$($(BIN)/python -c 'from rtstudy import registry; print(*registry.REGISTRY)') || { echo "$$out"; echo "Neither the default remote nor data/reference/ holds dvc.lock's data: push it from the machine that measured it (make push), or measure it here (make study)."; exit 1; }; \
+	  ls data/imported/*.dvc >/dev/null 2>&1 && echo "data/imported/*.dvc (colleagues' datasets) are not in data/reference/: pull them from the remote they were pushed to (dvc pull -r NAME data/imported)"; true; fi
 	@echo "Pulled the data of dvc.lock. Render it without measuring: make report"
 
 # Maintainers: store the data of dvc.lock in the repository's reference remote
