@@ -134,7 +134,8 @@ def _git_head(path: Path) -> str | None:
 def _raw_folder(path: Path) -> Path | None:
     """The folder of experiment folders under ``path``, or None (see :class:`Source`)."""
     for candidate in (path / "data" / "raw", path / "raw", path):
-        if any((candidate / name).glob(f"*/*/{PLAN_FILE}") for name in registry.REGISTRY):
+        if any(next((candidate / name).glob(f"*/*/{PLAN_FILE}"), None)
+               for name in registry.REGISTRY):
             return candidate
     return None
 
@@ -369,9 +370,10 @@ def import_dataset(text: str, name: str | None = None, remote: str | None = None
         The source holds nothing new, cannot be reached, or its data does not load. Nothing
         under ``data/imported/`` changes then.
     """
+    if name is not None and not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,63}", name):
+        raise DataError(f"--name {name!r}: use letters, digits and . _ + - (at most 64, not "
+                        "starting with a dot)")
     source = classify(text, remote, rev)
-    if name is not None and not re.fullmatch(r"[A-Za-z0-9_.+-]{1,64}", name):
-        raise DataError(f"--name {name!r}: use letters, digits and . _ + - (at most 64)")
     imported = paths.imported_dir()
     imported.mkdir(parents=True, exist_ok=True)
     # Staged inside data/imported/ (a dot folder, which data.sources() passes over), so that

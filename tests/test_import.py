@@ -1,0 +1,169 @@
+"""`rtstudy data import`: a colleague's datasets beside ours, from a folder, a git repository or
+a DVC remote, checked first, each import tracked by its own .dvc file.
+
+"Theirs" is the session's smoke dataset measured on this host (tests/test_pipeline.py), copied
+and pushed to a temporary folder remote (test_sharing's ``origin``); "ours" is a fresh copy of
+the checkout holding the reference dataset (another host, profile ``default``), pulled offline.
+The exchange between two hosts over a real SSH server is in tests/test_ssh_remote.py.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rtstudy import data, paths
+from test_sharing import BIN, files, sh
+from test_sharing import origin  # noqa: F401  (a fixture: pytest finds it by name)
+
+# Files of an import's .dvc that record its source.
+META_KEYS = {"imported_by", "imported_utc", "source", "datasets"}
+
+
+@pytest.fixture(scope="module")
+def ours_base(checkout_copy):
+    """A fresh copy of the checkout, a git repository, with the reference dataset pulled."""
+    dest, env = checkout_copy("ours")
+    shutil.copy2(paths.checkout() / "dvc.lock", dest / "dvc.lock")
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "ours"],
+                 [BIN / "dvc", "pull", "-q", "-r", "reference"]):
+        sh(args, dest, env)
+    return dest, env
+
+
+@pytest.fixture()
+def ours(ours_base, tmp_path):
+    """A copy of ``ours_base`` of the test's own: imports change it."""
+    src, env = ours_base
+    dest = tmp_path / "ours"
+    shutil.copytree(src, dest, symlinks=True,
+                    ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
+    return dest, dict(env, RTSTUDY_ROOT=str(dest))
+
+
+def rtstudy_import(dest: Path, env: dict, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "rtstudy"), "data", "import", *map(str, args)], cwd=dest,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def datasets_of(raw: Path) -> dict[tuple, dict[str, str]]:
+    """``(experiment, host, profile)`` → {file in the dataset folder: md5} under ``raw``."""
+    out = {}
+    for plan in raw.glob("*/*/*/plan.json"):
+        folder = plan.parent
+        out[(folder.parent.parent.name, folder.parent.name, folder.name)] = {
+            str(p.relative_to(folder)): hashlib.md5(p.read_bytes()).hexdigest()
+            for p in folder.rglob("*") if p.is_file()}
+    return out
+
+
+def the_import(dest: Path) -> tuple[Path, dict]:
+    """The one import under ``dest``'s data/imported/: its folder and its .dvc record."""
+    (dvc_file,) = (dest / "data" / "imported").glob("*.dvc")
+    return dvc_file.with_suffix(""), yaml.safe_load(dvc_file.read_text())
+
+
+def test_a_folder_import_adds_the_colleagues_hosts_and_leaves_ours_alone(ours, origin):
+    dest, env = ours
+    src = origin[0]
+    raw_before, lock_before = files(dest / "data" / "raw"), (dest / "dvc.lock").read_text()
+    out = rtstudy_import(dest, env, src)
+    assert out.returncode == 0, out.stderr
+    folder, record = the_import(dest)
+    # Every dataset of theirs arrived whole, byte for byte, and is named in the record.
+    theirs = datasets_of(src / "data" / "raw")
+    assert datasets_of(folder) == theirs
+    assert sorted(record["meta"]["datasets"]) == sorted("/".join(k) for k in theirs)
+    assert META_KEYS <= record["meta"].keys()
+    head = sh(["git", "rev-parse", "HEAD"], src, env).stdout.strip()
+    assert record["meta"]["source"] == {"kind": "folder", "where": str(src), "rev": head,
+                                        "remote": None}
+    # Ours untouched: no data file, nor dvc.lock (importing is not measuring).
+    assert files(dest / "data" / "raw") == raw_before
+    assert (dest / "dvc.lock").read_text() == lock_before
+    # Git sees only new files: the import's .dvc and its .gitignore entry.
+    status = sh(["git", "status", "--porcelain", "--untracked-files=all"], dest, env).stdout
+    assert {line[3:] for line in status.splitlines()} == {
+        f"data/imported/{folder.name}.dvc", "data/imported/.gitignore"}, status
+    # The data API finds them, labelled with where they came from, and loads them.
+    hosts = data.hosts("smoke", root=dest / "data")
+    assert set(hosts["host_id"]) == {k[1] for k in theirs if k[2] == "smoke"}
+    assert set(hosts["source"]) == {f"imported: {folder.name}"}
+    assert hosts["label"].str.contains(f"imported: {folder.name}").all()
+    e3 = data.load("e3_overhead", "smoke", root=dest / "data")
+    assert not e3[data.tables("e3_overhead")[0]].empty
+    # Ours are still there, from this checkout.
+    assert set(data.hosts("default", root=dest / "data")["source"]) == {data.THIS_CHECKOUT}
+
+
+def test_importing_again_under_another_name_finds_nothing_new(ours, origin):
+    dest, env = ours
+    assert rtstudy_import(dest, env, origin[0]).returncode == 0
+    again = rtstudy_import(dest, env, origin[0], "--name", "second")
+    assert again.returncode == 2
+    assert "nothing new" in again.stderr and "already here" in again.stderr
+    assert not (dest / "data" / "imported" / "second").exists()
+    # Under its own name, it is refreshed in place.
+    folder, _ = the_import(dest)
+    refreshed = rtstudy_import(dest, env, origin[0], "--name", folder.name)
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert datasets_of(folder) == datasets_of(origin[0] / "data" / "raw")
+
+
+def test_a_damaged_source_imports_nothing_and_names_the_file(ours, origin, tmp_path):
+    dest, env = ours
+    copy = tmp_path / "theirs"
+    shutil.copytree(origin[0] / "data" / "raw", copy)
+    victim = sorted(copy.glob("e3_overhead/*/smoke/*/samples.parquet"))[0]
+    victim.write_bytes(victim.read_bytes()[:100])
+    out = rtstudy_import(dest, env, copy)
+    assert out.returncode == 2
+    assert "nothing imported" in out.stderr and str(victim.parent.name) in out.stderr
+    assert sorted(p.name for p in (dest / "data" / "imported").iterdir()) == ["README.md"]
+
+
+def test_a_dvc_remote_alone_is_enough(ours, origin):
+    """A folder remote holding what the colleague pushed: its directory listings say what is there."""
+    dest, env = ours
+    src, _, _, remote = origin
+    out = rtstudy_import(dest, env, remote)
+    assert out.returncode == 0, out.stderr
+    folder, record = the_import(dest)
+    assert datasets_of(folder) == datasets_of(src / "data" / "raw")
+    assert record["meta"]["source"]["kind"] == "remote"
+
+
+def test_a_git_repository_names_the_data_and_a_remote_of_ours_serves_it(ours, origin, tmp_path):
+    dest, env = ours
+    src, _, _, remote = origin
+    repo = tmp_path / "their-repo"  # a clone: their dvc.lock, none of their data
+    sh(["git", "clone", "-q", src, repo], tmp_path, env)
+    assert not (repo / "data" / "raw").exists()
+    sh([BIN / "dvc", "remote", "add", "--local", "shared", remote], dest, env)
+    out = rtstudy_import(dest, env, repo, "--remote", "shared")
+    assert out.returncode == 0, out.stderr
+    folder, record = the_import(dest)
+    assert datasets_of(folder) == datasets_of(src / "data" / "raw")
+    head = sh(["git", "rev-parse", "HEAD"], src, env).stdout.strip()
+    assert record["meta"]["source"] == {"kind": "git", "where": str(repo), "rev": head,
+                                        "remote": "shared"}
+    # A remote name this checkout lacks is refused before anything is fetched.
+    bad = rtstudy_import(dest, env, repo, "--remote", "nosuch", "--name", "x")
+    assert bad.returncode == 2 and "no DVC remote of that name" in bad.stderr
+
+
+def test_a_source_that_is_nothing_says_what_it_expected(ours, tmp_path):
+    dest, env = ours
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = rtstudy_import(dest, env, empty)
+    assert out.returncode == 2 and "holds no rtstudy dataset" in out.stderr
+    out = rtstudy_import(dest, env, "nosuchremote")
+    assert out.returncode == 2 and "remote:NAME" in out.stderr
+    out = rtstudy_import(dest, env, empty, "--name", "../escape")
+    assert out.returncode == 2 and "--name" in out.stderr
+    assert sorted(p.name for p in (dest / "data" / "imported").iterdir()) == ["README.md"]
