@@ -106,10 +106,10 @@ def load(directory: Path, cfg: dict) -> Dataset:
     frames = pd.concat(frame_tables, ignore_index=True) if frame_tables else pd.DataFrame()
     tables = {"frames": frames, "runs": pd.DataFrame(rows), "floor": pd.DataFrame(floor_rows),
               "traces": pd.DataFrame(traces),
-              # float: a traced run with no complete chain adds an empty (object) frame.
+              # int and float: a traced run with no complete chain adds an empty (object) frame.
               "attribution": (pd.concat(attributed, ignore_index=True).astype(
-                  {c: float for c in ["lateness_ms", "deviation_ms", *PARTS]}) if attributed
-                  else pd.DataFrame())}
+                  {"frame": int, **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS]}})
+                  if attributed else pd.DataFrame())}
     return Dataset(Path(directory), set_aside_drift(tables, "runs"), missing)
 
 

@@ -13,13 +13,14 @@ SEED_BASELINE = "normal"          # the seed's: target and loads share one pool
 
 def factor_levels(config: dict) -> dict:
     """A cell's factor levels (and its number of loads); data measured before the factors
-    existed reads as their defaults."""
+    existed reads as their defaults. The load factor is a float whatever params.yaml wrote,
+    so every table's column has one type."""
     policy = config["policy"]
     return {"policy": policy,
             "topology": config.get("topology", "shared" if policy == "normal" else "dedicated"),
             "dispatcher": config.get("dispatcher", "other"),
             "load_placement": config.get("load_placement", "operators"),
-            "load_factor": config["load_factor"], "loads": config["loads"],
+            "load_factor": float(config["load_factor"]), "loads": config["loads"],
             "load_work_model": config["load_work_model"]}
 
 

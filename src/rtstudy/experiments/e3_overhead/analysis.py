@@ -59,7 +59,9 @@ def load(directory: Path, cfg: dict) -> Dataset:
         cfg, samples = cell.config, cell.samples()
         lead = samples[samples["op"] == LEAD_OP[cfg["app"]]]
         base = cell.columns(profile=cell.sidecar["profile"], app=cfg["app"],
-                            scheduler=cfg["scheduler"], workers=cfg["workers"],
+                            scheduler=cfg["scheduler"],
+                            # NaN for Greedy: one column type, with or without Greedy cells.
+                            workers=np.nan if cfg["workers"] is None else float(cfg["workers"]),
                             scheduler_label=scheduler_label(cfg["scheduler"], cfg["workers"]),
                             order_index=cell.sidecar["order_index"])
         for run in cell.sidecar["summary"]["runs"]:

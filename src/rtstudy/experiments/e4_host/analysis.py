@@ -68,8 +68,12 @@ def load(directory: Path, cfg: dict) -> Dataset:
     cells, missing = read_cells(directory, SAMPLES)
     hists, rows = [], []
     for cell in cells:
-        cfg, s = cell.config, cell.samples()
-        base = cell.columns(kind=cfg["kind"], load=cfg["load"], cpu=cfg.get("cpu"))
+        # int64 and float even where a tool recorded nothing (empty float64 columns) or no CPU:
+        # every table's column has one type.
+        cfg, s = cell.config, cell.samples().astype({"latency_ns": "int64", "count": "int64"})
+        cpu = cfg.get("cpu")
+        base = cell.columns(kind=cfg["kind"], load=cfg["load"],
+                            cpu=np.nan if cpu is None else float(cpu))
         hists.append(s.assign(**base))
         stats = hist_percentiles(s["latency_ns"], s["count"])
         if cfg["kind"] == "jitter":
