@@ -22,7 +22,7 @@ PROTOCOL = {
     "params": {"SCHEMA": None, "USES": None, "cross_checks": ["cfg"]},
     "plan": {"plan": ["cfg", "fp", "configs"], "realtime": ["cfg"],
              "host_problems": ["cfg", "fp"], "after_sweep": ["directory"], "SDK_APIS": None},
-    "analysis": {"SAMPLES": None, "TABLES": None, "load": ["directory", "cfg"],
+    "analysis": {"SAMPLES": None, "SCHEMA": None, "TABLES": None, "load": ["directory", "cfg"],
                  "DRIFT_QUANTITY": None, "drift": ["ds"], "PLOT_FILE": None, "plot_table": ["ds"]},
     "section": {"LABEL": None, "build": ["ds", "cfg", "ci"]},
 }

@@ -30,6 +30,18 @@ _ARROW_TYPES = {"int64": (pa.int64(),), "string": (pa.string(), pa.large_string(
 
 REMEASURE = "delete the cell's folder and re-run its stage to measure it again"
 
+# The columns CellData.columns gives every loader's rows, as (kind, unit, meaning): the schema
+# of what every table shares (rtstudy.data.schema, which also declares host_id).
+CELL_COLUMNS = {
+    "cell_id": ("str", "", "the run: its cell folder's name, `<label>-r<repetition>-<digest>`"),
+    "repetition": ("int", "", "which run of its condition, from 0"),
+    "label": ("str", "", "the condition's readable name (the cell id without run and digest)"),
+    "drift": ("str", "", "`start` or `end` for the drift check's two runs, else empty; always "
+              "empty here, as the loaders set those runs aside"),
+    "finished_utc": ("str", "", "when the cell was written: UTC, ISO 8601 (wall clock, for "
+                     "people only)"),
+}
+
 
 class DataError(RuntimeError):
     """A dataset on disk is missing, incomplete or corrupt."""
@@ -222,7 +234,7 @@ class CellData:
         ``cell_id``, ``host_id``, then the experiment's ``factors`` in the order
         given, ``repetition``, the condition's ``label``, its ``drift`` role
         (``"start"``/``"end"`` for a drift check, else empty) and when it
-        finished (``finished_utc``, UTC, ISO 8601).
+        finished (``finished_utc``, UTC, ISO 8601): :data:`CELL_COLUMNS`.
         """
         sc = self.sidecar
         return {"cell_id": sc["cell_id"], "host_id": sc["host_id"], **factors,

@@ -28,7 +28,9 @@ nothing outside the folders reads any other):
     The program a cell runs in its own subprocess (``rtstudy.apps.child.main``).
 ``analysis.py`` (the report side, as ``section.py``, ``figures.py`` and the words)
     ``SAMPLES`` (column → type of ``samples.parquet``, which the loader checks);
-    ``TABLES`` (the tables ``load`` returns, :func:`rtstudy.data.tables`) and
+    ``SCHEMA`` (each table ``load`` returns: what a row is, each column's kind, unit
+    and meaning; :func:`rtstudy.data.schema`), ``TABLES`` (their names,
+    :func:`rtstudy.data.tables`) and
     ``load(directory, cfg)`` → :class:`rtstudy.io.Dataset` (:mod:`rtstudy.data`);
     ``DRIFT_QUANTITY`` (name, unit) and ``drift(ds)`` → its sweep's drift check
     or None (:mod:`rtstudy.report.stability`); ``PLOT_FILE`` and

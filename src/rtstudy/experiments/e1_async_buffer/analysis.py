@@ -24,7 +24,6 @@ from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"event": "string", "port": "string", "index": "int64", "t_start_ns": "int64",
            "t_emit_ns": "int64", "t_rx_ns": "int64"}
-TABLES = ("messages", "cells")
 
 # H1's verdict: the default buffer's slope must reach DEFAULT_MIN_SLOPE ms/ms with its CI
 # above 0 (an effect); the async buffer's whole CI must lie within ±flat_margin ms/ms
@@ -36,6 +35,53 @@ OUTLIER_FACTOR = 1.5
 OUTLIER_MIN_MS = 5.0
 # Lines of a run's log that explain a late message (CUDA's start-up warnings do not).
 _LOG_CLUES = ("overrun", "throttl", "deadline", "miss", "error", "fail")
+
+
+# What load() returns (rtstudy.data.schema adds the columns every table has): per table, what
+# a row is and each column's (kind, unit, meaning).
+_CONDITION = {
+    "scenario": ("str", "", "`S1`: tx1 fixed, tx2 varied; `S2`: tx2 fixed, tx1 varied"),
+    "buffer": ("str", "", "rx's inputs: `default` (Holoscan's double buffer) or `async` (the "
+               "async lock-free buffer)"),
+    "policy": ("str", "", "`deadline` (each operator on a SCHED_DEADLINE thread, deadline = "
+               "period) or `none` (normal threads paced by PeriodicCondition)"),
+    "work_model": ("str", "", "the operators' busy work: `native` (GIL released) or `python` "
+                   "(GIL held)"),
+    "pinned": ("bool", "", "whether the SCHED_DEADLINE threads were pinned to CPUs"),
+    "placement": ("str", "", "where the pinned threads ran (`tx1 on CPU 1, ...`); empty when "
+                  "unpinned"),
+    "varied_period_ms": ("int", "ms", "the varied producer's period"),
+    "producer": ("str", "", "the producer, `tx1` or `tx2`"),
+    "role": ("str", "", "its role in the scenario: `fixed` or `varied`"),
+}
+SCHEMA = {
+    "messages": ("one row per new message rx received from a producer, its first `discard_head` "
+                 "and last `discard_tail` indices left out", {
+        "index": ("int", "", "the message's index, from 0, per producer"),
+        "latency_ms": ("float", "ms", "rx's read − the start of the producer's compute that "
+                       "made it (the seed's latency)"),
+        "latency_emit_ms": ("float", "ms", "rx's read − the producer's emit"),
+        "interval_ms": ("float", "ms", "since rx read the producer's previous new message "
+                        "(NaN for the first)"),
+        **_CONDITION}),
+    "cells": ("one row per run and producer", {
+        **_CONDITION,
+        "latency_max_ms": ("float", "ms", "the largest `latency_ms` of the run's messages"),
+        "latency_p50_ms": ("float", "ms", "their median `latency_ms`"),
+        "latency_p99_ms": ("float", "ms", "their P99 `latency_ms`"),
+        "latency_emit_max_ms": ("float", "ms", "their largest `latency_emit_ms`"),
+        "interval_max_ms": ("float", "ms", "their largest `interval_ms`"),
+        "interval_p50_ms": ("float", "ms", "their median `interval_ms`"),
+        "n_messages": ("int", "count", "the messages these are over"),
+        "emit_period_ms": ("float", "ms", "the median time between the producer's successive "
+                           "emits, every message counted"),
+        "nominal_period_ms": ("int", "ms", "the producer's requested period"),
+        "stale_reads": ("int", "count", "rx's reads of the producer's message it had read "
+                        "already (the async buffer hands back the latest), in the whole run"),
+        "duration_s": ("float", "s", "the app's run (`app.run()`)"),
+    }),
+}
+TABLES = tuple(SCHEMA)
 
 
 def load(directory: Path, cfg: dict) -> Dataset:
@@ -51,19 +97,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
     Returns
     -------
     Dataset
-        ``tables["messages"]`` and ``tables["cells"]`` (below), ``missing`` cell ids.
-
-    Notes
-    -----
-    messages : DataFrame
-        One row per new message received, after discarding the first
-        ``discard_head`` and last ``discard_tail`` indices of each producer:
-        configuration columns, ``producer``, ``role`` (fixed/varied),
-        ``latency_ms`` (rx time − t_start, as the seed), ``latency_emit_ms``
-        (rx time − t_emit) and ``interval_ms`` (between consecutive arrivals).
-    cells : DataFrame
-        One row per cell and producer role: max / P50 / P99 of both latencies and
-        of the interval with their N, the producer's median emit period, stale reads.
+        ``tables["messages"]`` and ``tables["cells"]`` (:data:`SCHEMA`), ``missing`` cell ids.
     """
     discard_head, discard_tail = cfg["discard_head"], cfg["discard_tail"]
     cells, missing = read_cells(directory, SAMPLES)

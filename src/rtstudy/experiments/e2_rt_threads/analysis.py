@@ -36,12 +36,85 @@ from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
 
 # The columns and Arrow types of samples.parquet, as app.py and floor.py write them (data/README.md).
 SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
-TABLES = ("frames", "runs", "floor", "attribution", "traces")
 # H2's verdict: at the highest native load factor every real-time policy must cut the
 # frame-period std by at least MIN_REDUCTION, with its CI above 0.
 MIN_REDUCTION = 0.5
 GIL_RATIO = 2  # RT std with Python loads over native loads above this: the GIL sets the jitter
 FLOOR_GOAL = 2  # a configuration within 2x the floor's frame-period std is "at the floor"
+
+
+# What load() returns (rtstudy.data.schema adds the columns every table has): per table, what
+# a row is and each column's (kind, unit, meaning).
+_CONDITION = {
+    "policy": ("str", "", "the target's policy: `normal` (in one pool with the loads), "
+               "`normal_dedicated` (a normal thread of its own, pinned as the real-time ones), "
+               "`SCHED_FIFO`, `SCHED_RR` or `SCHED_DEADLINE`; the floor's: `SCHED_FIFO`"),
+    "topology": ("str", "", "`dedicated` (the target on a thread of its own), `shared` (in the "
+                 "pool with the loads), `seed_python` or `seed_cpp` (the seeds' pools and "
+                 "pinning), `floor` (cyclictest)"),
+    "dispatcher": ("str", "", "the EventBasedScheduler's dispatcher thread: `other` "
+                   "(SCHED_OTHER, Holoscan's own) or `fifo` (SCHED_FIFO); `none` for the floor"),
+    "load_placement": ("str", "", "where the loads ran: `operators` (in the app), `process` "
+                       "(stress-ng processes), `threads` (plain threads of the app's process); "
+                       "`none` for an unloaded floor"),
+    "load_factor": ("float", "loads/CPU", "loads per CPU the loads may use (the housekeeping "
+                    "CPUs)"),
+    "loads": ("int", "count", "the loads"),
+    "load_work_model": ("str", "", "the loads' work: `native` (GIL released) or `python` "
+                        "(GIL held)"),
+    "fps": ("int", "1/s", "the target's frame rate"),
+    "pinned": ("bool", "", "whether the target (the floor: cyclictest) was pinned to a CPU"),
+    "dispatcher_read": ("str", "", "the dispatcher's policy as read back on its thread "
+                        "(`SCHED_OTHER`, `SCHED_FIFO`); empty when not read"),
+}
+_RUN_METRICS = {  # metrics.run_metrics over a run's frames after the warm-up
+    "nominal_ms": ("float", "ms", "the nominal frame period"),
+    "n": ("int", "count", "frame periods: the frames after the warm-up, minus one"),
+    **{f"period_{s}_ms": ("float", "ms", f"the frame periods' {m}") for s, m in (
+        ("mean", "mean"), ("std", "standard deviation"), ("min", "minimum"),
+        ("max", "maximum"), ("p50", "median"), ("p99", "P99"), ("p99.9", "P99.9"))},
+    **{f"exec_{s}_ms": ("float", "ms", f"the execution times' {m} (0 for the floor)") for s, m in (
+        ("mean", "mean"), ("std", "standard deviation"), ("p99", "P99"), ("max", "maximum"))},
+    "late": ("int", "count", "periods longer than nominal + `late_threshold_ms`"),
+    "missed": ("int", "count", "the nominal periods the measured span holds, minus the periods "
+               "measured (0 when not more)"),
+}
+SCHEMA = {
+    "frames": ("one row per frame after the warm-up but the first, of each Holoscan run that "
+               "was not traced", {
+        "t_s": ("float", "s", "the frame's compute start, since the first frame kept"),
+        "period_ms": ("float", "ms", "since the previous frame's compute start: the frame period"),
+        "exec_ms": ("float", "ms", "the target's fixed work in the frame's compute"),
+        **_CONDITION}),
+    "runs": ("one row per Holoscan run that was not traced", {**_CONDITION, **_RUN_METRICS}),
+    "floor": ("one row per cyclictest run (the floor): the metrics of `runs`, a loop being a "
+              "frame", {**_CONDITION, **_RUN_METRICS}),
+    "attribution": ("one row per frame inside the scheduler trace of each traced run, after "
+                    "the warm-up", {
+        "frame": ("int", "", "the frame's index in the run, from 0 (the warm-up counted)"),
+        "lateness_ms": ("float", "ms", "its compute start − its release on a fixed grid of one "
+                        "period (placed so that the least late frame's lateness is 0)"),
+        "deviation_ms": ("float", "ms", "its period − the nominal period: the change in "
+                         "lateness from the frame before (NaN for the first after the warm-up)"),
+        **{part: ("float", "ms", f"of the lateness: {what}") for part, what in PARTS.items()},
+        "waker": ("str", "", "who made the worker's last wake-up before its compute: "
+                  "`dispatcher`, `timer or other thread`, or `already awake`"),
+        "displaced": ("str", "", "who had the CPU the worker last got before its compute: "
+                      "`idle`, `dispatcher`, `the app's own threads (loads)`, `stress-ng`, "
+                      "`other tasks (kernel, system)`, or `(already running)`"),
+        "blocked_by": ("str", "", "who woke the worker after it woke and slept again (a lock), "
+                       "in the classes of `displaced`; empty when it did not"),
+        **_CONDITION}),
+    "traces": ("one row per traced run (left out of every statistic: tracing costs the run "
+               "time)", {
+        **_CONDITION,
+        "events": ("int", "count", "the scheduler events recorded (every CPU)"),
+        "frames": ("int", "count", "the run's frames after the warm-up"),
+        "attributed": ("int", "count", "those inside the trace, attributed (`attribution`'s "
+                       "rows); 0 when none could be"),
+    }),
+}
+TABLES = tuple(SCHEMA)
 
 
 def load(directory: Path, cfg: dict) -> Dataset:
@@ -57,27 +130,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
     Returns
     -------
     Dataset
-        ``tables`` (below), ``missing`` cell ids.
-
-    Notes
-    -----
-    frames : DataFrame
-        One row per kept frame of a Holoscan run: its factors
-        (:data:`.conditions.FACTORS`), ``t_s`` (seconds since the first kept
-        frame, measured), ``period_ms`` (to the previous frame) and ``exec_ms``.
-    runs : DataFrame
-        One row per Holoscan run: its factors, ``dispatcher_read`` (the
-        dispatcher's policy as read back on its thread) and
-        :func:`.metrics.run_metrics` (frame period and execution time, late and
-        missed frames, N).
-    floor : DataFrame
-        The same metrics for each cyclictest run (its "frame" is one loop).
-    attribution : DataFrame
-        One row per frame of each traced run (:func:`.attribution.attribute_run`):
-        its lateness against its release, the parts (:data:`.attribution.PARTS`,
-        ms) and who woke, blocked and preceded the worker.
-    traces : DataFrame
-        One row per traced run: its events, frames and the frames attributed.
+        ``tables`` (:data:`SCHEMA`; ``runs`` from :func:`.metrics.run_metrics`,
+        ``attribution`` from :func:`.attribution.attribute_run`), ``missing`` cell ids.
     """
     warmup_frames, late_threshold_ms = cfg["warmup_frames"], cfg["late_threshold_ms"]
     cells, missing = read_cells(directory, SAMPLES)

@@ -24,7 +24,6 @@ from rtstudy.stats import CI, MIN_RUNS, drift_check, fit_at, linear_fit, over_ru
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"run": "int64", "iterations": "int64", "op": "string", "tick": "int64", "t_ns": "int64"}
-TABLES = ("runs",)
 LEAD_OP = {"ops": "op1", "ping": "tx"}
 # H3's verdict: Greedy's steady cost within this factor range of the published figure.
 CLOSE_RATIO = (0.5, 2.0)
@@ -45,13 +44,37 @@ def scheduler_label(scheduler: str, workers) -> str:
     return f"EventBased ×{int(workers)}"
 
 
-def load(directory: Path, cfg: dict) -> Dataset:
-    """One row per timed app run of the plan's completed cells (``tables["runs"]``).
+# What load() returns (rtstudy.data.schema adds the columns every table has): per table, what
+# a row is and each column's (kind, unit, meaning).
+SCHEMA = {
+    "runs": ("one row per timed app run (one per N) of each cell", {
+        "app": ("str", "", "`ops` (two operators without ports) or `ping` (tx → rx)"),
+        "scheduler": ("str", "", "`greedy`, `event_based` or, on Holoscan 5.0, `executor`"),
+        "workers": ("float", "count", "EventBased's worker threads or the executor's lanes; "
+                    "NaN for Greedy"),
+        "scheduler_label": ("str", "", "how tables name the scheduler: `Greedy`, "
+                            "`EventBased ×N`, `Executor ×N`"),
+        "order_index": ("int", "", "the cell's place in the sweep's seeded run order"),
+        "iterations": ("int", "count", "N: the run's iterations"),
+        "total_s": ("float", "s", "the whole app: constructor, compose, run and teardown"),
+        "whole_app_us_per_iter": ("float", "µs", "`total_s` / N (the seed's figure)"),
+        "startup_ms": ("float", "ms", "from before the constructor to the first compute"),
+        "teardown_ms": ("float", "ms", "from the last compute's start to the end of `run()`"),
+        "steady_us_per_iter": ("float", "µs", "from the lead operator's first compute start to "
+                               "its last, over N − 1 (NaN with one compute)"),
+        "tick_p50_us": ("float", "µs", "the median interval between the lead operator's "
+                        "successive compute starts (`op1`, or `tx`)"),
+        "tick_p99_us": ("float", "µs", "their P99"),
+        "tick_n": ("int", "count", "those intervals"),
+    }),
+}
+TABLES = tuple(SCHEMA)
 
-    Columns: configuration (app, scheduler, workers, scheduler_label, repetition,
-    iterations), the run's timings (total_s, whole_app_us_per_iter, startup_ms,
-    teardown_ms, steady_us_per_iter) and, from the compute stamps of the lead
-    operator, the per-iteration interval's median and P99 with its N.
+
+def load(directory: Path, cfg: dict) -> Dataset:
+    """One row per timed app run of the plan's completed cells (``tables["runs"]``,
+    :data:`SCHEMA`): its configuration, its timings and, from the compute stamps of the
+    lead operator, the per-iteration interval's median and P99 with its N.
     """
     cells, missing = read_cells(directory, SAMPLES)
     rows = []

@@ -20,7 +20,6 @@ from rtstudy.stats import CI, MIN_RUNS, drift_check, two_group_ci
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"latency_ns": "int64", "count": "int64"}
-TABLES = ("histograms", "stats")
 LADDER = (50, 99, 99.9, 99.99)
 # A gap between two of the jitter probe's loops longer than this is an interruption (the tick, an
 # IRQ, another task, the hypervisor): the probe's loop itself takes about 10 ns.
@@ -57,13 +56,44 @@ def lost_share(latency_ns, count) -> float:
     return float((v * c)[v > INTERRUPTION_NS].sum() / total) if total > 0 else float("nan")
 
 
-def load(directory: Path, cfg: dict) -> Dataset:
-    """Histograms and one row of statistics per measurement; the recorded audit as ``extra``.
+# What load() returns (rtstudy.data.schema adds the columns every table has): per table, what
+# a row is and each column's (kind, unit, meaning).
+_MEASUREMENT = {
+    "kind": ("str", "", "`jitter` (the jitter probe), `cyclictest` or `cyclicdeadline`"),
+    "load": ("str", "", "`idle`, or `stress` (stress-ng CPU workers during the measurement)"),
+    "cpu": ("float", "", "the CPU measured (the probe's, or cyclictest's pinned CPU); NaN for "
+            "cyclicdeadline, which is not pinned"),
+}
+SCHEMA = {
+    "histograms": ("one row per bucket of each measurement's histogram (the jitter probe's "
+                   "deltas beyond its histogram: one row each); none for cyclicdeadline", {
+        "latency_ns": ("int", "ns", "the bucket: the jitter probe's loop-to-loop delta, or "
+                       "cyclictest's wake-up latency (1 µs buckets up to `histogram_us`)"),
+        "count": ("int", "count", "the samples in the bucket"),
+        **_MEASUREMENT}),
+    "stats": ("one row per measurement", {
+        **_MEASUREMENT,
+        "n": ("int", "count", "the samples: the histogram's count; cyclicdeadline's cycles"),
+        **{f"p{q:g}": ("float", "ns", f"the histogram's P{q:g} (NaN for cyclicdeadline, which "
+                                      "keeps no histogram)") for q in LADDER},
+        "max": ("float", "ns", "the histogram's largest sample (cyclicdeadline: its own "
+                "maximum)"),
+        "mean": ("float", "ns", "the histogram's mean (cyclicdeadline: its own average)"),
+        "std": ("float", "ns", "the histogram's standard deviation (NaN for cyclicdeadline)"),
+        "lost_share": ("float", "fraction", "the jitter probe's share of the time in "
+                       f"loop-to-loop gaps over {INTERRUPTION_NS} ns (what a real-time thread "
+                       "on that CPU would lose); NaN for the others"),
+        "summary": ("str", "", "the cell's summary (`cell.json`): the tool's own figures, as "
+                    "JSON"),
+    }),
+}
+TABLES = tuple(SCHEMA)
 
-    ``tables["histograms"]``: ``latency_ns`` and ``count`` per cell with its
-    configuration; ``tables["stats"]``: one row per measurement (percentiles in
-    ns, ``n``, ``max``, ``mean``, ``std``, and for the jitter probe ``lost_share``:
-    :func:`lost_share`); ``extra["audit"]``: :func:`read_audit`.
+
+def load(directory: Path, cfg: dict) -> Dataset:
+    """Histograms and one row of statistics per measurement (:data:`SCHEMA`; the percentiles
+    by :func:`hist_percentiles`, ``lost_share`` by :func:`lost_share`); the recorded audit
+    as ``extra["audit"]`` (:func:`read_audit`).
     """
     cells, missing = read_cells(directory, SAMPLES)
     hists, rows = [], []
