@@ -25,6 +25,10 @@
                                     bring a colleague's datasets in as data/imported/<name>/
                                     (SOURCE: a folder, a git repository, remote:NAME or a
                                     DVC remote's URL), tracked by data/imported/<name>.dvc
+    rtstudy data schema [EXPERIMENT] [--markdown | --update-readme]
+                                    the columns of the tables rtstudy.data.load returns
+                                    (kind, unit, meaning); --update-readme regenerates
+                                    data/README.md's copy
     rtstudy run STAGE               run a measuring stage's notebook with papermill
     rtstudy report                  execute the report notebook and render report/report.html
 """
@@ -198,6 +202,35 @@ def _sdk_status(args) -> int:
     return 0
 
 
+def _data_schema(args) -> int:
+    from rtstudy import data
+
+    if args.update_readme:
+        readme = paths.data_dir() / "README.md"
+        text = readme.read_text()
+        try:
+            new = data.with_schema_docs(text)
+        except ValueError as exc:
+            print(f"rtstudy: {readme}: {exc}", file=sys.stderr)
+            return 2
+        if new != text:
+            readme.write_text(new)
+        print(f"{readme}: the schema {'regenerated' if new != text else 'was up to date'}")
+        return 0
+    names = [args.experiment] if args.experiment else list(registry.REGISTRY)
+    if args.markdown:
+        print("\n\n".join(data.schema_markdown(name) for name in (None, *names)))
+        return 0
+    for name in names:
+        for table, spec in data.schema(name).items():
+            print(f"{name}.{table}: {spec.rows}")
+            width = max(map(len, spec.columns))
+            for column, c in spec.columns.items():
+                print(f"  {column:<{width}}  {c.kind:<5}  {c.unit:<9}  {c.meaning}")
+            print()
+    return 0
+
+
 def _report(args) -> int:
     from rtstudy import stage
     from rtstudy.report.render import render_html
@@ -327,7 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
     sdsub.add_parser("status", help="where each known SDK version runs here").set_defaults(
         func=_sdk_status)
 
-    dt = sub.add_parser("data", help="the datasets: list hosts, import a colleague's")
+    dt = sub.add_parser("data", help="the datasets: list hosts, import a colleague's, "
+                        "their tables' schema")
     dtsub = dt.add_subparsers(dest="data_command", required=True)
     hs = dtsub.add_parser("hosts", help="every host with data, with a readable label")
     hs.add_argument("--profile", choices=params.PROFILES)
@@ -342,6 +376,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "holds its data (default: the repository's own default remote)")
     im.add_argument("--rev", help="for a git source: the branch, tag or commit to read")
     im.set_defaults(func=_data_import)
+    sc = dtsub.add_parser("schema", help="the columns of the tables rtstudy.data.load returns: "
+                          "kind, unit, meaning")
+    sc.add_argument("experiment", nargs="?", choices=registry.REGISTRY,
+                    help="one experiment (default: every one)")
+    how = sc.add_mutually_exclusive_group()
+    how.add_argument("--markdown", action="store_true",
+                     help="print Markdown tables, as data/README.md shows them")
+    how.add_argument("--update-readme", action="store_true",
+                     help="regenerate data/README.md's schema blocks from the code")
+    sc.set_defaults(func=_data_schema)
 
     r = sub.add_parser("run", help="run a measuring stage (papermill)")
     r.add_argument("stage")
