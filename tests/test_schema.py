@@ -68,8 +68,10 @@ def reference(tmp_path_factory):
     dest = tmp_path_factory.mktemp("reference")
     env = copy_checkout(dest)
     shutil.copy2(paths.root() / "dvc.lock", dest / "dvc.lock")  # the data it names
-    # DVC works in a git repository only.
-    for args in (["git", "init", "-q"], [str(BIN / "dvc"), "pull", "-q", "-r", "reference"]):
+    # DVC works in a git repository only; the reference holds the measuring stages' data (not
+    # the colleagues' datasets a checkout may have imported).
+    for args in (["git", "init", "-q"],
+                 [str(BIN / "dvc"), "pull", "-q", "-r", "reference", *data.EXPERIMENTS]):
         subprocess.run(args, cwd=dest, env=env, capture_output=True, check=True, timeout=120)
     return dest / "data"
 
