@@ -1,4 +1,5 @@
-"""A real network remote: OpenSSH's sshd on 127.0.0.1, `dvc push` over ssh://, pull elsewhere.
+"""A real network remote: OpenSSH's sshd on 127.0.0.1, `dvc push` over ssh://, pull elsewhere,
+and two hosts exchanging datasets through it with `rtstudy data import`.
 
 The server runs as this test's own process, with a temporary host key, a
 temporary client key and a temporary folder as the remote; it listens on the
@@ -16,11 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from rtstudy import sysdeps
+from rtstudy import data, sysdeps
 from rtstudy.process import end_process
 from test_sharing import BIN, MAKE, SECTIONS, make_env, publish, sh
 
 SSHD = sysdeps.which("sshd")
+# `git status --porcelain` codes of an unmerged path.
+CONFLICTS = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
 
 
 def free_port() -> int:
@@ -110,3 +113,63 @@ def test_a_dataset_goes_over_ssh_and_renders_in_another_clone(server, measured_p
     html = (clone / "report" / "report.html").read_text()
     for section in SECTIONS:
         assert section in html
+
+
+def add_server(dest: Path, env: dict, url: str, key: Path) -> None:
+    """The steps of docs/sharing-data.md: the shared remote as default, the key in config.local."""
+    sh([BIN / "dvc", "remote", "add", "--local", "-d", "server", url], dest, env)
+    sh([BIN / "dvc", "remote", "modify", "--local", "server", "keyfile", key], dest, env)
+
+
+def test_two_hosts_exchange_datasets_through_ssh_with_data_import(server, measured_project,
+                                                                  checkout_copy, tmp_path):
+    """Colleague A (this host) and colleague B (another hostname, so another host id) each
+    measure and push to one SSH remote; B imports A's data by A's git repository, A imports
+    B's from the remote alone; each report shows both hosts, and neither dvc.lock conflicts."""
+    port, key, home, store = server
+    src, env, _ = measured_project
+    url = f"ssh://root@127.0.0.1:{port}{store}"
+    a = tmp_path / "a"
+    shutil.copytree(src, a, symlinks=True,
+                    ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
+    a_env = dict(env, RTSTUDY_ROOT=str(a), HOME=str(home))
+    add_server(a, a_env, url, key)
+    publish(a, a_env, "A: measured")
+
+    # B: a fresh checkout measuring E3 at smoke size under a hostname of its own (a UTS
+    # namespace): the study sees another host, with its own host id.
+    b, b_env = checkout_copy("colleague-b")
+    b_env = dict(b_env, HOME=str(home))
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "B"],
+                 [BIN / "rtstudy", "params", "use", "smoke"]):
+        sh(args, b, b_env)
+    add_server(b, b_env, url, key)
+    sh(["unshare", "--uts", "sh", "-c", f"hostname colleague-b && exec {BIN / 'dvc'} repro "
+        "e3_overhead"], b, b_env, timeout=900)
+    sh([*MAKE, "push"], b, make_env(b_env))
+    sh(["git", "add", "-A"], b, b_env)
+    sh(["git", "commit", "-qm", "B: measured"], b, b_env)
+
+    a_hosts = set(data.hosts("smoke", root=a / "data")["host_id"])
+    b_hosts = set(data.hosts("smoke", root=b / "data")["host_id"])
+    assert a_hosts and b_hosts and not a_hosts & b_hosts, (a_hosts, b_hosts)
+
+    # B imports A by A's repository (a clone of it: A's dvc.lock, none of A's data), the data
+    # coming over SSH from B's own remote; A imports B's from the remote alone.
+    a_repo = tmp_path / "a-repo"
+    sh(["git", "clone", "-q", a, a_repo], tmp_path, a_env)
+    imports = {b: [a_repo, "--remote", "server"], a: ["remote:server"]}
+    for dest, dest_env in ((b, b_env), (a, a_env)):
+        lock = (dest / "dvc.lock").read_text()
+        sh([BIN / "rtstudy", "data", "import", *imports[dest]], dest, dest_env)
+        assert (dest / "dvc.lock").read_text() == lock, "importing changed dvc.lock"
+        status = sh(["git", "status", "--porcelain"], dest, dest_env).stdout
+        assert not [line for line in status.splitlines() if line[:2] in CONFLICTS], status
+        sh(["git", "add", "data/imported"], dest, dest_env)
+        sh(["git", "commit", "-qm", "imported a colleague's data"], dest, dest_env)
+        sh([BIN / "rtstudy", "report"], dest, dest_env, timeout=900)
+        html = (dest / "report" / "report.html").read_text()
+        for host_id in a_hosts | b_hosts:
+            assert host_id in html, f"host {host_id} is not in {dest.name}'s report"
+    assert set(data.hosts("smoke", root=b / "data")["host_id"]) == a_hosts | b_hosts
+    assert set(data.hosts("smoke", root=a / "data")["host_id"]) == a_hosts | b_hosts

@@ -63,7 +63,8 @@ def _this_fingerprint() -> dict:
 
 
 def report_host(profile: str) -> str:
-    """The host whose data every section shows: this host if it measured ``profile``.
+    """The host whose data every section shows: this host if it measured ``profile`` (as many
+    experiments as any other host).
 
     Otherwise the host with data for the most experiments (ties: a host as it
     is before a shielded one — the reference data holds both states of one
@@ -78,7 +79,9 @@ def report_host(profile: str) -> str:
         raise DataError(f"no data for profile {profile!r} under {paths.data_dir() / 'raw'}; run "
                         "`make study` (or `make pull`)")
     this_host = _this_fingerprint()["host_id"]
-    if this_host in counts:
+    # This host, unless it measured fewer experiments than another (a colleague's imported
+    # study beside a single stage measured here): then that one, so that no section is empty.
+    if counts.get(this_host) == max(counts.values()):
         return this_host
     def shielded(host_id: str) -> bool:
         return bool(shield.of(data_fingerprint(profile, host_id)))
