@@ -261,3 +261,14 @@ def test_a_fresh_clone_pulls_the_reference_dataset_when_the_default_remote_is_ou
     rendered = json.loads((dest / "report" / "metrics.json").read_text())
     assert rendered == committed, "report/metrics.json no longer matches the reference data; " \
         "re-render it (make pull && make report) and commit it"
+    # DVC reads them: the verdicts of every host state (the reference holds two), and the plots.
+    shown = json.loads(sh([BIN / "dvc", "metrics", "show", "--json"], dest, env).stdout)
+    (record,) = [r["data"]["report/metrics.json"]["data"] for r in shown.values()]
+    states = record["hosts"]
+    assert {v["state"].split(" ")[0] for v in states.values()} >= {"untuned", "shielded"}
+    for host_id, values in states.items():
+        claims = {c for label, part in values.items() if isinstance(part, dict)
+                  for c in part["verdicts"]}
+        assert {"H1 S1", "H2", "H3", "H4"} <= claims, (host_id, claims)
+    plots = sh([BIN / "dvc", "plots", "show", "-o", tmp_path / "plots"], dest, env)
+    assert (tmp_path / "plots" / "index.html").is_file(), plots.stdout

@@ -282,25 +282,34 @@ class Study:
 
         Per experiment label: ``verdicts`` (claim → verdict, runs, criterion) and ``headline``
         (quantity → value, CI bounds, unit, N); a bound that does not exist is
-        null. Read with ``dvc metrics show``; ``dvc metrics diff`` compares commits.
+        null. At the top level for the host the sections show (with the drift check of
+        each sweep); under ``hosts``, the same for every host with data for the profile
+        (each host state and SDK version is a host id), with its ``label``, ``state`` and
+        ``sdk`` (:func:`rtstudy.data.hosts`). Read with ``dvc metrics show``;
+        ``dvc metrics diff`` compares commits.
         """
         def number(x: float) -> float | None:
             return float(x) if np.isfinite(x) else None
 
-        out: dict = {"profile": self.profile, "host_id": self.host_id,
-                     "confidence": self.ci.confidence}
-        for s in self.sections.values():
-            out[s.label] = {
+        def verdicts_and_headlines(sections: dict[str, Section]) -> dict:
+            return {s.label: {
                 "verdicts": {v.claim: {"verdict": v.verdict, "runs": v.runs,
                                        "criterion": v.criterion} for v in s.verdicts},
                 "headline": {q.quantity: {"value": number(q.value), "low": number(q.low),
                                           "high": number(q.high), "unit": q.unit, "n": int(q.n)}
-                             for q in s.quantities}}
+                             for q in s.quantities}} for s in sections.values()}
+
+        out: dict = {"profile": self.profile, "host_id": self.host_id,
+                     "confidence": self.ci.confidence, **verdicts_and_headlines(self.sections)}
         for row in stability.drift_rows(self.datasets):
             out[row["experiment"]]["drift"] = {
                 "condition": row["label"], "quantity": row["quantity"], "unit": row["unit"],
                 **{k: number(row[k]) for k in ("start", "end", "difference", "minutes")},
                 "moved": row["moved"]}
+        described = data.hosts(self.profile).set_index("host_id")
+        out["hosts"] = {host_id: {**{k: described.at[host_id, k] for k in ("label", "state", "sdk")},
+                                  **verdicts_and_headlines(sections)}
+                        for host_id, sections in self.sections_by_host().items()}
         return out
 
     def write_metrics(self) -> Path:
