@@ -164,6 +164,8 @@ def test_a_source_that_is_nothing_says_what_it_expected(ours, tmp_path):
     assert out.returncode == 2 and "holds no rtstudy dataset" in out.stderr
     out = rtstudy_import(dest, env, "nosuchremote")
     assert out.returncode == 2 and "remote:NAME" in out.stderr
+    out = rtstudy_import(dest, env, "remote:nosuchremote")
+    assert out.returncode == 2 and "no DVC remote 'nosuchremote'" in out.stderr
     out = rtstudy_import(dest, env, empty, "--name", "../escape")
     assert out.returncode == 2 and "--name" in out.stderr
     assert sorted(p.name for p in (dest / "data" / "imported").iterdir()) == ["README.md"]

@@ -101,7 +101,12 @@ def classify(text: str, remote: str | None = None, rev: str | None = None) -> So
         A local path that is none of the three, or a remote name this checkout lacks.
     """
     if text.startswith("remote:"):
-        return Source("remote", text.removeprefix("remote:"), rev, None)
+        name = text.removeprefix("remote:")
+        if name not in _our_remotes():
+            raise DataError(f"{text}: this checkout has no DVC remote {name!r} (it has "
+                            f"{', '.join(_our_remotes()) or 'none'}); add it with `dvc remote "
+                            "add --local NAME URL` (docs/sharing-data.md, \"Between machines\")")
+        return Source("remote", name, rev, None)
     path = Path(text).expanduser()
     if path.exists():
         path = path.resolve()
