@@ -1,11 +1,21 @@
-"""Rare-event rates and the quantile a maximum bounds, on synthetic counts (nothing measured)."""
+"""E2's per-frame lateness, typical jitter and late frames, on synthetic frames (nothing measured).
+
+The CI of a late-frame rate is fixed exactly (0 of N included), and a run whose std two late
+frames decide while its IQR does not move shows why the std is kept for the seeds only.
+"""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from rtstudy.experiments.e2_rt_threads import attribution
+from rtstudy.experiments.e2_rt_threads.metrics import (FIXED, PREVIOUS, RunFrames, lateness_ns,
+                                                      release_grid, run_metrics)
 from rtstudy.stats import MIN_RUNS, pooled_rate, wilks_quantile
+
+P = 16_666_667  # ns: 60 FPS
 
 
 def test_zero_late_frames_in_n_is_the_exact_one_sided_bound():
@@ -59,3 +69,82 @@ def test_the_maximum_of_n_frames_bounds_the_quantile_wilks_gives():
     assert wilks_quantile(745, 0.95) > 0.995 > p
     with pytest.raises(ValueError, match="n >= 1"):
         wilks_quantile(0, 0.95)
+
+
+def frames_of(offsets_us, late: dict[int, float] | None = None) -> pd.DataFrame:
+    """Samples of one run on the 60 FPS grid: each frame ``offsets_us`` late, plus ``late``
+    (frame → ms) for the late ones; the periodic condition catches up after each."""
+    offsets = np.asarray(offsets_us, dtype=float) * 1e3
+    for k, ms in (late or {}).items():
+        offsets[k] += ms * 1e6
+    t = 10**12 + np.arange(offsets.size) * P + offsets.astype(np.int64)
+    return pd.DataFrame({"frame": np.arange(offsets.size), "t_start_ns": t,
+                         "exec_ns": np.full(offsets.size, 100_000)})
+
+
+def test_lateness_is_against_the_release_grid_or_the_previous_start():
+    samples = frames_of([30, 10, 50, 20])
+    t = samples["t_start_ns"].to_numpy()
+    assert lateness_ns(t, P).tolist() == [20_000, 0, 40_000, 10_000]
+    # Fitted on some frames only, the others are measured against the same grid.
+    assert lateness_ns(t, P, fit=[False, False, True, True]).tolist() == \
+        [10_000, -10_000, 30_000, 0]
+    prev = lateness_ns(t, P, PREVIOUS)
+    assert np.isnan(prev[0]) and prev[1:].tolist() == [-20_000, 40_000, -30_000]
+    assert release_grid("SCHED_DEADLINE", ["frame", "t_start_ns"]) == PREVIOUS
+    assert release_grid("SCHED_DEADLINE", ["frame", "t_start_ns", "release_ns"]) == FIXED
+    assert release_grid("SCHED_FIFO", ["frame"]) == release_grid(None, []) == FIXED
+
+
+def test_two_late_frames_decide_the_std_not_the_typical_jitter():
+    """The issue's point: a run's std is an event detector, its IQR is not."""
+    rng = np.random.default_rng(7)
+    jitter = rng.normal(40, 12, 150).clip(0)
+    clean = run_metrics(RunFrames.of(frames_of(jitter), 0, P), P / 1e6, 1.0)
+    late = run_metrics(RunFrames.of(frames_of(jitter, {40: 5.0, 110: 8.0}), 0, P), P / 1e6, 1.0)
+    assert (clean["late"], late["late"]) == (0, 2)
+    assert late["late_per_10k"] == pytest.approx(2 / 149 * 1e4)
+    assert late["lateness_max_ms"] == pytest.approx(8.0, abs=0.1)
+    # The std grows more than tenfold; the IQR and MAD barely move (within 15 %).
+    assert late["period_std_ms"] > 10 * clean["period_std_ms"]
+    assert late["period_iqr_us"] == pytest.approx(clean["period_iqr_us"], rel=0.15)
+    assert late["period_mad_us"] == pytest.approx(clean["period_mad_us"], rel=0.15)
+    assert late["lateness_p50_us"] == pytest.approx(clean["lateness_p50_us"], rel=0.15)
+    # Caught up, each late frame makes a long period and a short one: the two late frames'
+    # four periods carry nearly all the variance, the two most extreme a good half of it.
+    period = np.diff(frames_of(jitter, {40: 5.0, 110: 8.0})["t_start_ns"].to_numpy()) / 1e6
+    dev2 = (period - period.mean()) ** 2
+    assert dev2[[39, 40, 109, 110]].sum() / dev2.sum() > 0.95
+    assert late["std_top2_share"] > 0.5 > clean["std_top2_share"]
+    # NVIDIA's tail (P100 − P95) sees the late frames, its flatness (P90 − P10) does not.
+    assert late["period_tail_us"] > 5000 > 10 * late["period_flatness_us"]
+
+
+def test_a_deadline_run_that_slips_once_has_one_late_frame_not_a_late_tail():
+    # Holoscan 4.x's DEADLINE target never catches up: one long period, then regular ones.
+    t = 10**12 + np.arange(150) * P
+    t[60:] += 5_000_000
+    samples = pd.DataFrame({"frame": range(150), "t_start_ns": t, "exec_ns": 100_000})
+    fixed = run_metrics(RunFrames.of(samples, 0, P, FIXED), P / 1e6, 1.0)
+    paced = run_metrics(RunFrames.of(samples, 0, P, release_grid("SCHED_DEADLINE", samples)),
+                        P / 1e6, 1.0)
+    assert fixed["late"] == 90 and paced["late"] == 1
+    assert paced["std_top2_share"] > 0.99
+
+
+def test_attribution_releases_a_deadline_frame_one_period_after_the_previous():
+    """The trace attribution uses the statistics' lateness: for DEADLINE, against the previous
+    start (the worker is woken at its release and starts 0.3 ms later in frame 2)."""
+    w = 11
+    starts = [50_000, 10_050_000, 20_350_000, 30_350_000]
+    trace = pd.DataFrame(
+        [(s - 100_000, "waking", 99, w, "", -1, "", "") for s in starts]
+        + [(s - 90_000, "switch", 99, w, "", 99, "load", "R") for s in starts]
+        + [(s + 100_000, "switch", w, 99, "load", w, "", "S") for s in starts],
+        columns=["t_ns", "event", "tid", "pid", "comm", "prev_pid", "prev_comm", "prev_state"])
+    sidecar = {"summary": {"threads": [{"tid": w, "comm": "w"}]},
+               "operators": {"target": {"sched": {"tid": w}}},
+               "requested": {"config": {"period_ns": 10_000_000, "policy": "SCHED_DEADLINE"}}}
+    att = attribution.attribute_run(trace, pd.DataFrame({"frame": range(4), "t_start_ns": starts}),
+                                    sidecar, warmup_frames=0).set_index("frame")
+    assert att["lateness_ms"].to_dict() == pytest.approx({1: 0.0, 2: 0.3, 3: 0.0})

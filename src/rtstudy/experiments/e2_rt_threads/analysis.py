@@ -27,7 +27,7 @@ from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, SEED_BASELIN
                                                          grid, headline_point)
 from rtstudy.experiments.e2_rt_threads.contrasts import (effects, floor_ratios, reductions,
                                                         seed_compatible)
-from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, run_metrics
+from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import CellData, Dataset, read_cells, set_aside_drift, wide
 from rtstudy.realtime import DISPATCHER, POLICY_BY_NUMBER
@@ -70,21 +70,39 @@ _CONDITION = {
 _RUN_METRICS = {  # metrics.run_metrics over a run's frames after the warm-up
     "nominal_ms": ("float", "ms", "the nominal frame period"),
     "n": ("int", "count", "frame periods: the frames after the warm-up, minus one"),
+    "duration_s": ("float", "s", "from the first frame kept to the last, measured"),
+    # Typical jitter (and NVIDIA flow benchmarking's tail and flatness), in µs.
+    **{f"period_{s}_us": ("float", "µs", f"the frame periods' {m}") for s, m in (
+        ("iqr", "P75 − P25 (typical jitter)"),
+        ("mad", "median absolute deviation from their median, unscaled (typical jitter)"),
+        ("tail", "P100 − P95 (NVIDIA flow benchmarking's tail)"),
+        ("flatness", "P90 − P10 (NVIDIA flow benchmarking's flatness)"))},
+    **{f"lateness_{s}_us": ("float", "µs", f"the {m} absolute lateness (`frames`' `lateness_ms`)")
+       for s, m in (("p50", "median (typical jitter)"), ("p99", "P99"))},
+    "lateness_max_ms": ("float", "ms", "the largest absolute lateness"),
+    "late_per_10k": ("float", "per 10 000 frames", "`late` per 10 000 frames"),
+    "std_top2_share": ("float", "", "the share of the periods' squared deviations from their "
+                       "mean that the 2 most extreme carry: how far a few frames decide the std"),
     **{f"period_{s}_ms": ("float", "ms", f"the frame periods' {m}") for s, m in (
         ("mean", "mean"), ("std", "standard deviation"), ("min", "minimum"),
         ("max", "maximum"), ("p50", "median"), ("p99", "P99"), ("p99.9", "P99.9"))},
     **{f"exec_{s}_ms": ("float", "ms", f"the execution times' {m} (0 for the floor)") for s, m in (
         ("mean", "mean"), ("std", "standard deviation"), ("p99", "P99"), ("max", "maximum"))},
-    "late": ("int", "count", "periods longer than nominal + `late_threshold_ms`"),
+    "late": ("int", "count", "late frames: absolute lateness above `late_threshold_ms`"),
     "missed": ("int", "count", "the nominal periods the measured span holds, minus the periods "
                "measured (0 when not more)"),
 }
+_LATENESS = ("float", "ms", "the frame's compute start − its release (metrics.lateness_ns): "
+             "on a fixed grid of one period placed so that the least late frame's lateness is 0, "
+             "or, for Holoscan 4.x's SCHED_DEADLINE target, one period after the previous "
+             "frame's start")
 SCHEMA = {
     "frames": ("one row per frame after the warm-up but the first, of each Holoscan run that "
                "was not traced", {
         "t_s": ("float", "s", "the frame's compute start, since the first frame kept"),
         "period_ms": ("float", "ms", "since the previous frame's compute start: the frame period"),
         "exec_ms": ("float", "ms", "the target's fixed work in the frame's compute"),
+        "lateness_ms": _LATENESS,
         **_CONDITION}),
     "runs": ("one row per Holoscan run that was not traced", {**_CONDITION, **_RUN_METRICS}),
     "floor": ("one row per cyclictest run (the floor): the metrics of `runs`, a loop being a "
@@ -92,8 +110,7 @@ SCHEMA = {
     "attribution": ("one row per frame inside the scheduler trace of each traced run, after "
                     "the warm-up", {
         "frame": ("int", "", "the frame's index in the run, from 0 (the warm-up counted)"),
-        "lateness_ms": ("float", "ms", "its compute start − its release on a fixed grid of one "
-                        "period (placed so that the least late frame's lateness is 0)"),
+        "lateness_ms": _LATENESS,
         "deviation_ms": ("float", "ms", "its period − the nominal period: the change in "
                          "lateness from the frame before (NaN for the first after the warm-up)"),
         **{part: ("float", "ms", f"of the lateness: {what}") for part, what in PARTS.items()},
@@ -150,7 +167,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
                            "frames": int(len(samples)) - warmup_frames,
                            "attributed": int(len(frames_of))})
             continue
-        frames = RunFrames.of(samples, warmup_frames)
+        frames = RunFrames.of(samples, warmup_frames, config["period_ns"],
+                              release_grid(config["policy"], samples.columns))
         row = {**base, **run_metrics(frames, config["period_ns"] / 1e6, late_threshold_ms)}
         if config.get("tool"):
             floor_rows.append(row)

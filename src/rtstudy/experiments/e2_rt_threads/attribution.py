@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads.conditions import FACTORS
+from rtstudy.experiments.e2_rt_threads.metrics import lateness_ns, release_grid
 from rtstudy.io import CellData, read_samples
 from rtstudy.realtime import DISPATCHER
 
@@ -42,11 +43,11 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
                   warmup_frames: int) -> pd.DataFrame:
     """Each traced frame's lateness against its release, split into :data:`PARTS`.
 
-    The periodic condition (and a DEADLINE period) releases frame k at T_k = T_0 + k·P
-    on a fixed grid: a late frame is followed by an early one. The grid's offset is
-    the earliest start of all frames (that frame's lateness is 0), so the lateness
-    L_k = C_k − T_k of compute start C_k is ≥ 0, and a frame's deviation from
-    the period is L_k − L_{k−1}.
+    The release T_k of frame k and the lateness L_k = C_k − T_k of its compute
+    start C_k are those of every E2 statistic (:func:`.metrics.lateness_ns`): on
+    the periodic condition's fixed grid (fitted on the frames inside the trace)
+    or, for Holoscan 4.x's SCHED_DEADLINE target, one period after the previous
+    frame's start.
 
     From T_k to C_k the target's worker thread is, at every instant, in one
     state that the trace gives (its ``sched_waking`` and ``sched_switch``
@@ -73,7 +74,8 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     target = (sidecar["operators"]["target"].get("sched") or {}).get("tid")
     dispatcher = next((t["tid"] for t in threads if t["comm"] == DISPATCHER), None)
     app_tids = {t["tid"] for t in threads}
-    period = sidecar["requested"]["config"]["period_ns"]
+    config = sidecar["requested"]["config"]
+    period = config["period_ns"]
     t = samples.sort_values("frame")["t_start_ns"].to_numpy()[warmup_frames:]
     columns = ["frame", "lateness_ms", "deviation_ms", *PARTS, "waker", "displaced",
                "blocked_by"]
@@ -85,11 +87,11 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     times = mine["t_ns"].to_numpy()
     # Only frames inside the trace: the grid is fitted on them.
     inside = (t > times[0] + EARLY_MS * 1e6) & (t <= times[-1])
-    k_all = np.arange(t.size)
-    offset = int(np.min(t[inside] - k_all[inside] * period)) if inside.any() else 0
+    late = lateness_ns(t, period, release_grid(config.get("policy"), samples.columns), inside)
     rows = []
-    for k in k_all[inside]:
-        release, start = offset + int(k) * period, int(t[k])
+    for k in np.flatnonzero(inside & np.isfinite(late)):
+        start = int(t[k])
+        release = start - int(round(late[k]))
         first = int(np.searchsorted(times, release, side="right"))
         early = int(np.searchsorted(times, release - EARLY_MS * 1e6, side="right"))
         state = _state_before(mine, first, target)

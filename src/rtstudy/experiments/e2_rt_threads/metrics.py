@@ -3,6 +3,13 @@
 A run's frames are the compute start times (``t_start_ns``) and execution times
 (``exec_ns``) its app recorded; every quantity here is computed from the frames
 after the warm-up, for a Holoscan run and a cyclictest run (the floor) alike.
+
+Each frame's **lateness** is its start minus its release (:func:`lateness_ns`, the one
+definition the trace attribution uses too). A run gives two different answers from it:
+its *typical jitter* (a robust spread of the period, the median and P99 of the lateness)
+and its *late frames* (lateness above a threshold: rare events, counted). The period's
+standard deviation mixes both, and a run's few late frames decide it; it is kept to
+compare with the seeds, which published only the std.
 """
 from __future__ import annotations
 
@@ -12,6 +19,71 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.stats import percentiles
+
+# How a run's frames are released (lateness_ns()). FIXED: on the grid T_0 + k·P —
+# Holoscan 4.x's PeriodicCondition (it catches up missed ticks: a late frame is followed by
+# early ones), Holoscan 5.0's OnClock, cyclictest's sleep to an absolute time. PREVIOUS: one
+# period after the previous frame's start — Holoscan 4.x's SCHED_DEADLINE target has no
+# PeriodicCondition (app.py): the kernel's DEADLINE server paces it and starts a new period
+# when a late worker wakes, so one late frame moves every later release (in the reference
+# data a late DEADLINE run never catches up: one long period, then regular ones).
+FIXED, PREVIOUS = "fixed", "previous"
+# A column of samples that only Holoscan 5.0's app writes (its clock's activation times).
+CLOCK_RELEASES = "release_ns"
+# Late frames are counted per this many frames.
+PER_FRAMES = 10_000
+
+
+def release_grid(policy: str | None, columns) -> str:
+    """How a run's frames were released: :data:`FIXED` or :data:`PREVIOUS` (module comment).
+
+    Parameters
+    ----------
+    policy : str or None
+        The target's policy (the cell's ``policy``; None for a tool such as cyclictest).
+    columns : iterable of str
+        The run's samples columns: Holoscan 5.0's app paces every policy on a clock and
+        records its releases (:data:`CLOCK_RELEASES`).
+    """
+    return PREVIOUS if policy == "SCHED_DEADLINE" and CLOCK_RELEASES not in columns else FIXED
+
+
+def lateness_ns(t_ns, period_ns: int, grid: str = FIXED, fit=None) -> np.ndarray:
+    """Each frame's lateness against its release (ns): its start minus its release.
+
+    Parameters
+    ----------
+    t_ns : array_like of int
+        The frames' starts (ns, CLOCK_MONOTONIC), in frame order.
+    period_ns : int
+        The nominal period P (ns).
+    grid : str
+        :data:`FIXED`: frame k is released at T_0 + k·P, T_0 making the earliest
+        frame's lateness 0 (so every lateness is ≥ 0 and a frame's deviation from the
+        period is the difference of two latenesses). :data:`PREVIOUS`: frame k is
+        released at t_{k−1} + P (lateness = period − P, of either sign; the first
+        frame has none, NaN).
+    fit : array_like of bool, optional
+        The frames T_0 is fitted on (default all; e.g. those inside a trace); the
+        others' lateness is against the same grid.
+
+    Returns
+    -------
+    ndarray of float
+        One lateness per frame (ns).
+    """
+    t = np.asarray(t_ns, dtype=np.int64)
+    if grid == PREVIOUS:
+        out = np.full(t.size, np.nan)
+        out[1:] = (np.diff(t) - period_ns).astype(float)
+        return out
+    if grid != FIXED:
+        raise ValueError(f"grid must be {FIXED!r} or {PREVIOUS!r}, got {grid!r}")
+    offset = t - np.arange(t.size, dtype=np.int64) * int(period_ns)
+    fitted = offset if fit is None else offset[np.asarray(fit, dtype=bool)]
+    if not fitted.size:
+        return np.full(t.size, np.nan)
+    return (offset - fitted.min()).astype(float)
 
 
 @dataclass(frozen=True)
@@ -26,28 +98,36 @@ class RunFrames:
         The period before each frame but the first (ms).
     exec_ms : ndarray
         The execution time of each frame but the first (ms), aligned with ``period_ms``.
+    lateness_ms : ndarray
+        The lateness of each frame but the first against its release (ms,
+        :func:`lateness_ns`), aligned with ``period_ms``.
     """
 
     t_ns: np.ndarray
     period_ms: np.ndarray
     exec_ms: np.ndarray
+    lateness_ms: np.ndarray
 
     @classmethod
-    def of(cls, samples: pd.DataFrame, warmup_frames: int) -> "RunFrames":
-        """The frames of ``samples`` (sorted by ``frame``) from frame ``warmup_frames`` on."""
+    def of(cls, samples: pd.DataFrame, warmup_frames: int, period_ns: int,
+           grid: str = FIXED) -> "RunFrames":
+        """The frames of ``samples`` (sorted by ``frame``) from frame ``warmup_frames`` on,
+        released every ``period_ns`` on ``grid`` (:func:`release_grid`)."""
         kept = samples[samples["frame"] >= warmup_frames]
         t = kept["t_start_ns"].to_numpy()
-        return cls(t, np.diff(t) / 1e6, kept["exec_ns"].to_numpy()[1:] / 1e6)
+        return cls(t, np.diff(t) / 1e6, kept["exec_ns"].to_numpy()[1:] / 1e6,
+                   lateness_ns(t, period_ns, grid)[1:] / 1e6)
 
     def table(self) -> pd.DataFrame:
         """One row per frame but the first: ``t_s`` (s since the first kept frame, measured),
-        ``period_ms`` and ``exec_ms``."""
+        ``period_ms``, ``exec_ms`` and ``lateness_ms``."""
         return pd.DataFrame({"t_s": (self.t_ns[1:] - self.t_ns[0]) / 1e9,
-                             "period_ms": self.period_ms, "exec_ms": self.exec_ms})
+                             "period_ms": self.period_ms, "exec_ms": self.exec_ms,
+                             "lateness_ms": self.lateness_ms})
 
 
 def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) -> dict:
-    """One run's frame-period and execution-time metrics.
+    """One run's frame-period, lateness and execution-time metrics.
 
     Parameters
     ----------
@@ -56,29 +136,53 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
     nominal_ms : float
         The nominal frame period (ms).
     late_threshold_ms : float
-        A period longer than ``nominal_ms`` by more than this (ms) counts as late.
+        A frame whose lateness against its release exceeds this (ms) is late.
 
     Returns
     -------
     dict
-        ``nominal_ms``, ``n`` (periods), the period's mean / std / min / max /
-        P50 / P99 / P99.9 and the execution time's mean / std / P99 / max (ms),
-        ``late`` (periods over nominal + threshold) and ``missed`` (frames expected
+        ``nominal_ms``, ``n`` (periods: the frames but the first), ``duration_s``
+        (first to last kept frame, measured);
+        typical jitter: the period's ``period_iqr_us`` (P75 − P25) and ``period_mad_us``
+        (median absolute deviation from the median, unscaled), the |lateness|'s
+        ``lateness_p50_us`` and ``lateness_p99_us``;
+        late frames: ``late`` (lateness above the threshold), ``late_per_10k``
+        (per :data:`PER_FRAMES` frames) and ``lateness_max_ms``;
+        NVIDIA's flow benchmarking's ``period_tail_us`` (P100 − P95) and
+        ``period_flatness_us`` (P90 − P10), percentiles interpolated linearly;
+        the period's mean / std / min / max / P50 / P99 / P99.9 (ms) and
+        ``std_top2_share``, the share of its squared deviations from the mean that its
+        2 most extreme periods carry (how far a few frames decide the std); the
+        execution time's mean / std / P99 / max (ms); ``missed`` (frames expected
         over the measured span minus frames seen).
     """
     t, period, execs = frames.t_ns, frames.period_ms, frames.exec_ms
-    p = percentiles(period, (50, 99, 99.9))
+    late = np.abs(frames.lateness_ms[np.isfinite(frames.lateness_ms)])
+    p = percentiles(period, (10, 25, 50, 75, 90, 95, 99, 99.9))
     e = percentiles(execs, (50, 99))
+    lp = percentiles(late, (50, 99))
     span_s = (t[-1] - t[0]) / 1e9 if t.size > 1 else 0.0
     expected = int(round(span_s * 1e3 / nominal_ms))
-    return {"nominal_ms": nominal_ms, "n": p["n"],
+    squares = np.sort((period - period.mean()) ** 2)[::-1] if period.size else period
+    return {"nominal_ms": nominal_ms, "n": p["n"], "duration_s": span_s,
+            "period_iqr_us": (p["p75"] - p["p25"]) * 1e3,
+            "period_mad_us": (float(np.median(np.abs(period - p["p50"]))) * 1e3
+                              if period.size else np.nan),
+            "lateness_p50_us": lp["p50"] * 1e3, "lateness_p99_us": lp["p99"] * 1e3,
+            "late": int((late > late_threshold_ms).sum()),
+            "late_per_10k": float((late > late_threshold_ms).sum() / late.size * PER_FRAMES)
+            if late.size else np.nan,
+            "lateness_max_ms": lp["max"],
+            "period_tail_us": (p["max"] - p["p95"]) * 1e3,
+            "period_flatness_us": (p["p90"] - p["p10"]) * 1e3,
             "period_mean_ms": float(period.mean()) if period.size else np.nan,
             "period_std_ms": float(period.std(ddof=1)) if period.size > 1 else np.nan,
+            "std_top2_share": (float(squares[:2].sum() / squares.sum())
+                               if period.size > 2 and squares.sum() > 0 else np.nan),
             "period_min_ms": float(period.min()) if period.size else np.nan,
             "period_max_ms": p["max"], "period_p50_ms": p["p50"],
             "period_p99_ms": p["p99"], "period_p99.9_ms": p["p99.9"],
             "exec_mean_ms": float(execs.mean()) if execs.size else np.nan,
             "exec_std_ms": float(execs.std(ddof=1)) if execs.size > 1 else np.nan,
             "exec_p99_ms": e["p99"], "exec_max_ms": e["max"],
-            "late": int((period > nominal_ms + late_threshold_ms).sum()),
             "missed": max(0, expected - int(period.size))}
