@@ -10,12 +10,13 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from rtstudy.experiments.e2_rt_threads import attribution
+from rtstudy.experiments.e2_rt_threads import attribution, conditions, contrasts, tables
 from rtstudy.experiments.e2_rt_threads.metrics import (FIXED, PREVIOUS, RunFrames, lateness_ns,
                                                       release_grid, run_metrics)
-from rtstudy.stats import MIN_RUNS, pooled_rate, wilks_quantile
+from rtstudy.stats import CI, MIN_RUNS, pooled_rate, wilks_quantile
 
 P = 16_666_667  # ns: 60 FPS
+CI95 = CI(0.95, 500, 0)
 
 
 def test_zero_late_frames_in_n_is_the_exact_one_sided_bound():
@@ -115,7 +116,7 @@ def test_two_late_frames_decide_the_std_not_the_typical_jitter():
     period = np.diff(frames_of(jitter, {40: 5.0, 110: 8.0})["t_start_ns"].to_numpy()) / 1e6
     dev2 = (period - period.mean()) ** 2
     assert dev2[[39, 40, 109, 110]].sum() / dev2.sum() > 0.95
-    assert late["std_top2_share"] > 0.5 > clean["std_top2_share"]
+    assert late["std_top2_share"] > contrasts.DECIDED_SHARE > clean["std_top2_share"]
     # NVIDIA's tail (P100 − P95) sees the late frames, its flatness (P90 − P10) does not.
     assert late["period_tail_us"] > 5000 > 10 * late["period_flatness_us"]
 
@@ -130,6 +131,66 @@ def test_a_deadline_run_that_slips_once_has_one_late_frame_not_a_late_tail():
                         P / 1e6, 1.0)
     assert fixed["late"] == 90 and paced["late"] == 1
     assert paced["std_top2_share"] > 0.99
+
+
+def run_rows(label: str, late: list[int], mean_ms: float = 16.667, n: int = 149, **factors):
+    """One row per run as analysis.load gives them, enough for the summaries and contrasts."""
+    base = {"policy": "SCHED_FIFO", "topology": "dedicated", "dispatcher": "other",
+            "load_placement": "operators", "load_factor": 3.0, "load_work_model": "native",
+            "loads": 6, "pinned": True, **factors}
+    return [{**base, "label": label, "n": n, "duration_s": n * mean_ms / 1e3, "late": k,
+             "period_iqr_us": 40.0 + i, "period_mad_us": 20.0, "lateness_p50_us": 30.0,
+             "lateness_p99_us": 100.0, "lateness_max_ms": 0.2 + k, "period_tail_us": 50.0,
+             "period_flatness_us": 80.0, "period_std_ms": 0.03 + 0.3 * k,
+             "std_top2_share": 0.9 if k else 0.2, "period_mean_ms": mean_ms,
+             "nominal_ms": 16.667} for i, k in enumerate(late)]
+
+
+def test_each_condition_pools_its_runs_late_frames_with_the_rare_count_ci():
+    runs = pd.DataFrame(run_rows("fifo", [1, 0, 1, 3, 0])
+                        + run_rows("base", [19, 17, 15, 19, 10], policy="normal_dedicated")
+                        + run_rows("two", [0, 0], policy="SCHED_RR"))
+    s = contrasts.condition_summary(runs, CI95).set_index("label")
+    exact = pooled_rate([1, 0, 1, 3, 0], [149] * 5, 0.95).per(10_000)
+    assert s.loc["fifo", "late"] == 5 and s.loc["fifo", "frames"] == 745
+    assert (s.loc["fifo", "late_rate"], s.loc["fifo", "late_low"], s.loc["fifo", "late_high"]) \
+        == pytest.approx((exact.value, exact.low, exact.high))
+    assert s.loc["fifo", "dispersion"] == pytest.approx(1.5)
+    assert s.loc["fifo", "decided"] == 3
+    assert s.loc["fifo", "max_quantile"] == pytest.approx(wilks_quantile(745, 0.95))
+    assert s.loc["base", "late_low"] > s.loc["fifo", "late_high"]
+    assert np.isnan(s.loc["two", "late_high"]) and np.isnan(s.loc["two", "iqr_low"])
+    text = tables.late_table(s.reset_index(), 1.0).set_index("configuration")
+    assert text.loc["two", "late per 10 000 frames"] == "0 (no CI: 2 runs)"
+    assert text.loc["fifo", "late per 10 000 frames"].startswith("67 [")
+    zero = contrasts.condition_summary(pd.DataFrame(run_rows("none", [0, 0, 0])), CI95)
+    assert tables.late_rate(zero.iloc[0]) == f"< {-np.log(0.05) / 447 * 1e4:.0f} (none late)"
+
+
+def test_a_starved_seed_baseline_voids_the_std_comparison():
+    """seed_python's normal mode starved (mean period 40.3 ms): no "+35732 %"."""
+    runs = pd.DataFrame(run_rows("seed_python-normal", [149] * 5, mean_ms=40.3, policy="normal",
+                                 topology="seed_python")
+                        + run_rows("seed_python-SCHED_DEADLINE", [60] * 5, mean_ms=16.8,
+                                   policy="SCHED_DEADLINE", topology="seed_python"))
+    assert conditions.starved(runs) == {"seed_python-normal": pytest.approx(40.3)}
+    seed = contrasts.seed_compatible(runs, CI95)[0]
+    assert seed["void"] == {"seed_python-normal": pytest.approx(40.3)}
+    assert seed["normal"]["late"] == 745 and seed["realtime"]["late"] == 300
+    table = tables.seed_table([seed])
+    ours = table.iloc[-1]
+    assert ours["std change"] == "void: seed_python-normal starved (mean period 40.30 ms)"
+    assert "%" not in ours["std change"]
+    assert table.iloc[0]["std change"] == "−83.6 %"
+    assert table.iloc[0]["late per 10 000 frames (normal → RT)"] == tables.NOT_PUBLISHED
+    assert ours["late per 10 000 frames (normal → RT)"].startswith("10,000 (all 745 late) → ")
+
+
+def test_one_sign_convention_minus_is_less_jitter():
+    less = {"reduction": 0.8, "low": 0.7, "high": 0.9, "void": {}}
+    assert tables.std_change(less) == "-80% [-90%, -70%]"
+    more = {"reduction": -0.5, "low": -0.9, "high": -0.1, "void": {}}
+    assert tables.std_change(more, "{:+.1%}") == "+50.0% [+10.0%, +90.0%]"
 
 
 def test_attribution_releases_a_deadline_frame_one_period_after_the_previous():

@@ -65,8 +65,9 @@ def test_h1_one_extreme_run_moves_least_squares_not_theil_sen():
     assert e1.h1_verdict(slopes, flat_margin=0.1)["S1"]["verdict"] != "reproduced"
 
 
-def e2_runs(rt_stds, normal_std=1.5, zero_diff=0.0, seed=0):
-    """Per-run frame-period stds (ms) at 0 and 3 loads per CPU; frames are a stand-in."""
+def e2_runs(rt_stds, normal_std=1.5, zero_diff=0.0, seed=0, base_mean_ms=16.7):
+    """Per-run frame-period stds (ms) at 0 and 3 loads per CPU; frames are a stand-in. The
+    baseline's mean period is ``base_mean_ms`` (of 16.7 nominal)."""
     rng = np.random.default_rng(seed)
     runs, frames = [], []
     # H2's baseline is normal_dedicated; the policy grid: load operators, Holoscan's dispatcher.
@@ -80,7 +81,9 @@ def e2_runs(rt_stds, normal_std=1.5, zero_diff=0.0, seed=0):
         for factor, values in ((0.0, zero), (3.0, top)):
             for v in values:
                 runs.append({"policy": policy, "load_factor": factor, "load_work_model": "native",
-                             "period_std_ms": v, **grid})
+                             "period_std_ms": v, "label": f"{policy}-lf{factor:g}",
+                             "period_mean_ms": base_mean_ms if base else 16.7,
+                             "nominal_ms": 16.7, **grid})
                 frames += [{"policy": policy, "load_factor": factor, "load_work_model": "native",
                             "period_ms": x, **grid} for x in 16.7 + v * rng.standard_normal(30)]
     return pd.DataFrame(runs), pd.DataFrame(frames)
@@ -97,6 +100,15 @@ def test_h2(case, rt, verdict):
     runs, frames = e2_runs(rt)
     got = e2.h2_verdict(e2_reductions(runs, frames, CI95))
     assert got["verdict"] == verdict, (case, got.get("why"), got.get("each"))
+
+
+def test_h2_is_inconclusive_where_the_baseline_starved():
+    """A baseline that lost frames (mean period 40.3 ms of 16.7) has a std of the frames that
+    came: the clearest std reduction against it shows nothing."""
+    runs, frames = e2_runs([0.2, 0.22, 0.18, 0.21, 0.19], base_mean_ms=40.3)
+    got = e2.h2_verdict(e2_reductions(runs, frames, CI95))
+    assert got["verdict"] == "inconclusive" and "starved" in got["why"], got.get("why")
+    assert set(got["each"].values()) == {"inconclusive"}
 
 
 @pytest.mark.parametrize("case,diff,verdict", [

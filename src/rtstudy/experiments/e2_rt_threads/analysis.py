@@ -23,11 +23,13 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS, attribute_cell, attribution_summary
-from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, SEED_BASELINE, factor_levels,
-                                                         grid, headline_point)
-from rtstudy.experiments.e2_rt_threads.contrasts import (effects, floor_ratios, reductions,
+from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, SEED_BASELINE, STARVED_OFFSET,
+                                                         factor_levels, grid, headline_point)
+from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, condition_summary,
+                                                        effects, floor_ratios, reductions,
                                                         seed_compatible)
 from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
+from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import CellData, Dataset, read_cells, set_aside_drift, wide
 from rtstudy.realtime import DISPATCHER, POLICY_BY_NUMBER
@@ -208,9 +210,11 @@ def h2_verdict(red: pd.DataFrame) -> dict:
     rt = top[top["policy"].isin(RT_POLICIES)]
     if rt.empty:
         return {"verdict": "inconclusive", "why": "no real-time policy measured"}
-    each = {r["policy"]: effect_verdict(Estimate(r["reduction"], r["low"], r["high"],
-                                                 min(r["n_runs"], r["n_runs_normal"]), 0),
-                                        MIN_REDUCTION) for r in rt.to_dict("records")}
+    # A std comparison with a starved condition is void: it cannot show or refute H2.
+    each = {r["policy"]: "inconclusive" if r["void"] else
+            effect_verdict(Estimate(r["reduction"], r["low"], r["high"],
+                                    min(r["n_runs"], r["n_runs_normal"]), 0), MIN_REDUCTION)
+            for r in rt.to_dict("records")}
     states = set(each.values())
     if states == {"shown"}:
         verdict = "reproduced"
@@ -225,7 +229,9 @@ def h2_verdict(red: pd.DataFrame) -> dict:
            "runs": int(min(rt["n_runs"].min(), rt["n_runs_normal"].min()))}
     if verdict == "inconclusive":
         few = out["runs"] < MIN_RUNS
+        void = sorted({label for r in out["rows"] for label in r["void"]})
         out["why"] = (f"fewer than {MIN_RUNS} runs per policy, so no CI" if few else
+                      f"{', '.join(void)} starved, so the std comparison is void" if void else
                       "a reduction's CI straddles the " f"{MIN_REDUCTION:.0%} threshold")
     return out
 
@@ -269,7 +275,9 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI) -> dict:
     Returns
     -------
     dict
-        ``verdict`` (:func:`h2_verdict`), ``zero`` (:func:`null_verdict`),
+        ``verdict`` (:func:`h2_verdict`), ``conditions`` (each condition's typical
+        jitter and late frames, :func:`.contrasts.condition_summary`, the floor's
+        too), ``late`` (:func:`_typical_and_late`), ``zero`` (:func:`null_verdict`),
         ``one`` (each real-time policy at 1 load per CPU), ``gil`` (GIL-holding
         loads at the highest factor), ``seed_style`` (the reductions against the
         seed's shared-pool baseline), ``seeds`` (:func:`.contrasts.seed_compatible`),
@@ -278,11 +286,14 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI) -> dict:
         ``attribution`` and the counts the prose states.
     """
     runs, frames = ds_tables["runs"], ds_tables["frames"]
+    conditions = condition_summary(pd.concat([runs, ds_tables["floor"]], ignore_index=True), ci)
     return {**_design(runs), "verdict": h2_verdict(red), "min_reduction": MIN_REDUCTION,
             "min_runs": MIN_RUNS, "baseline": BASELINE, "seed_baseline": SEED_BASELINE,
+            "conditions": conditions.to_dict("records"), "late": _typical_and_late(conditions),
+            "decided_share": DECIDED_SHARE, "starved_offset": STARVED_OFFSET,
             "zero": null_verdict(red, cfg["null_margin_ms"]),
             "one": _one_load_per_cpu(red), "seed_style": _seed_style(runs, frames, red, ci),
-            "seeds": seed_compatible(runs, ci), "gil": _gil(runs, red),
+            "seeds": seed_compatible(runs, ci), "gil": _gil(runs, red, conditions),
             "effects": effects(runs, ci).to_dict("records"),
             "floor": _closest_to_floor(runs, ds_tables["floor"], ci), "floor_goal": FLOOR_GOAL,
             "attribution": attribution_summary(ds_tables["attribution"]).to_dict("records"),
@@ -321,9 +332,11 @@ def _seed_style(runs: pd.DataFrame, frames: pd.DataFrame, red: pd.DataFrame, ci:
     return s[s["load_factor"] == s["load_factor"].max()].to_dict("records")
 
 
-def _gil(runs: pd.DataFrame, red: pd.DataFrame) -> dict | None:
-    """GIL-holding (Python) loads at the highest factor: the reductions, the frames missed, and
-    each real-time policy's std over its std with native loads; None without Python loads."""
+def _gil(runs: pd.DataFrame, red: pd.DataFrame, conditions: pd.DataFrame) -> dict | None:
+    """GIL-holding (Python) loads at the highest factor: the reductions, the frames missed,
+    each policy's late frames with Python and with native loads (``late``: policy →
+    {model: :func:`.contrasts.summarize` row}), and each real-time policy's std over its std
+    with native loads where neither starved; None without Python loads."""
     gil = red[(red["load_work_model"] == "python")
               & (red["load_factor"] == red["load_factor"].max())] if len(red) else red
     if not len(gil):
@@ -333,26 +346,68 @@ def _gil(runs: pd.DataFrame, red: pd.DataFrame) -> dict | None:
     late = g[(g["load_work_model"] == "python") & (g["load_factor"] == factor)]
     native = red[(red["load_work_model"] == "native")
                  & (red["load_factor"] == factor)].set_index("policy")
+    cells = grid(conditions)
+    cells = cells[cells["load_factor"] == factor]
+    # A policy whose Python- or native-load condition starved has no std ratio.
+    hungry = set(cells.loc[cells["starved"], "policy"])
     ratios = {r["policy"]: r["std_ms"] / native.loc[r["policy"], "std_ms"]
               for r in gil.to_dict("records")
               if r["policy"] in RT_POLICIES and r["policy"] in native.index
-              and native.loc[r["policy"], "std_ms"] > 0}
+              and native.loc[r["policy"], "std_ms"] > 0 and r["policy"] not in hungry}
     return {"load_factor": factor, "rows": gil.to_dict("records"),
             "lost": {p: int(n) for p, n in late.groupby("policy")["missed"].sum().items()},
+            "late": {p: {m: c for m, c in zip(h["load_work_model"], h.to_dict("records"))}
+                     for p, h in _by_policy(cells)},
             "ratios": ratios, "gil_ratio": GIL_RATIO,
             "gil_bound": bool(ratios) and min(ratios.values()) > GIL_RATIO}
 
 
+def _by_policy(conditions: pd.DataFrame):
+    """``conditions`` grouped by policy, in the order the policies are named (params.py)."""
+    order = {p: i for i, p in enumerate(POLICY_NAMES)}
+    return sorted(conditions.groupby("policy"), key=lambda kv: order.get(kv[0], len(order)))
+
+
+def _typical_and_late(conditions: pd.DataFrame) -> dict | None:
+    """The policy grid at the headline point: each policy's typical jitter and late frames
+    (:func:`.contrasts.summarize` rows, in policy order), the real-time runs whose std the 2
+    most extreme frames decide (and the frames of a run, on average), the real-time policies whose late-frame CI lies wholly below
+    the baseline's (``fewer_late``) and whose IQR CI lies apart from it (``iqr_apart``; NaN
+    bounds, below 3 runs, compare false), and the floor at the same load factor; None
+    without it."""
+    top = headline_point(grid(conditions)) if len(conditions) else conditions
+    if not len(top):
+        return None
+    factor = float(top["load_factor"].iloc[0])
+    rt = top[top["policy"].isin(RT_POLICIES)]
+    floor = conditions[(conditions["topology"] == "floor") & (conditions["load_factor"] == factor)]
+    base = top[top["policy"] == BASELINE]
+    b = base.iloc[0] if len(base) else None
+    fewer = [r["policy"] for r in rt.to_dict("records")
+             if b is not None and r["late_high"] < b["late_low"]]
+    apart = [r["policy"] for r in rt.to_dict("records")
+             if b is not None and (r["iqr_high"] < b["iqr_low"] or r["iqr_low"] > b["iqr_high"])]
+    return {"load_factor": factor,
+            "rows": [h.iloc[0].to_dict() for _, h in _by_policy(top)],
+            "rt_runs": int(rt["runs"].sum()), "rt_decided": int(rt["decided"].sum()),
+            "frames_per_run": int(top["frames"].sum() // top["runs"].sum()),
+            "fewer_late": fewer, "iqr_apart": apart,
+            "floor": floor.iloc[0].to_dict() if len(floor) else None}
+
+
 def _closest_to_floor(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> dict | None:
     """Every headline-point condition's ratio to the floor, the closest one and those within
-    :data:`FLOOR_GOAL` (whole CI); None without a floor."""
+    :data:`FLOOR_GOAL` (whole CI) among those that did not starve; None without a floor (or
+    with every condition starved)."""
     ratios = floor_ratios(headline_point(runs), floor, ci)
-    if not len(ratios):
+    # A starved condition's std ratio is void: it cannot be the closest.
+    kept = ratios[ratios["void"].map(len) == 0] if len(ratios) else ratios
+    if not len(kept):
         return None
-    best = ratios.iloc[0].to_dict()
+    best = kept.iloc[0].to_dict()
     return {"best": best, "rows": ratios.to_dict("records"),
             "floor_std_ms": best["floor_std_ms"], "load_factor": best["load_factor"],
-            "at_floor": [r["label"] for r in ratios.to_dict("records")
+            "at_floor": [r["label"] for r in kept.to_dict("records")
                          if np.isfinite(r["high"]) and r["high"] <= FLOOR_GOAL]}
 
 

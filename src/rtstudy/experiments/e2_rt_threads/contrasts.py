@@ -1,11 +1,15 @@
-"""E2's contrasts over runs: a group of runs against its reference, with a bootstrap CI.
+"""E2 over runs: each condition's typical jitter and late frames, and its contrasts.
 
-The unit of replication is the run: each contrast compares the mean of per-run
+The unit of replication is the run. :func:`condition_summary` gives each condition
+its typical jitter (the mean of per-run period IQRs, bootstrap CI over runs) and
+its late frames pooled over runs (a rate with a CI for rare counts,
+:func:`rtstudy.stats.pooled_rate`). Each contrast compares the mean of per-run
 frame-period stds (``runs``'s ``period_std_ms``) of two groups of runs, resampling
-runs in each group (:func:`rtstudy.stats.two_group_ci`). :func:`reductions` is the
+runs in each group (:func:`rtstudy.stats.two_group_ci`): :func:`reductions` is the
 policy grid against a baseline, :func:`effects` one factor at a time at the headline
 point, :func:`seed_compatible` the seeds' own topologies, :func:`floor_ratios`
-every condition against the floor (cyclictest in the same sweep).
+every condition against the floor (cyclictest in the same sweep). A contrast with a
+condition that starved (:func:`.conditions.starved`) says so in its ``void``.
 """
 from __future__ import annotations
 
@@ -13,8 +17,81 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import published
-from rtstudy.experiments.e2_rt_threads.conditions import BASELINE, FACTORS, grid, headline_point
-from rtstudy.stats import CI, Estimate, holm, rank_test, spread_test, two_group_ci
+from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, grid,
+                                                         headline_point, starved)
+from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
+from rtstudy.stats import (CI, Estimate, holm, over_runs, pooled_rate, rank_test, spread_test,
+                           two_group_ci, wilks_quantile)
+
+# A run's std is "decided by a few frames" when its 2 most extreme periods carry more than
+# this share of its squared deviations (metrics.run_metrics' std_top2_share).
+DECIDED_SHARE = 0.5
+
+
+def summarize(runs: pd.DataFrame, ci: CI) -> dict:
+    """One group of runs' typical jitter and late frames, over its runs.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        One row per run (:func:`.metrics.run_metrics` columns).
+    ci : CI
+        The report's CI settings.
+
+    Returns
+    -------
+    dict
+        ``runs``, ``frames`` (periods over all runs), ``duration_s`` (their total, s);
+        ``iqr_us`` (mean of per-run period IQRs, µs) with ``iqr_low`` / ``iqr_high``
+        (bootstrap CI over runs, NaN below 3 runs) and the means of ``mad_us``,
+        ``p50_us`` / ``p99_us`` (|lateness|), ``tail_us`` and ``flatness_us`` (µs);
+        ``late`` (late frames over all runs), ``late_rate`` / ``late_low`` /
+        ``late_high`` (per :data:`.metrics.PER_FRAMES` frames,
+        :func:`rtstudy.stats.pooled_rate`; with none late, ``late_high`` is the
+        one-sided bound), ``dispersion`` (its φ); ``max_ms`` (the largest lateness
+        of all frames) and ``max_quantile`` (the quantile it bounds at the CI's
+        level, :func:`rtstudy.stats.wilks_quantile`, were frames independent);
+        ``std_ms`` (mean per-run std, ms), ``decided`` (runs whose std the 2 most
+        extreme frames decide, :data:`DECIDED_SHARE`), ``mean_ms`` and ``nominal_ms``.
+    """
+    iqr = over_runs(runs["period_iqr_us"], ci)
+    rate = pooled_rate(runs["late"], runs["n"], ci.confidence).per(PER_FRAMES)
+    frames = int(runs["n"].sum())
+    return {"runs": int(len(runs)), "frames": frames, "duration_s": float(runs["duration_s"].sum()),
+            "iqr_us": iqr.value, "iqr_low": iqr.low, "iqr_high": iqr.high,
+            "mad_us": float(runs["period_mad_us"].mean()),
+            "p50_us": float(runs["lateness_p50_us"].mean()),
+            "p99_us": float(runs["lateness_p99_us"].mean()),
+            "tail_us": float(runs["period_tail_us"].mean()),
+            "flatness_us": float(runs["period_flatness_us"].mean()),
+            # A frame is late or not: the rate cannot pass one per frame, where the Poisson
+            # model, made for rare events, would.
+            "late": rate.events, "late_rate": rate.value, "late_low": rate.low,
+            "late_high": float(np.minimum(rate.high, PER_FRAMES)), "dispersion": rate.dispersion,
+            "max_ms": float(runs["lateness_max_ms"].max()),
+            "max_quantile": wilks_quantile(frames, ci.confidence) if frames else np.nan,
+            "std_ms": float(runs["period_std_ms"].mean()),
+            "decided": int((runs["std_top2_share"] > DECIDED_SHARE).sum()),
+            "mean_ms": float(runs["period_mean_ms"].mean()),
+            "nominal_ms": float(runs["nominal_ms"].iloc[0])}
+
+
+def condition_summary(runs: pd.DataFrame, ci: CI) -> pd.DataFrame:
+    """Every condition's (``label``'s) factors and :func:`summarize`, one row each,
+    with ``starved`` (:func:`.conditions.starved`)."""
+    if runs.empty:
+        return pd.DataFrame()
+    hungry = starved(runs)
+    return pd.DataFrame([{"label": label, **{k: g[k].iloc[0] for k in FACTORS},
+                          "load_factor": g["load_factor"].iloc[0], **summarize(g, ci),
+                          "starved": label in hungry}
+                         for label, g in runs.groupby("label", sort=False)])
+
+
+def _void(hungry: dict[str, float], *groups: pd.DataFrame) -> dict[str, float]:
+    """The starved conditions among the groups compared: label → mean period (ms)."""
+    labels = {str(lab) for g in groups for lab in g["label"].unique()}
+    return {lab: hungry[lab] for lab in sorted(labels) if lab in hungry}
 
 
 def rating(reduction: float) -> str:
@@ -53,7 +130,8 @@ def reductions(runs: pd.DataFrame, frames: pd.DataFrame, ci: CI,
     Columns: the mean per-run std of each (``std_normal_ms``, ``std_ms``) and
     their run counts (``n_runs_normal``, ``n_runs``); the ``reduction`` of the
     std with its CI over runs (``low``, ``high``; NaN below 3 runs each) and the
-    difference in ms (``diff_ms``, ``diff_low``, ``diff_high``). As a screen,
+    difference in ms (``diff_ms``, ``diff_low``, ``diff_high``), ``void`` (the
+    starved conditions compared: label → mean period, ms). As a screen,
     the Brown–Forsythe (spread, ``p_spread``) and Mann–Whitney (location,
     ``p_location``) p-values over the pooled frames, Holm-adjusted over the
     grid (``*_holm``): frames of one run are not independent, so they are no
@@ -62,8 +140,10 @@ def reductions(runs: pd.DataFrame, frames: pd.DataFrame, ci: CI,
     rows = []
     runs = grid(runs)
     frames = grid(frames) if len(frames) else frames
+    hungry = starved(runs)
     for (factor, model), g in runs.groupby(["load_factor", "load_work_model"]):
-        base = g.loc[g["policy"] == baseline, "period_std_ms"]
+        base_runs = g[g["policy"] == baseline]
+        base = base_runs["period_std_ms"]
         if base.empty:
             continue
         f = frames[(frames["load_factor"] == factor) & (frames["load_work_model"] == model)]
@@ -80,7 +160,7 @@ def reductions(runs: pd.DataFrame, frames: pd.DataFrame, ci: CI,
                          "n_runs_normal": int(base.size), "n_runs": int(h["period_std_ms"].size),
                          "reduction": est.value, "low": est.low, "high": est.high,
                          "diff_ms": diff.value, "diff_low": diff.low, "diff_high": diff.high,
-                         "rating": rating(est.value),
+                         "rating": rating(est.value), "void": _void(hungry, base_runs, h),
                          "p_spread": spread_test(base_frames, policy_frames),
                          "p_location": rank_test(base_frames, policy_frames)})
     out = pd.DataFrame(rows)
@@ -91,24 +171,33 @@ def reductions(runs: pd.DataFrame, frames: pd.DataFrame, ci: CI,
 
 
 def seed_compatible(runs: pd.DataFrame, ci: CI) -> list[dict]:
-    """Each seed topology's reduction (its own normal mode → its real-time mode), over runs."""
+    """Each seed topology's reduction (its own normal mode → its real-time mode), over runs.
+
+    Beside the std reduction (the seeds' quantity; ``void`` names a mode that
+    starved), each mode's :func:`summarize` (``normal`` and ``realtime``): the
+    seeds published only the std, this study reads their topologies in the
+    typical jitter and the late frames too.
+    """
     out = []
     for topology, g in runs.groupby("topology", sort=True) if len(runs) else []:
         if not str(topology).startswith("seed"):
             continue
-        base = g.loc[g["policy"] == "normal", "period_std_ms"]
+        hungry = starved(g)
+        normal = g[g["policy"] == "normal"]
+        base = normal["period_std_ms"]
         for policy, h in g[g["policy"] != "normal"].groupby("policy"):
             est = std_reduction(base, h["period_std_ms"], ci)
             out.append({"topology": topology, "policy": policy,
                         "load_work_model": h["load_work_model"].iloc[0],
                         "nominal_ms": float(h["nominal_ms"].iloc[0]),
-                        "mean_normal_ms": float(g.loc[g["policy"] == "normal",
-                                                      "period_mean_ms"].mean()),
+                        "mean_normal_ms": float(normal["period_mean_ms"].mean()),
                         "mean_ms": float(h["period_mean_ms"].mean()),
                         "loads": int(h["loads"].iloc[0]), "pinned": bool(h["pinned"].all()),
                         "std_normal_ms": float(base.mean()) if len(base) else np.nan,
                         "std_ms": float(h["period_std_ms"].mean()), "reduction": est.value,
-                        "low": est.low, "high": est.high,
+                        "low": est.low, "high": est.high, "void": _void(hungry, normal, h),
+                        "normal": summarize(normal, ci) if len(normal) else None,
+                        "realtime": summarize(h, ci),
                         "n_runs": int(len(h)), "n_runs_normal": int(len(base))})
     return out
 
@@ -123,6 +212,7 @@ def floor_ratios(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> pd.DataFram
     if runs.empty or floor.empty:
         return pd.DataFrame()
     rows = []
+    hungry = starved(runs)
     for label, g in runs.groupby("label", sort=False):
         f = floor.loc[floor["load_factor"] == g["load_factor"].iloc[0], "period_std_ms"]
         if f.empty:
@@ -131,7 +221,7 @@ def floor_ratios(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> pd.DataFram
         rows.append({"label": label, **{k: g[k].iloc[0] for k in FACTORS},
                      "std_ms": float(g["period_std_ms"].mean()), "floor_std_ms": float(f.mean()),
                      "ratio": est.value, "low": est.low, "high": est.high,
-                     "n_runs": int(len(g)), "n_floor": int(len(f))})
+                     "void": _void(hungry, g), "n_runs": int(len(g)), "n_floor": int(len(f))})
     return pd.DataFrame(rows).sort_values("ratio", kind="stable").reset_index(drop=True)
 
 
@@ -148,7 +238,9 @@ def effects(runs: pd.DataFrame, ci: CI) -> pd.DataFrame:
         return pd.DataFrame()
     contrasts = [("policy", BASELINE), ("dispatcher", "other"), ("load_placement", "operators")]
     keys = ["policy", "dispatcher", "load_placement"]
-    groups = {k: g["period_std_ms"] for k, g in top.groupby(keys)}
+    hungry = starved(top)
+    by_key = dict(list(top.groupby(keys)))
+    groups = {k: g["period_std_ms"] for k, g in by_key.items()}
     rows = []
     for factor, reference in contrasts:
         held = [k for k in keys if k != factor]
@@ -165,5 +257,6 @@ def effects(runs: pd.DataFrame, ci: CI) -> pd.DataFrame:
                          "std_reference_ms": float(groups[ref_key].mean()),
                          "std_ms": float(values.mean()), "reduction": est.value,
                          "low": est.low, "high": est.high,
+                         "void": _void(hungry, by_key[ref_key], by_key[key]),
                          "n_runs": int(len(values)), "n_reference": int(len(groups[ref_key]))})
     return pd.DataFrame(rows)

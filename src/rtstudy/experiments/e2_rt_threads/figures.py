@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
+from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS
 from rtstudy.figstyle import PALETTE, save, style
 from rtstudy.stats import CI, MIN_RUNS, over_runs
 
@@ -70,6 +71,90 @@ def e2_time_series(frames: pd.DataFrame, directory: Path | None = None) -> plt.F
     fig.suptitle("Frame period (ms) over time, measured time stamps, highest load factor",
                  fontsize="medium")
     save(fig, "e2_time_series", directory)
+    return fig
+
+
+def _condition_name(r: dict) -> str:
+    """A condition as a reader names it: its policy, then what differs from the policy grid."""
+    if r["topology"] == "floor":
+        return "floor: cyclictest"
+    name = r["policy"].replace("SCHED_", "").replace("normal_dedicated", "normal, own thread")
+    if r["dispatcher"] != "other":
+        name += f", {r['dispatcher'].upper()} dispatcher"
+    if r["load_placement"] != "operators":
+        name += f", load {r['load_placement']}"
+    return name
+
+
+def e2_typical_and_late(runs: pd.DataFrame, conditions: pd.DataFrame, threshold_ms: float,
+                        ci: CI, directory: Path | None = None) -> plt.Figure:
+    """At the headline point: each condition's typical jitter beside its late-frame rate.
+
+    Left, the period IQR (µs, log): each run (dots) and their mean (diamond, CI over
+    runs). Right, the late frames per 10 000 frames pooled over runs with their CI for
+    rare counts (log); with none late, a bar up to the one-sided upper bound. The floor
+    (cyclictest at the same load factor) is a row of its own and a dashed line.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        :func:`rtstudy.experiments.e2_rt_threads.analysis.load`'s ``runs`` (its
+        ``period_iqr_us``) with the floor's runs.
+    conditions : DataFrame
+        :func:`rtstudy.experiments.e2_rt_threads.contrasts.condition_summary` of them.
+    threshold_ms : float
+        The lateness above which a frame is late (ms), for the axis label.
+    ci : CI
+        The report's CI settings (the level in the title).
+    directory : Path, optional
+        Where to write the files (default ``report/figures``).
+    """
+    style()
+    top = headline_point(conditions)
+    factor = top["load_factor"].max()
+    floor = conditions[(conditions["topology"] == "floor") & (conditions["load_factor"] == factor)]
+    order = {p: i for i, p in enumerate(POLICY_ORDER)}
+    placements = {p: i for i, p in enumerate(PLACEMENTS)}
+    rows = sorted(top.to_dict("records"),
+                  key=lambda r: (order.get(r["policy"], len(order)), r["dispatcher"] != "other",
+                                 placements.get(r["load_placement"], len(placements))))
+    rows += floor.to_dict("records")
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 0.32 * len(rows) + 1.8), layout="constrained",
+                             sharey=True)
+    y = np.arange(len(rows))
+    for i, r in enumerate(rows):
+        color = "#404040" if r["topology"] == "floor" else \
+            PALETTE[order.get(r["policy"], 0) % len(PALETTE)]
+        per_run = runs.loc[runs["label"] == r["label"], "period_iqr_us"]
+        axes[0].scatter(per_run, [i - 0.15] * len(per_run), s=9, color=color, alpha=0.6, zorder=3)
+        err = ([[r["iqr_us"] - r["iqr_low"]], [r["iqr_high"] - r["iqr_us"]]]
+               if np.isfinite(r["iqr_low"]) else None)
+        axes[0].errorbar([r["iqr_us"]], [i + 0.15], xerr=err, fmt="D", ms=3.5, color=color,
+                         capsize=2, zorder=4)
+        if r["late"] == 0:
+            axes[1].plot([1, r["late_high"]], [i, i], color=color, lw=1.2, alpha=0.6)
+            axes[1].plot([r["late_high"]], [i], marker="<", color=color, ms=5, ls="none")
+        else:
+            err = ([[r["late_rate"] - r["late_low"]], [r["late_high"] - r["late_rate"]]]
+                   if np.isfinite(r["late_low"]) else None)
+            axes[1].errorbar([r["late_rate"]], [i], xerr=err, fmt="o", ms=4, color=color,
+                             capsize=2, zorder=4)
+    for r in floor.to_dict("records"):
+        axes[0].axvline(r["iqr_us"], color="#404040", lw=0.8, ls="--")
+    axes[0].set_xscale("log")
+    axes[0].set_title("typical jitter", fontsize="medium")
+    axes[0].set_xlabel("frame-period IQR (µs, log)\ndashed: the floor's")
+    axes[1].set_xscale("log")
+    axes[1].set_xlim(1, 1e4)
+    axes[1].set_title(f"late frames (lateness > {threshold_ms:g} ms)", fontsize="medium")
+    axes[1].set_xlabel("per 10 000 frames (log)\n◀ none late: the upper bound")
+    for ax in axes:
+        ax.grid(axis="x", lw=0.3, alpha=0.5)
+    axes[0].set_yticks(y, [_condition_name(r) for r in rows], fontsize="small")
+    axes[0].invert_yaxis()
+    fig.suptitle(f"Each condition at {factor:g} native loads per CPU: runs (dots), their mean "
+                 f"(diamond) and the rate pooled over runs, with {ci.level} CIs", fontsize="medium")
+    save(fig, "e2_typical_and_late", directory)
     return fig
 
 

@@ -8,6 +8,12 @@ SOURCE = Source(
     publisher="NVIDIA HoloHub benchmarks (C++ and Python versions)",
     url="https://nvidia-holoscan.github.io/holohub/benchmarks/realtime_threads_benchmarking")
 WHERE = "example results"
+# Where the "tail" (P100 − P95) and "flatness" (P90 − P10) of a latency distribution come from
+# (its analyze.py --tail / --flatness): E2 gives them for the frame period, for its readers.
+FLOW_BENCHMARKING = Source(
+    title="Holoscan Flow Benchmarking",
+    publisher="NVIDIA HoloHub benchmarks",
+    url="https://github.com/nvidia-holoscan/holohub/tree/main/benchmarks/holoscan_flow_benchmarking")
 
 CLAIM = "under CPU contention a real-time policy cuts an operator's frame-period jitter"
 

@@ -39,8 +39,11 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     eff = pd.DataFrame(h["effects"])
     ratios = pd.DataFrame(h["floor"]["rows"] if h["floor"] else [])
 
-    # Every block of the words sees the headline, the parameters and the CI settings.
-    words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
+    conditions = pd.DataFrame(h["conditions"])
+    # Every block of the words sees the headline, the parameters and the CI settings, and
+    # formats a number with its CI as the tables do.
+    words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci, change=tables.std_change,
+                    rate=tables.late_rate, iqr=tables.iqr, flow=published.FLOW_BENCHMARKING.cite())
     no_trace = words("no_trace", traces=traced_runs(ds)) if not len(att) else ""
 
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
@@ -48,6 +51,15 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
                        missing=len(ds.missing))),
+        Markdown(words("late_frames")),
+    ]
+    if h["late"]:
+        section.blocks.append(Figure(lambda: figures.e2_typical_and_late(
+            pd.concat([runs, floor], ignore_index=True), conditions, cfg["late_threshold_ms"], ci)))
+    section.blocks += [
+        Table(lambda: tables.late_table(conditions, cfg["late_threshold_ms"]),
+              words("caption_late")),
+        Markdown(words("seeds")),
         Table(lambda: tables.seed_table(h["seeds"]), words("caption_seed_table")),
         Table(lambda: tables.comparison_table(red), words("caption_comparison")),
         Figure(lambda: figures.e2_std(frames, runs, ci)),
@@ -80,6 +92,14 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
                  r["reduction"] * 100, r["low"] * 100, r["high"] * 100, "%",
                  int(min(r["n_runs"], r["n_runs_normal"])))
         for r in top.to_dict("records")]
+    for r in (h["late"] or {}).get("rows", []):
+        at = f"at {r['load_factor']:g} loads/CPU"
+        section.quantities += [
+            Quantity(f"{r['policy']}: period IQR {at}", r["iqr_us"], r["iqr_low"], r["iqr_high"],
+                     "µs", r["runs"]),
+            Quantity(f"{r['policy']}: late frames (> {cfg['late_threshold_ms']:g} ms) per 10 000 "
+                     f"{at}", r["late_rate"], r["late_low"], r["late_high"], "per 10 000 frames",
+                     r["runs"])]
     if h["floor"]:
         b = h["floor"]["best"]
         section.quantities.append(Quantity(

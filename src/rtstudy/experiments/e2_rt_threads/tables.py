@@ -1,5 +1,10 @@
 """E2's tables for the report: each formats what :mod:`.contrasts` or :mod:`.attribution`
-computed, one function per table, as text with its CI and run counts."""
+computed, one function per table, as text with its CI and run counts.
+
+Every change of a std reads the same way in every table: ``with / without − 1``,
+"−" for less jitter (the seeds' convention); a comparison with a starved condition
+reads "void" instead (:func:`.conditions.starved`).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -7,18 +12,106 @@ import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
+from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
+from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS, POLICY_NAMES
 from rtstudy.stats import format_p
+
+# What the seeds' rows say where this study has a quantity they did not publish.
+NOT_PUBLISHED = "not published (std only)"
 
 
 def _ci(low: float, high: float, fmt: str) -> str:
     return f" [{fmt.format(low)}, {fmt.format(high)}]" if np.isfinite(low) else " (no CI)"
 
 
+def _void(void: dict) -> str:
+    """Why a std comparison is void: the starved conditions and their mean periods."""
+    return "void: " + "; ".join(f"{label} starved (mean period {ms:.2f} ms)"
+                                for label, ms in void.items())
+
+
+def std_change(r: dict, fmt: str = "{:+.0%}") -> str:
+    """A std reduction record as its change, ``with / without − 1`` ("−" is less jitter),
+    with its CI, or why it is void."""
+    if r.get("void"):
+        return _void(r["void"])
+    if not pd.notna(r["reduction"]):
+        return "n/a"
+    return fmt.format(-r["reduction"]) + _ci(-r["high"], -r["low"], fmt)
+
+
+def _num(x: float) -> str:
+    """A rate or a spread as a reader scans it: one decimal below 10, thousands separated."""
+    if x == 0:
+        return "0"
+    return f"{x:,.1f}" if abs(x) < 10 else f"{x:,.0f}"
+
+
+def late_rate(r: dict) -> str:
+    """A late-frame rate per 10 000 frames with its CI, its bound with none late, or no CI."""
+    if r["late"] == r["frames"]:
+        return f"{PER_FRAMES:,} (all {r['frames']:,} late)"
+    if not np.isfinite(r["late_high"]):
+        return f"{_num(r['late_rate'])} (no CI: {r['runs']} run{'s' if r['runs'] != 1 else ''})"
+    if r["late"] == 0:
+        return f"< {_num(r['late_high'])} (none late)"
+    phi = f" (φ {r['dispersion']:.1f})" if round(r["dispersion"], 1) > 1 else ""
+    return f"{_num(r['late_rate'])} [{_num(r['late_low'])}, {_num(r['late_high'])}]{phi}"
+
+
+def iqr(r: dict) -> str:
+    """A condition's typical jitter: the mean per-run period IQR (µs) with its CI over runs."""
+    ci = f" [{_num(r['iqr_low'])}, {_num(r['iqr_high'])}]" if np.isfinite(r["iqr_low"]) \
+        else " (no CI)"
+    return _num(r["iqr_us"]) + ci
+
+
+def _reading_order(r: dict) -> tuple:
+    """Native loads first, by load factor; the floor first in each; then the policy grid's
+    order, the dispatcher and the load placement varied last."""
+    return (r["load_work_model"] != "native", r["load_factor"], r["topology"] != "floor",
+            POLICY_NAMES.index(r["policy"]) if r["policy"] in POLICY_NAMES else len(POLICY_NAMES),
+            r["dispatcher"] != "other", PLACEMENTS.index(r["load_placement"])
+            if r["load_placement"] in PLACEMENTS else len(PLACEMENTS))
+
+
+def late_table(conditions: pd.DataFrame, threshold_ms: float) -> pd.DataFrame:
+    """Every condition's typical jitter beside its late frames, for the report.
+
+    :func:`.contrasts.condition_summary`'s rows. Typical jitter: the mean per-run period IQR (µs) with its CI over runs, the mean
+    MAD and the mean P50 / P99 of |lateness| (µs). Late frames over ``threshold_ms``
+    (ms): the count of all runs' frames, the rate per 10 000 frames with its CI (φ, the
+    over-dispersion between runs, where above 1; with none late, the one-sided upper
+    bound), the largest lateness (ms) and the quantile it bounds (Wilks). NVIDIA's
+    tail and flatness of the period (µs). A starved condition's lateness grows with
+    the run: it says so instead. The seeds' topologies are left to :func:`seed_table`.
+    """
+    if conditions.empty:
+        return pd.DataFrame()
+    rows = []
+    for r in sorted(conditions[~conditions["topology"].str.startswith("seed")].to_dict("records"),
+                    key=_reading_order):
+        hungry = f"starved (mean period {r['mean_ms']:.2f} ms)"
+        rows.append({
+            "configuration": r["label"], "runs": r["runs"],
+            "frames (s)": f"{r['frames']:,} ({r['duration_s']:.0f})",
+            "period IQR µs": iqr(r), "period MAD µs": _num(r["mad_us"]),
+            "|lateness| P50 / P99 µs": hungry if r["starved"] else
+            f"{_num(r['p50_us'])} / {_num(r['p99_us'])}",
+            f"late (> {threshold_ms:g} ms)": f"{r['late']:,} of {r['frames']:,}",
+            "late per 10 000 frames": late_rate(r),
+            "max lateness ms (bounds)": hungry if r["starved"] else
+            f"{r['max_ms']:.1f} (P{r['max_quantile'] * 100:.1f})",
+            "tail / flatness µs": f"{_num(r['tail_us'])} / {_num(r['flatness_us'])}"})
+    return pd.DataFrame(rows)
+
+
 def comparison_table(red: pd.DataFrame) -> pd.DataFrame:
     """Every policy of the grid against its baseline, for the report.
 
-    The mean per-run std of each, the reduction with its CI over runs (none
-    below 3 runs: "no CI") and the source's rating, then, as a screen over the
+    The mean per-run std of each, its change with its CI over runs (none
+    below 3 runs: "no CI"; void where a condition starved) and the source's
+    rating of the reduction, then, as a screen over the
     pooled frames, the Holm-adjusted p-values of the spread (Brown–Forsythe)
     and location (Mann–Whitney) tests.
     """
@@ -26,40 +119,47 @@ def comparison_table(red: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     rows = []
     for r in red.sort_values(["load_work_model", "load_factor", "policy"]).to_dict("records"):
-        reduction = (f"{r['reduction']:+.0%}{_ci(r['low'], r['high'], '{:+.0%}')}"
-                     if pd.notna(r["reduction"]) else "n/a")
         rows.append({"loads": r["load_work_model"], "loads per CPU": f"{r['load_factor']:g}",
                      "policy": r["policy"], f"std {r['baseline']} ms": f"{r['std_normal_ms']:.3f}",
-                     "std ms": f"{r['std_ms']:.3f}", "std reduction": reduction,
-                     "rating": r["rating"], "runs": f"{r['n_runs']} vs {r['n_runs_normal']}",
+                     "std ms": f"{r['std_ms']:.3f}", "std change": std_change(r),
+                     "rating": "" if r["void"] else r["rating"],
+                     "runs": f"{r['n_runs']} vs {r['n_runs_normal']}",
                      "p spread, frames (Holm)": format_p(r["p_spread_holm"]),
                      "p location, frames (Holm)": format_p(r["p_location_holm"])})
     return pd.DataFrame(rows)
 
 
 def seed_table(seeds: list[dict]) -> pd.DataFrame:
-    """The seeds' published reductions beside this study's, measured with each seed's topology."""
+    """The seeds' published std changes beside this study's, measured with each seed's topology.
+
+    Beside the std (the only quantity the seeds published), each mode's mean
+    period, typical jitter (period IQR, µs) and late frames per 10 000; the
+    seeds' rows say "not published" there. A mode that starved makes the std
+    change void.
+    """
     rows = [{"source": p["implementation"], "real-time policy": p["policy"],
-             "normal std ms": p["normal_ms"], "real-time std ms": p["realtime_ms"],
-             "change": p["change"]} for p in published.STD_MS]
+             "normal std ms": f"{p['normal_ms']:.3f}",
+             "real-time std ms": f"{p['realtime_ms']:.3f}",
+             "std change": p["change"]} for p in published.STD_MS]
     for r in seeds:
-        ci = (f" [{-r['high']:+.1%}, {-r['low']:+.1%}]" if np.isfinite(r["low"])
-              else f" (no CI: {min(r['n_runs'], r['n_runs_normal'])} runs)")
+        normal, rt = r["normal"] or {}, r["realtime"]
         rows.append({"source": f"this study, {r['topology']} ({r['loads']} {r['load_work_model']} "
                                f"loads; runs {r['n_runs']} vs {r['n_runs_normal']}"
                                f"{'' if r['pinned'] else '; target unpinned'})",
-                     "real-time policy": r["policy"], "normal std ms": round(r["std_normal_ms"], 3),
-                     "real-time std ms": round(r["std_ms"], 3),
-                     "change": f"{-r['reduction']:+.1%}{ci}",
-                     "mean period ms (normal → RT)": f"{r['mean_normal_ms']:.2f} → {r['mean_ms']:.2f}"})
-    column = "mean period ms (normal → RT)"
-    out = pd.DataFrame(rows)
-    out[column] = out[column].fillna("not published") if column in out else "not published"
-    return out
+                     "real-time policy": r["policy"], "normal std ms": f"{r['std_normal_ms']:.3f}",
+                     "real-time std ms": f"{r['std_ms']:.3f}",
+                     "std change": std_change(r, "{:+.1%}"),
+                     "mean period ms (normal → RT)":
+                         f"{r['mean_normal_ms']:.2f} → {r['mean_ms']:.2f}",
+                     "period IQR µs (normal → RT)":
+                         f"{iqr(normal) if normal else 'n/a'} → {iqr(rt)}",
+                     "late per 10 000 frames (normal → RT)":
+                         f"{late_rate(normal) if normal else 'n/a'} → {late_rate(rt)}"})
+    return pd.DataFrame(rows).fillna(NOT_PUBLISHED)
 
 
 def effects_table(eff: pd.DataFrame) -> pd.DataFrame:
-    """:func:`.contrasts.effects` for the report: what changed, with what held, and the reduction."""
+    """:func:`.contrasts.effects` for the report: what changed, with what held, the std's change."""
     if eff.empty:
         return pd.DataFrame()
     rows = []
@@ -69,7 +169,7 @@ def effects_table(eff: pd.DataFrame) -> pd.DataFrame:
         rows.append({"factor": r["factor"].replace("load_", "load "),
                      "change": f"{r['reference']} → {r['level']}", "held": held,
                      "std ms": f"{r['std_reference_ms']:.3f} → {r['std_ms']:.3f}",
-                     "std reduction": f"{r['reduction']:+.0%}{_ci(r['low'], r['high'], '{:+.0%}')}",
+                     "std change": std_change(r),
                      "runs": f"{r['n_runs']} vs {r['n_reference']}"})
     return pd.DataFrame(rows)
 
@@ -81,7 +181,8 @@ def floor_table(ratios: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{
         "configuration": r["label"], "std ms": f"{r['std_ms']:.3f}",
         "floor std ms": f"{r['floor_std_ms']:.3f}",
-        "ratio to floor": f"{r['ratio']:.1f}×{_ci(r['low'], r['high'], '{:.1f}')}",
+        "ratio to floor": _void(r["void"]) if r["void"] else
+        f"{r['ratio']:.1f}×{_ci(r['low'], r['high'], '{:.1f}')}",
         "runs": f"{r['n_runs']} vs {r['n_floor']}"} for r in ratios.to_dict("records")])
 
 
