@@ -68,8 +68,26 @@ from rtstudy.sdk import Environment
 MIN_FREE_BYTES = 1 << 20
 
 
+# Set to anything but "" or "0", nothing may be measured in this process or its children: a
+# sweep, a cell and a stage refuse to start (a test of a notebook that must only read data
+# sets it, so a cell that would measure fails loudly instead).
+NO_MEASURE_ENV = "RTSTUDY_NO_MEASURE"
+
+
 class SweepError(RuntimeError):
     """Some cells of a sweep failed; completed cells are kept on disk."""
+
+
+class MeasuringRefused(SweepError):
+    """:data:`NO_MEASURE_ENV` forbids measuring here; nothing was started."""
+
+
+def refuse_if_measuring_is_off(what: str) -> None:
+    """Raise :class:`MeasuringRefused` before ``what`` starts, if :data:`NO_MEASURE_ENV` is set."""
+    value = os.environ.get(NO_MEASURE_ENV, "")
+    if value not in ("", "0"):
+        raise MeasuringRefused(f"{what}: not started, because {NO_MEASURE_ENV}={value!r} forbids "
+                               "measuring in this environment; unset it to measure")
 
 
 class DataDirError(SweepError):
@@ -281,6 +299,7 @@ def run_cell(cell: Cell, out_dir: Path, context: SweepContext, order_index: int 
     data directory it cannot write (OSError). The app is then killed and the
     cell's work directory removed, so nothing half-written is left.
     """
+    refuse_if_measuring_is_off(f"cell {cell.cell_id}")
     work = out_dir / f".tmp-{cell.cell_id}-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     try:
@@ -525,6 +544,7 @@ def run_sweep(cells: list[Cell], out_dir: Path, context: SweepContext, order_see
     KeyboardInterrupt
         On Ctrl-C, once the running cell is killed and its work directory removed.
     """
+    refuse_if_measuring_is_off(f"the sweep into {out_dir}")
     ids = [c.cell_id for c in cells]
     if len(set(ids)) != len(ids):
         raise ValueError("the plan holds duplicate cells; check the parameter lists for repeats")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from rtstudy import host, params, paths, placement, registry, sdk
-from rtstudy.harness import CellOutcome, SweepContext, run_sweep
+from rtstudy.harness import CellOutcome, SweepContext, refuse_if_measuring_is_off, run_sweep
 
 EXPERIMENT_NOTEBOOK = "experiment"  # notebooks/experiment.ipynb runs every measuring stage
 REPORT_NOTEBOOK = "report"
@@ -50,6 +50,7 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
         ``terminal``: the progress bar goes to the process's real stderr (the
         terminal that runs papermill); ``notebook``: to the notebook's output.
     """
+    refuse_if_measuring_is_off(f"stage {name}")  # before an SDK root is built, too
     exp = registry.get(name)
     stream = sys.__stderr__ if progress == "terminal" else sys.stderr
     configs = {group: params.stage_config(group, cfg["profile"])
