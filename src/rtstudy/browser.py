@@ -1,9 +1,11 @@
-"""Look at an HTML page the way a reader does: in headless Chromium.
+"""Look at a page the way a reader does: in headless Chromium.
 
 Drives Debian's ``chromium`` over the DevTools protocol (a websocket on
-localhost): loads the page, collects console errors and uncaught exceptions,
-checks that every image decoded, and takes a screenshot of the first screen.
-The report's test and ``benchmarks/report_time.py`` use it.
+localhost). :func:`check_page` loads an HTML file, collects console errors and
+uncaught exceptions, checks that every image decoded, and takes a screenshot of
+the first screen (the report's test and ``benchmarks/report_time.py``);
+:class:`Browser` does the steps one by one on any URL, for a page that has to be
+worked first (JupyterLab running a notebook, in ``tests/test_explore.py``).
 """
 from __future__ import annotations
 
@@ -99,6 +101,123 @@ def _console_errors(events: list[dict]) -> list[str]:
     return errors
 
 
+class Browser:
+    """Headless Chromium with one page, driven step by step; a context manager.
+
+    Parameters
+    ----------
+    width, height : int
+        The window in CSS pixels.
+    timeout_s : float
+        Bound on Chromium's start, on a page load and on one DevTools command, in seconds.
+
+    Examples
+    --------
+    >>> with Browser() as page:                                    # doctest: +SKIP
+    ...     page.open("http://127.0.0.1:8888/lab?token=...")
+    ...     page.wait_until("document.querySelector('.jp-Notebook') !== null", 60)
+    ...     page.screenshot(Path("lab.png"))
+    """
+
+    def __init__(self, width: int = 1366, height: int = 768, timeout_s: float = 60.0):
+        self.width, self.height, self.timeout_s = width, height, timeout_s
+        self._profile: Path | None = None
+        self._proc: subprocess.Popen | None = None
+        self._tools: _DevTools | None = None
+
+    def __enter__(self) -> "Browser":
+        self._profile = Path(tempfile.mkdtemp(prefix="rtstudy-chromium-"))
+        # Chromium's sandbox refuses to run as root (how the study runs real-time work);
+        # any other user keeps it.
+        no_sandbox = ["--no-sandbox"] if os.geteuid() == 0 else []
+        self._proc = subprocess.Popen(
+            [find_chromium(), "--headless", *no_sandbox, "--disable-gpu", "--no-first-run",
+             "--disable-extensions", "--remote-debugging-address=127.0.0.1",
+             "--remote-debugging-port=0", f"--user-data-dir={self._profile}",
+             f"--window-size={self.width},{self.height}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            port_file = self._profile / "DevToolsActivePort"
+            deadline = time.monotonic() + self.timeout_s
+            while not (port_file.is_file() and port_file.read_text().strip()):
+                if self._proc.poll() is not None or time.monotonic() > deadline:
+                    raise BrowserError(f"chromium did not start (exit status {self._proc.poll()})")
+                time.sleep(0.1)
+            port = int(port_file.read_text().split()[0])
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list",
+                                        timeout=self.timeout_s) as r:
+                pages = [t for t in json.load(r) if t.get("type") == "page"]
+            self._tools = _DevTools(pages[0]["webSocketDebuggerUrl"], self.timeout_s)
+            for domain in ("Page", "Runtime", "Log"):
+                self._tools.call(f"{domain}.enable")
+            self._tools.call("Emulation.setDeviceMetricsOverride", width=self.width,
+                             height=self.height, deviceScaleFactor=1, mobile=False)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._tools is not None:
+            self._tools.close()
+            self._tools = None
+        if self._proc is not None:
+            end_process(self._proc)
+            self._proc = None
+        if self._profile is not None:
+            shutil.rmtree(self._profile, ignore_errors=True)
+            self._profile = None
+
+    def open(self, url: str) -> None:
+        """Load ``url`` and wait for its load event."""
+        tools = self._tools
+        tools.events = [e for e in tools.events if e.get("method") != "Page.loadEventFired"]
+        tools.call("Page.navigate", url=url)
+        tools.wait_for("Page.loadEventFired", self.timeout_s)
+
+    def evaluate(self, expression: str):
+        """The value of a JavaScript ``expression`` in the page (JSON-able values only)."""
+        result = self._tools.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in result:
+            details = result["exceptionDetails"]
+            thrown = details.get("exception", {}).get("description", details["text"])
+            raise BrowserError(f"{expression[:80]!r} threw: {thrown}")
+        return result["result"].get("value")
+
+    def wait_until(self, expression: str, timeout_s: float, poll_s: float = 0.5):
+        """Evaluate ``expression`` until it is truthy; return that value.
+
+        Raises
+        ------
+        BrowserError
+            Still falsy (or throwing) after ``timeout_s`` seconds; the message has the last
+            value or error.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                value, last = self.evaluate(expression), None
+            except BrowserError as exc:
+                value, last = None, exc
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise BrowserError(f"after {timeout_s:.0f} s, {expression[:120]!r} is still "
+                                   f"{last or repr(value)}")
+            time.sleep(poll_s)
+
+    def screenshot(self, path: Path) -> Path:
+        """Write a PNG of what the window shows to ``path``."""
+        shot = self._tools.call("Page.captureScreenshot", format="png")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(shot["data"]))
+        return path
+
+    def console_errors(self) -> list[str]:
+        """Console errors, uncaught exceptions and error log entries since Chromium started."""
+        return _console_errors(self._tools.events)
+
+
 def check_page(html: Path, screenshot: Path | None = None, width: int = 1366, height: int = 768,
                timeout_s: float = 60.0) -> PageCheck:
     """Open ``html`` in headless Chromium and report what a reader would see.
@@ -121,46 +240,11 @@ def check_page(html: Path, screenshot: Path | None = None, width: int = 1366, he
     html = Path(html).resolve()
     if not html.is_file():
         raise FileNotFoundError(f"{html}: no such page (render it with `make report`)")
-    profile = Path(tempfile.mkdtemp(prefix="rtstudy-chromium-"))
-    # Chromium's sandbox refuses to run as root (how the study runs real-time work);
-    # any other user keeps it.
-    no_sandbox = ["--no-sandbox"] if os.geteuid() == 0 else []
-    proc = subprocess.Popen(
-        [find_chromium(), "--headless", *no_sandbox, "--disable-gpu", "--no-first-run",
-         "--disable-extensions", "--remote-debugging-address=127.0.0.1",
-         "--remote-debugging-port=0", f"--user-data-dir={profile}",
-         f"--window-size={width},{height}", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + timeout_s
-        while not (port_file.is_file() and port_file.read_text().strip()):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise BrowserError(f"chromium did not start (exit status {proc.poll()})")
-            time.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=timeout_s) as r:
-            pages = [t for t in json.load(r) if t.get("type") == "page"]
-        tools = _DevTools(pages[0]["webSocketDebuggerUrl"], timeout_s)
-        try:
-            for domain in ("Page", "Runtime", "Log"):
-                tools.call(f"{domain}.enable")
-            tools.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
-                       deviceScaleFactor=1, mobile=False)
-            tools.call("Page.navigate", url=html.as_uri())
-            tools.wait_for("Page.loadEventFired", timeout_s)
-            images = json.loads(tools.call("Runtime.evaluate", expression=_IMAGES_JS,
-                                           returnByValue=True)["result"]["value"])
-            title = tools.call("Runtime.evaluate", expression="document.title",
-                               returnByValue=True)["result"]["value"]
-            if screenshot is not None:
-                shot = tools.call("Page.captureScreenshot", format="png")
-                screenshot.parent.mkdir(parents=True, exist_ok=True)
-                screenshot.write_bytes(base64.b64decode(shot["data"]))
-            return PageCheck(title=title, images=images["total"], broken_images=images["broken"],
-                             console_errors=_console_errors(tools.events), screenshot=screenshot)
-        finally:
-            tools.close()
-    finally:
-        end_process(proc)
-        shutil.rmtree(profile, ignore_errors=True)
+    with Browser(width, height, timeout_s) as page:
+        page.open(html.as_uri())
+        images = json.loads(page.evaluate(_IMAGES_JS))
+        title = page.evaluate("document.title")
+        if screenshot is not None:
+            page.screenshot(screenshot)
+        return PageCheck(title=title, images=images["total"], broken_images=images["broken"],
+                         console_errors=page.console_errors(), screenshot=screenshot)
