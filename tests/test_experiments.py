@@ -16,7 +16,7 @@ SRC = Path(registry.__file__).resolve().parent
 # The layers that read the registry (and through it the experiments' modules); every other
 # module of src/rtstudy outside experiments/ is a shared layer below them.
 ABOVE = ("registry", "params", "data", "sharing", "stage", "cli", "report/study",
-         "report/stability")
+         "report/stability", "explore")
 # What an experiment folder must provide (the protocol in rtstudy/registry.py): each member,
 # with its arguments where it is a function.
 PROTOCOL = {
@@ -26,6 +26,7 @@ PROTOCOL = {
     "analysis": {"SAMPLES": None, "SCHEMA": None, "TABLES": None, "load": ["directory", "cfg"],
                  "DRIFT_QUANTITY": None, "drift": ["ds"], "PLOT_FILE": None, "plot_table": ["ds"]},
     "section": {"LABEL": None, "build": ["ds", "cfg", "ci"]},
+    "explore": {"VIEW": None, "default_condition": ["tables"], "seed": ["ax", "run"]},
 }
 
 

@@ -41,6 +41,11 @@ nothing outside the folders reads any other):
     ``LABEL`` (``E1`` …, how the report names it, :mod:`rtstudy.report.stability`)
     and ``build(ds, cfg, ci)`` → :class:`rtstudy.report.section.Section`, its
     words from the folder's ``report.md.j2`` (:mod:`rtstudy.report.study`).
+``explore.py`` (what ``notebooks/explore.ipynb`` shows of a run), read by :mod:`rtstudy.explore`
+    ``VIEW`` (a :class:`rtstudy.view.View`: the table and columns of a run's time series and
+    histogram); ``default_condition(tables)`` → the condition the notebook opens on, or None
+    (the first); ``seed(ax, run)`` draws the source's published figure with the run's
+    value on it (``run``: the run's rows of every table) → a note where it cannot, or "".
 ``figures.py``, ``published.py``, ``report.md.j2``
     One function per figure; the source document's published figures and where
     they are; the section's words.
@@ -95,6 +100,10 @@ class Experiment:
     @property
     def section(self) -> ModuleType:
         return self._module("section")
+
+    @property
+    def explore(self) -> ModuleType:
+        return self._module("explore")
 
 
 def get(name: str) -> Experiment:
