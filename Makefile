@@ -47,7 +47,7 @@ help:
 	@echo "make profile P=NAME choose the parameter profile: smoke | default | seed"
 	@echo "make push           send the measured data to the DVC remote (see .dvc/config)"
 	@echo "make pull           fetch the data of dvc.lock (shared remote, else the reference in data/reference)"
-	@echo "make lab            JupyterLab on 127.0.0.1 with a token and the rtstudy kernel"
+	@echo "make lab            JupyterLab on 127.0.0.1 with a token and the rtstudy kernel, on notebooks/explore.ipynb"
 	@echo "make lock           re-resolve requirements/py$(PY_VERSION).lock (the lock of PYTHON=$(PYTHON)) from pyproject.toml"
 	@echo "make lock-all       re-resolve the lock of every supported Python: $(SUPPORTED)"
 	@echo "PYTHON=python3.X    the Python to use (supported: $(SUPPORTED)); VENV=DIR its venv (default .venv)"
@@ -129,13 +129,18 @@ publish-reference: $(STAMP)
 # and non-empty, else a fresh random one. The token reaches Jupyter through the
 # environment, not the command line, so `ps` does not show it. LAB_PORT reaches
 # the recipe through the environment too, so its value is never parsed as shell.
+# It opens on notebooks/explore.ipynb, which measures nothing (the URL printed
+# first, and where the server's root URL leads).
 export LAB_PORT ?= 8888
+EXPLORE_PATH := lab/tree/notebooks/explore.ipynb
 lab: $(STAMP)
 	@token="$${JUPYTER_TOKEN:-$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(32))')}"; \
-	echo "JupyterLab: http://127.0.0.1:$$LAB_PORT/lab?token=$$token  (this machine only; Ctrl-C stops it)"; \
+	echo "JupyterLab on explore.ipynb: http://127.0.0.1:$$LAB_PORT/$(EXPLORE_PATH)?token=$$token"; \
+	echo "  (JupyterLab: http://127.0.0.1:$$LAB_PORT/lab?token=$$token  this machine only; Ctrl-C stops it)"; \
 	JUPYTER_TOKEN="$$token" exec $(BIN)/jupyter lab --no-browser \
 	  --ServerApp.ip=127.0.0.1 --ServerApp.port="$$LAB_PORT" --ServerApp.port_retries=0 \
-	  --ServerApp.root_dir="$(CURDIR)" --MappingKernelManager.default_kernel_name=rtstudy \
+	  --ServerApp.root_dir="$(CURDIR)" --ServerApp.default_url=/$(EXPLORE_PATH) \
+	  --MappingKernelManager.default_kernel_name=rtstudy \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # The locks: uv resolves pyproject.toml's dependencies and the build backend

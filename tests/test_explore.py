@@ -1,0 +1,301 @@
+"""notebooks/explore.ipynb measures nothing, headless and in JupyterLab.
+
+Both run on the reference dataset, pulled offline into a copy of the checkout (``dvc pull -r
+reference``, what ``make pull`` falls back to), with measuring forbidden in the copy's
+processes (:data:`rtstudy.harness.NO_MEASURE_ENV`: a sweep, cell or stage raises before it
+starts) and ``data/raw`` compared file by file (path, size, modification time) before and
+after: 0 cells run. The figures' functions are tested on the same data.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from rtstudy import browser, data, explore, harness, params, paths, registry, stage
+
+BIN = Path(sys.executable).parent
+NOTEBOOK = Path("notebooks") / "explore.ipynb"
+SCREENSHOT = paths.checkout() / "docs" / "explore.png"
+SCREENSHOT_MAX_BYTES = 300_000
+START_TIMEOUT_S = 90
+RUN_ALL_TIMEOUT_S = 180
+
+
+def run(args: list, cwd: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def raw_files(project: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``data/raw``: relative path → (size in bytes, mtime in ns)."""
+    raw = project / "data" / "raw"
+    return {p.relative_to(raw).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(raw.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def reference(checkout_copy):
+    """A copy of the checkout holding the reference dataset, where nothing may be measured:
+    ``(project, env, profile)``, ``profile`` being the reference's, which params.yaml chooses."""
+    dest, env = checkout_copy("explore")
+    # The copy starts as a clone with nothing measured; the committed dvc.lock names the reference.
+    shutil.copy2(paths.root() / "dvc.lock", dest / "dvc.lock")
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"],
+                 [BIN / "dvc", "pull", "-q", "-r", "reference"]):
+        run(args, dest, env)
+    profiles = {p.name for p in (dest / "data" / "raw").glob("*/*/*") if p.is_dir()}
+    assert len(profiles) == 1, f"the reference holds profiles {profiles}, expected one"
+    profile = profiles.pop()
+    run([BIN / "rtstudy", "params", "use", profile], dest, env)
+    env[harness.NO_MEASURE_ENV] = "1"
+    return dest, env, profile
+
+
+def test_measuring_is_refused_where_the_variable_is_set(monkeypatch, tmp_path):
+    for allowed in ("", "0"):
+        monkeypatch.setenv(harness.NO_MEASURE_ENV, allowed)
+        harness.refuse_if_measuring_is_off("nothing")
+    monkeypatch.setenv(harness.NO_MEASURE_ENV, "1")
+    with pytest.raises(harness.MeasuringRefused, match=harness.NO_MEASURE_ENV):
+        harness.run_sweep([], tmp_path / "sweep", None, order_seed=0)
+    assert not (tmp_path / "sweep").exists()
+    name = registry.REGISTRY[0]
+    with pytest.raises(harness.MeasuringRefused, match=f"stage {name}"):
+        stage.run_experiment(name, params.stage_config(name, "smoke"))
+
+
+def outputs(notebook: dict, call: str) -> list[dict]:
+    """The outputs of the one code cell whose source holds ``call``."""
+    cells = [c for c in notebook["cells"]
+             if c["cell_type"] == "code" and call in "".join(c["source"])]
+    assert len(cells) == 1, f"{len(cells)} cells call {call}"
+    return cells[0]["outputs"]
+
+
+def test_explore_runs_headless_shows_the_headline_run_and_two_host_states_and_measures_nothing(
+        reference, tmp_path):
+    project, env, profile = reference
+    before = raw_files(project)
+    assert before, "the reference pull brought no data"
+    out = tmp_path / "explore.ipynb"
+    run([BIN / "papermill", project / NOTEBOOK, out, "--cwd", project / "notebooks",
+         "-k", "rtstudy", "--no-progress-bar"], project, env)
+    assert raw_files(project) == before, "data/raw changed: explore.ipynb measured something"
+    notebook = json.loads(out.read_text())
+    errors = [o for c in notebook["cells"] for o in c.get("outputs", [])
+              if o["output_type"] == "error"]
+    assert not errors, errors
+    # The defaults: E2's headline run (H2's headline point, the seed's real-time policy, its
+    # first run) on one host, overlaid with the reference's other host state.
+    hosts = data.hosts(profile, root=project / "data")
+    tables = data.load("e2_rt_threads", profile, root=project / "data")
+    expected = registry.get("e2_rt_threads").explore.default_condition(tables)
+    assert expected and "SCHED_DEADLINE" in expected, expected
+    shown = "".join(outputs(notebook, "explore.pick(")[0]["data"]["text/plain"])
+    chosen = dict(re.findall(r"(\w+)='([^']*)'", shown))
+    assert chosen["experiment"] == "e2_rt_threads" and chosen["condition"] == expected, shown
+    runs = tables["frames"]
+    first = runs.loc[(runs["host_id"] == chosen["host_id"]) & (runs["label"] == expected),
+                     "repetition"].min()
+    assert f"repetition={first}," in shown, shown
+    states = hosts.set_index("host_id")["state"]
+    assert len(hosts) == 2 and states.nunique() == 2, hosts
+    assert {chosen["host_id"], chosen["other_host_id"]} == set(hosts["host_id"]), shown
+    assert states[chosen["host_id"]] == "untuned"
+    for call in ("explore.run_figure(", "explore.condition_figure(", "explore.hosts_figure("):
+        assert any("image/png" in o.get("data", {}) for o in outputs(notebook, call)), call
+    widget = outputs(notebook, "explore.Explorer(")
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in widget)
+
+
+@pytest.mark.parametrize("name", registry.REGISTRY)
+def test_every_experiment_draws_its_three_figures_from_the_reference(reference, name):
+    project, _, profile = reference
+    hosts = data.hosts(profile, root=project / "data")
+    tables = data.load(name, profile, root=project / "data")
+    p = explore.pick(name, tables, hosts)
+    assert p.other_host_id and p.other_host_id != p.host_id
+    figures = [explore.run_figure(name, tables, p.host_id, p.condition, p.repetition, hosts),
+               explore.condition_figure(name, tables, p.host_id, p.condition, hosts),
+               explore.hosts_figure(name, tables, p.condition, p.host_ids, hosts)]
+    for fig in figures:
+        assert fig.axes and all(ax.has_data() for ax in fig.axes if ax.get_visible())
+    # The run's figure: its panels and the source's figure, titled with the host's label.
+    assert p.host_label in figures[0].get_suptitle()
+    assert figures[0].axes[-1].get_title() == "beside the source's published figure"
+
+
+def test_pick_names_what_there_is_when_a_choice_has_no_data(reference):
+    project, _, profile = reference
+    hosts = data.hosts(profile, root=project / "data")
+    name = registry.REGISTRY[0]
+    tables = data.load(name, profile, root=project / "data")
+    with pytest.raises(ValueError, match="expected a host id or label"):
+        explore.pick(name, tables, hosts, host="no-such-host")
+    with pytest.raises(ValueError, match="expected one that host"):
+        explore.pick(name, tables, hosts, condition="no-such-condition")
+    p = explore.pick(name, tables, hosts)
+    with pytest.raises(ValueError, match="has runs"):
+        explore.pick(name, tables, hosts, repetition=10_000)
+    # A host by its label is the same host; "" overlays none.
+    assert explore.pick(name, tables, hosts, host=p.host_label).host_id == p.host_id
+    assert explore.pick(name, tables, hosts, other_host="").host_ids == [p.host_id]
+
+
+def test_a_choice_keeps_the_others_that_still_hold_and_defaults_the_rest(reference):
+    project, _, profile = reference
+    root = project / "data"
+    hosts = data.hosts(profile, root=root)
+    ex = explore.Explorer(profile, root)
+    c = ex.choices
+    first, second = registry.REGISTRY[:2]
+    assert c["experiment"].value == first and c["other_host"].value
+    c["other_host"].value = ""  # no overlay
+    c["condition"].value = [o for o in c["condition"].options if o != c["condition"].value][0]
+    assert c["other_host"].value == "", "a new condition dropped the reader's 'none'"
+    c["experiment"].value = second
+    expected = explore.pick(second, data.load(second, profile, root=root), hosts, other_host="")
+    assert c["condition"].value == expected.condition
+    assert c["repetition"].value == expected.repetition
+    assert (c["host"].value, c["other_host"].value) == (expected.host_id, "")
+    # Every choice offered has data: hosts by their labels, the condition's runs.
+    assert {h for _, h in c["host"].options} == set(hosts["host_id"])
+    assert [label for label, _ in c["host"].options] == list(hosts["label"])
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture()
+def lab(reference, tmp_path):
+    """``make lab`` in the reference copy on a free port with a token: ``(url of explore.ipynb,
+    project)``. The app is exposed to the page (``window.jupyterapp``) so the test can run
+    the notebook's cells as the Run menu does. The process group ends on teardown."""
+    project, env, _ = reference
+    port, token = free_port(), secrets.token_urlsafe(24)
+    config = tmp_path / "jupyter-config"
+    config.mkdir()
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"LabApp": {"expose_app_in_browser": True}}))
+    # JupyterLab's settings and workspaces in the test's folder, not the user's; no news
+    # notification over the screenshot.
+    settings = tmp_path / "lab-settings"
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+     ).write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    env = dict(env, JUPYTER_TOKEN=token, JUPYTER_CONFIG_DIR=str(config),
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "jupyter-runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(settings),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"))
+    for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+        env.pop(name, None)
+    venv = Path(sys.prefix)
+    log = tmp_path / "lab.log"
+    with open(log, "w") as out:
+        # The copy has no venv of its own: this one, taken as set up (-o its stamp).
+        proc = subprocess.Popen(["make", "--no-print-directory", "-o", f"{venv}/.rtstudy-installed",
+                                 "lab", f"VENV={venv}", f"LAB_PORT={port}"],
+                                cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"make lab exited ({proc.returncode}):\n{log.read_text()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}",
+                                            timeout=5):
+                    break
+            except (OSError, urllib.error.URLError):
+                if time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not answer in {START_TIMEOUT_S} s:\n"
+                                f"{log.read_text()}")
+                time.sleep(0.5)
+        url = f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK.as_posix()}?token={token}"
+        assert url in log.read_text(), "make lab does not print explore.ipynb's URL"
+        yield url, project
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+# JupyterLab's notebook panel of explore.ipynb, once open (headless, no widget has the focus,
+# so it is found among the main area's widgets rather than as the current one).
+PANEL = ("(window.jupyterapp && Array.from(window.jupyterapp.shell.widgets('main'))"
+         ".find(w => w.context && w.context.path.endsWith('explore.ipynb')))")
+IDLE = f"(() => {{ const w = {PANEL}; const k = w && w.sessionContext.session" \
+       " && w.sessionContext.session.kernel; return !!k && k.status === 'idle'; })()"
+# Every code cell ran (an execution count each), the kernel is idle again, and the widgets'
+# outputs hold the three figures.
+DONE = (f"(() => {{ const w = {PANEL}; if (!w) return false;"
+        " const code = w.content.widgets.filter(c => c.model.type === 'code');"
+        " return code.every(c => c.model.executionCount !== null)"
+        " && w.sessionContext.session.kernel.status === 'idle'"
+        " && document.querySelectorAll('.widget-output img').length >= 3; })()")
+ERRORS = (f"(() => {{ const w = {PANEL}; return w.content.widgets"
+          " .filter(c => c.model.type === 'code')"
+          " .flatMap(c => c.model.outputs.toJSON())"
+          " .filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue); })()")
+COUNT = "document.querySelectorAll({!r}).length"
+
+
+def test_explore_renders_its_widgets_in_jupyterlab_and_measures_nothing(lab):
+    try:
+        browser.find_chromium()
+    except browser.BrowserError as exc:
+        pytest.skip(str(exc))
+    url, project = lab
+    before = raw_files(project)
+    with browser.Browser(width=1400, height=1250) as page:
+        page.open(url)
+        page.wait_until(IDLE, START_TIMEOUT_S)
+        # Run > Run All Cells, on the notebook made current first.
+        page.evaluate(f"window.jupyterapp.shell.activateById({PANEL}.id), true")
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells'), true")
+        page.wait_until(DONE, RUN_ALL_TIMEOUT_S)
+        assert page.evaluate(ERRORS) == []
+        # The five choices and the widgets' area, drawn by the widget manager in the page.
+        assert page.evaluate(COUNT.format(".jupyter-widgets .widget-dropdown")) == 5
+        assert page.evaluate(COUNT.format(".jupyter-widgets.widget-output")) >= 3
+        # The screenshot: the widgets and the run's figure, without the side bar.
+        page.evaluate("window.jupyterapp.shell.collapseLeft(), true")
+        page.evaluate(f"{PANEL}.content.widgets.at(-1).node.scrollIntoView(), true")
+        time.sleep(1)  # the scroll and the re-layout settle
+        page.screenshot(SCREENSHOT)
+        # A choice redraws: the next condition, picked as a reader would, changes the run's figure.
+        page.evaluate("(() => { window.shown = document.querySelector('.widget-output img').src;"
+                      " const s = document.querySelectorAll('.widget-dropdown select')[1];"
+                      " s.selectedIndex = (s.selectedIndex + 1) % s.options.length;"
+                      " s.dispatchEvent(new Event('change', {bubbles: true})); return true; })()")
+        page.wait_until("(() => { const i = document.querySelector('.widget-output img');"
+                        " return !!i && i.src !== window.shown; })()", RUN_ALL_TIMEOUT_S)
+        errors = page.console_errors()
+    assert raw_files(project) == before, "data/raw changed: the notebook measured something"
+    assert errors == [], errors
+    assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert 10_000 < SCREENSHOT.stat().st_size < SCREENSHOT_MAX_BYTES
