@@ -221,8 +221,9 @@ def floor_ratios(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> pd.DataFram
         rows.append({"label": label, **{k: g[k].iloc[0] for k in FACTORS},
                      "std_ms": float(g["period_std_ms"].mean()), "floor_std_ms": float(f.mean()),
                      "ratio": est.value, "low": est.low, "high": est.high,
-                     "void": _void(hungry, g), "n_runs": int(len(g)), "n_floor": int(len(f))})
-    return pd.DataFrame(rows).sort_values("ratio", kind="stable").reset_index(drop=True)
+                     "void": _void(hungry, g), "n_runs": int(len(g)), "n_floor": int(len(f)),
+                     "pinned": bool(g["pinned"].all())})
+    return pd.DataFrame(rows)
 
 
 def effects(runs: pd.DataFrame, ci: CI) -> pd.DataFrame:

@@ -100,11 +100,10 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
             Quantity(f"{r['policy']}: late frames (> {cfg['late_threshold_ms']:g} ms) per 10 000 "
                      f"{at}", r["late_rate"], r["late_low"], r["late_high"], "per 10 000 frames",
                      r["runs"])]
-    if h["floor"]:
-        b = h["floor"]["best"]
+    for b in (h["floor"] or {}).get("prespecified", []):
         section.quantities.append(Quantity(
-            "ratio to the floor, closest configuration", b["ratio"], b["low"], b["high"], "×",
-            int(min(b["n_runs"], b["n_floor"]))))
+            f"{b['policy']}: std ratio to the floor at {b['load_factor']:g} loads/CPU",
+            b["ratio"], b["low"], b["high"], "×", int(min(b["n_runs"], b["n_floor"]))))
     for r in h["effects"]:
         if r["factor"] != "policy" and r.get("policy") == "SCHED_FIFO" and \
                 (r["factor"] == "dispatcher" and r["load_placement"] == "operators"

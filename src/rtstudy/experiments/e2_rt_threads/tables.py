@@ -175,11 +175,14 @@ def effects_table(eff: pd.DataFrame) -> pd.DataFrame:
 
 
 def floor_table(ratios: pd.DataFrame) -> pd.DataFrame:
-    """:func:`.contrasts.floor_ratios` for the report, closest to the floor first."""
+    """:func:`.contrasts.floor_ratios` for the report, in the sweep's order (not by ratio: the
+    pre-specified configurations are marked, none is picked by its result); an unpinned target
+    (SCHED_DEADLINE where the host refuses it pinned) is said, a confound of its ratio."""
     if ratios.empty:
         return pd.DataFrame()
     return pd.DataFrame([{
-        "configuration": r["label"], "std ms": f"{r['std_ms']:.3f}",
+        "configuration": r["label"] + (" (pre-specified)" if r.get("prespecified") else "")
+        + ("" if r.get("pinned", True) else "; target unpinned"), "std ms": f"{r['std_ms']:.3f}",
         "floor std ms": f"{r['floor_std_ms']:.3f}",
         "ratio to floor": _void(r["void"]) if r["void"] else
         f"{r['ratio']:.1f}×{_ci(r['low'], r['high'], '{:.1f}')}",
