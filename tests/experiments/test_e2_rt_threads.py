@@ -12,6 +12,7 @@ import pytest
 
 from conftest import require_policy
 from rtstudy import params, placement
+from rtstudy.apps.trace import parse as trace_parse
 from rtstudy.apps.trace import tracefs_mounts
 from rtstudy.experiments.e2_rt_threads import analysis, attribution, conditions, contrasts, plan
 from rtstudy.harness import SweepContext, run_sweep
@@ -146,21 +147,50 @@ def test_frames_runs_floor_and_attribution(e2_run):
     assert np.allclose(att[list(attribution.PARTS)].sum(axis=1), att["lateness_ms"], atol=1e-9)
     assert (att[list(attribution.PARTS)] >= 0).all().all()
     assert len(ds.tables["traces"]) == len(traced)
+    # Every traced policy has attributed frames, SCHED_DEADLINE's too (its threads' priority
+    # prints as -1, which the trace parser once dropped).
+    assert {c.config["policy"] for c in traced} == set(att["policy"])
     assert tracefs_mounts() == before  # what perf mounted for the trace was unmounted
 
 
-def test_the_section_names_the_configuration_closest_to_the_floor(e2_run):
+def test_the_section_compares_the_prespecified_configurations_with_the_floor(e2_run):
     from rtstudy.experiments.e2_rt_threads import section
 
     cfg, _, out, _ = e2_run
     ds = analysis.load(out, cfg)
     built = section.build(ds, cfg, CI(0.95, 200, 0))
     text = "\n".join(b.text for b in built.blocks if hasattr(b, "text"))
-    best = contrasts.floor_ratios(conditions.headline_point(ds.tables["runs"]), ds.tables["floor"],
-                                  CI(0.95, 200, 0)).iloc[0]
-    assert f"Closest to the floor: `{best['label']}`, {best['ratio']:.1f}×" in text
-    assert any(q.quantity == "ratio to the floor, closest configuration" for q in built.quantities)
+    ratios = contrasts.floor_ratios(conditions.headline_point(ds.tables["runs"]), ds.tables["floor"],
+                                    CI(0.95, 200, 0))
+    fixed = ratios[(ratios["load_placement"] == "operators") & (ratios["dispatcher"] == "other")
+                   & ratios["policy"].isin(plan.RT_POLICIES) & (ratios["void"].map(len) == 0)]
+    assert len(fixed) and "Each real-time policy in the seeds' layout" in text
+    assert "Closest to the floor" not in text  # no configuration picked by its own result
+    named = {q.quantity: q for q in built.quantities if "ratio to the floor" in q.quantity}
+    assert set(named) == {f"{r['policy']}: std ratio to the floor at {r['load_factor']:g} loads/CPU"
+                          for r in fixed.to_dict("records")}
+    for r in fixed.to_dict("records"):
+        q = named[f"{r['policy']}: std ratio to the floor at {r['load_factor']:g} loads/CPU"]
+        assert q.value == r["ratio"] and f"{r['ratio']:.1f}×" in text
     assert "seed_python" in text and f"at least {analysis.MIN_REDUCTION:.0%}" in text
+
+
+def test_trace_lines_of_a_deadline_thread_are_parsed():
+    """The kernel prints a SCHED_DEADLINE thread's priority as -1; its events must not be lost
+    (they were, before: no SCHED_DEADLINE frame could be attributed)."""
+    text = "\n".join([
+        "  4242 [001]  1234.000000100: sched:sched_waking: comm=WorkerThread-7 "
+        "pid=4242 prio=-1 target_cpu=001",
+        "     0 [001]  1234.000000200: sched:sched_switch: prev_comm=swapper/1 "
+        "prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=WorkerThread-7 next_pid=4242 "
+        "next_prio=-1",
+        "  4242 [001]  1234.000000900: sched:sched_switch: prev_comm=WorkerThread-7 "
+        "prev_pid=4242 prev_prio=-1 prev_state=S ==> next_comm=swapper/1 next_pid=0 "
+        "next_prio=120"])
+    cols = trace_parse(text)
+    assert cols["event"] == ["waking", "switch", "switch"]
+    assert cols["pid"] == [4242, 4242, 0] and cols["prev_pid"] == [-1, 0, 4242]
+    assert cols["prio"] == [-1, -1, 120] and cols["t_ns"][0] == 1234 * 10**9 + 100
 
 
 def test_a_stray_gxf_variable_is_cleared_and_recorded(tmp_path, fingerprint, monkeypatch):

@@ -33,9 +33,11 @@ from rtstudy.process import die_with_parent
 
 EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_switch")
 _LINE = re.compile(r"^\s*(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+sched:(\w+):\s+(.*)$")
-_SWITCH = re.compile(r"prev_comm=(.*) prev_pid=(-?\d+) prev_prio=(\d+) prev_state=(\S+) ==> "
-                     r"next_comm=(.*) next_pid=(-?\d+) next_prio=(\d+)\s*$")
-_WAKE = re.compile(r"comm=(.*) pid=(-?\d+) prio=(\d+) target_cpu=(\d+)\s*$")
+# A priority is -1 for a SCHED_DEADLINE thread (the kernel prints its prio, which deadline
+# tasks have below every real-time one): `-?`, or every event of such a thread is lost.
+_SWITCH = re.compile(r"prev_comm=(.*) prev_pid=(-?\d+) prev_prio=(-?\d+) prev_state=(\S+) ==> "
+                     r"next_comm=(.*) next_pid=(-?\d+) next_prio=(-?\d+)\s*$")
+_WAKE = re.compile(r"comm=(.*) pid=(-?\d+) prio=(-?\d+) target_cpu=(\d+)\s*$")
 COLUMNS = ("t_ns", "cpu", "event", "tid", "pid", "comm", "prio", "prev_pid", "prev_comm",
            "prev_state")
 
@@ -56,7 +58,7 @@ def parse(text: str) -> dict[str, list]:
     ``tid`` is the thread in whose context the event was recorded; ``pid``
     the thread woken (waking/wakeup) or switched in (switch), with its
     ``comm`` and ``prio`` (the kernel's: 120 + nice for normal threads,
-    99 − priority for real-time ones); for a switch ``prev_*`` is who left
+    99 − priority for real-time ones, −1 for SCHED_DEADLINE); for a switch ``prev_*`` is who left
     the CPU, ``prev_state`` ``R`` (preempted) or a sleep state.
     """
     cols: dict[str, list] = {c: [] for c in COLUMNS}

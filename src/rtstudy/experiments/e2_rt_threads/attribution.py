@@ -89,7 +89,10 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     inside = (t > times[0] + EARLY_MS * 1e6) & (t <= times[-1])
     late = lateness_ns(t, period, release_grid(config.get("policy"), samples.columns), inside)
     rows = []
-    for k in np.flatnonzero(inside & np.isfinite(late)):
+    # A frame that started before its release has no delay to split. Only SCHED_DEADLINE's
+    # frames can: their release is one period after the previous start, and the kernel's own
+    # period boundary may come sooner.
+    for k in np.flatnonzero(inside & np.isfinite(late) & (late >= 0)):
         start = int(t[k])
         release = start - int(round(late[k]))
         first = int(np.searchsorted(times, release, side="right"))
