@@ -47,7 +47,7 @@ BAD = [
      ["e3_overhead.profiles.smoke.repetitions", "-2"]),
     (("e3_overhead", "profiles", "fast"), {"repetitions": 1}, ["e3_overhead.profiles.fast", "unknown profile"]),
     (("report", "confidence"), 1.5, ["report.confidence", "1.5"]),
-    (("report", "bootstrap_resamples"), 10, ["report.bootstrap_resamples", ">= 100"]),
+    (("report", "bootstrap_resamples"), 2000, ["report.bootstrap_resamples", "unknown key"]),
     (("profile",), "quick", ["profile", "'quick'", "smoke"]),
     (("e4_mystery",), {}, ["e4_mystery", "unknown parameter group"]),
 ]

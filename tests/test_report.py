@@ -26,7 +26,7 @@ FP = {"host_id": "vm-test", "cpu": {"count": 2, "model": "x", "online": [0, 1]},
 def study(fp: dict | None, *limitations: str) -> Study:
     """A study of ``fp``'s host whose one section reports ``limitations``."""
     section = Section("x", "EX", "HX", "a claim", limitations=list(limitations))
-    return Study("smoke", CI(0.95, 100, 0), {}, "vm-test", fp, {"x": section})
+    return Study("smoke", CI(0.95), {}, "vm-test", fp, {"x": section})
 
 
 def test_limitations_follow_the_host_and_then_each_section():
@@ -51,7 +51,7 @@ def test_limitations_follow_the_host_and_then_each_section():
 
 def test_the_summary_states_the_report_confidence_level():
     s = study(FP)
-    s.ci = CI(0.9, 100, 0)
+    s.ci = CI(0.9)
     assert "this study (90 % CI)" in s.summary() and "95" not in s.summary()
 
 

@@ -15,7 +15,6 @@ import seaborn as sns
 from rtstudy import paths
 
 PALETTE = sns.color_palette("colorblind")
-MIN_CI_N = 3  # fewer values per point: whiskers show their range, not a CI
 SEED_COLOR = "#b0b0b0"  # the source documents' published figures
 
 

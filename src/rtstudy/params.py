@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from rtstudy import atomic, paths, placement, registry, sdk
-from rtstudy.rules import (PROFILES, ParamError, Rule, check_group, choice, integer, list_of,
+from rtstudy.rules import (PROFILES, ParamError, Rule, check_group, choice, list_of,
                            no_cross_checks, number, resolve)
 
 __all__ = ["PROFILES", "ParamError", "REPORT", "CPUS", "SDK", "groups", "load", "validate", "stage_config",
@@ -34,8 +34,6 @@ SDK_SCHEMA: dict[str, Rule] = {"versions": Rule(list_of(choice(*sdk.KNOWN)))}
 # The report's group: the statistics every section uses.
 REPORT_SCHEMA: dict[str, Rule] = {
     "confidence": Rule(number(0.5, 0.999)),
-    "bootstrap_resamples": Rule(integer(100, 1_000_000)),
-    "random_seed": Rule(integer(0)),
 }
 
 

@@ -14,7 +14,7 @@ from rtstudy.harness import SweepContext, run_sweep
 from rtstudy.realtime import POLICY_BY_NUMBER
 from rtstudy.stats import CI
 
-CI95 = CI(0.95, 500, 0)
+CI95 = CI(0.95)
 
 
 @pytest.fixture(scope="module")

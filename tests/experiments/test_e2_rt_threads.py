@@ -158,10 +158,10 @@ def test_the_section_compares_the_prespecified_configurations_with_the_floor(e2_
 
     cfg, _, out, _ = e2_run
     ds = analysis.load(out, cfg)
-    built = section.build(ds, cfg, CI(0.95, 200, 0))
+    built = section.build(ds, cfg, CI(0.95))
     text = "\n".join(b.text for b in built.blocks if hasattr(b, "text"))
     ratios = contrasts.floor_ratios(conditions.headline_point(ds.tables["runs"]), ds.tables["floor"],
-                                    CI(0.95, 200, 0))
+                                    CI(0.95))
     fixed = ratios[(ratios["load_placement"] == "operators") & (ratios["dispatcher"] == "other")
                    & ratios["policy"].isin(plan.RT_POLICIES) & (ratios["void"].map(len) == 0)]
     assert len(fixed) and "Each real-time policy in the seeds' layout" in text
@@ -275,7 +275,7 @@ def test_bad_settings_are_rejected_before_running(key, value, words):
 
 
 def test_std_reduction_is_over_runs_with_no_ci_below_three():
-    ci = CI(0.95, 500, 0)
+    ci = CI(0.95)
     normal, rt = [0.30, 0.32, 0.28, 0.31], [0.05, 0.04, 0.06, 0.05]
     better = contrasts.std_reduction(normal, rt, ci)
     assert better.value == pytest.approx(1 - np.mean(rt) / np.mean(normal))

@@ -55,10 +55,10 @@ def test_runs_frame_and_summary(e3_data):
     assert (runs["tick_n"] == runs["iterations"] - 1).all()
     fits = analysis.fits(runs, 0.95)
     assert len(fits) == runs.groupby(["app", "scheduler_label"]).ngroups
-    table = analysis.summary_table(runs, fits, CI(0.95, 200, 0))
+    table = analysis.summary_table(runs, fits, CI(0.95))
     assert list(table["scheduler"][:1]) == ["Greedy"]
     assert table["seed published µs/iter"].str.startswith("~").all()
-    h = analysis.headline(runs, CI(0.95, 200, 0))
+    h = analysis.headline(runs, CI(0.95))
     assert h["n_max"] == max(cfg["iterations"]) and h["greedy_ops"] > 0
 
 

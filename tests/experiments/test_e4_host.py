@@ -102,7 +102,7 @@ def test_the_section_says_what_was_not_recorded(tmp_path, audit):
                            "p99": 200.0, "p99.9": 900.0, "p99.99": 2000.0, "max": 5000.0,
                            "mean": 90.0, "std": 30.0, "lost_share": 0.01}])
     ds = Dataset(tmp_path, {"histograms": pd.DataFrame(), "stats": stats}, [], {"audit": audit})
-    sec = section.build(ds, params.stage_config("e4_host", "smoke"), CI(0.95, 100, 0))
+    sec = section.build(ds, params.stage_config("e4_host", "smoke"), CI(0.95))
     text = sec.blocks[0].text
     assert "**rtla osnoise**: N/A — not recorded." in text
     assert sec.verdicts[0].verdict == "inconclusive"

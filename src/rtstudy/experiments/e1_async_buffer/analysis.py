@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import paths
+from rtstudy import criteria, paths
 from rtstudy.experiments.e1_async_buffer import published
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
 from rtstudy.io import Dataset, read_cells, set_aside_drift, wide
@@ -25,14 +25,15 @@ from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
 SAMPLES = {"event": "string", "port": "string", "index": "int64", "t_start_ns": "int64",
            "t_emit_ns": "int64", "t_rx_ns": "int64"}
 
-# H1's verdict: the default buffer's slope must reach DEFAULT_MIN_SLOPE ms/ms with its CI
-# above 0 (an effect); the async buffer's whole CI must lie within ±flat_margin ms/ms
-# (params.yaml: equivalence, not a CI that happens to cover 0).
-DEFAULT_MIN_SLOPE = 0.8
+# H1's verdict (rtstudy.criteria): the default buffer's slope's whole CI must reach
+# DEFAULT_MIN_SLOPE ms/ms (an effect); the async buffer's whole CI must lie within
+# ±FLAT_MARGIN ms/ms (equivalence, not a CI that happens to cover 0).
+DEFAULT_MIN_SLOPE = criteria.value("h1_default_min_slope")
+FLAT_MARGIN = criteria.value("h1_flat_margin")
 # A run whose max latency is over OUTLIER_FACTOR times the median of the other runs at its
 # point, and at least OUTLIER_MIN_MS above it, is listed with what its files say.
-OUTLIER_FACTOR = 1.5
-OUTLIER_MIN_MS = 5.0
+OUTLIER_FACTOR = criteria.value("e1_outlier_factor")
+OUTLIER_MIN_MS = criteria.value("e1_outlier_min_ms")
 # Lines of a run's log that explain a late message (CUDA's start-up warnings do not).
 _LOG_CLUES = ("overrun", "throttl", "deadline", "miss", "error", "fail")
 
@@ -167,11 +168,11 @@ def slopes(cells: pd.DataFrame, confidence: float, metric: str = "latency_max_ms
     return pd.DataFrame(rows)
 
 
-def h1_verdict(slope_df: pd.DataFrame, flat_margin: float) -> dict:
+def h1_verdict(slope_df: pd.DataFrame, flat_margin: float = FLAT_MARGIN) -> dict:
     """H1 per scenario from the DEADLINE, native-work slopes of max latency, over runs.
 
-    The default buffer *couples* when its slope reaches :data:`DEFAULT_MIN_SLOPE`
-    ms/ms with its CI above 0, and does not when the whole CI lies below it; the
+    The default buffer *couples* when its slope's whole CI lies at or above
+    :data:`DEFAULT_MIN_SLOPE` ms/ms, and does not when the whole CI lies below it; the
     async buffer is *flat* when its whole CI lies within ±``flat_margin`` ms/ms
     and not flat when it lies wholly outside. Reproduced when both hold, not
     reproduced when either is refuted; otherwise inconclusive — also with fewer
@@ -308,7 +309,8 @@ def buffer_tests(messages: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def headline(cells: pd.DataFrame, slope_df: pd.DataFrame, flat_margin: float) -> dict:
+def headline(cells: pd.DataFrame, slope_df: pd.DataFrame,
+             flat_margin: float = FLAT_MARGIN) -> dict:
     """The numbers E1's prose quotes, all computed here from the cells and the slopes."""
     fixed = cells[cells["role"] == "fixed"]
     return {

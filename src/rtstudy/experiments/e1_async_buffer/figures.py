@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy.figstyle import MIN_CI_N, PALETTE, SEED_COLOR, save, style
-from rtstudy.stats import CI, bootstrap_ci
+from rtstudy.figstyle import PALETTE, SEED_COLOR, save, style
+from rtstudy.stats import CI, MIN_RUNS, over_runs
 
 BUFFER_COLORS = {"default": PALETTE[3], "async": PALETTE[2]}
 E1_PANELS = [("S1", "latency_max_ms", "tx1 max latency (ms)"),
@@ -37,16 +37,16 @@ def _e1_scenario_axes(fixed: pd.DataFrame):
 def _mean_with_ci(ax, g: pd.DataFrame, metric: str, color, label: str, ci: CI) -> None:
     """Every repetition as a point; the mean per period as a line with whiskers.
 
-    Whiskers are the bootstrap CI (``ci``: the report's level, resamples, seed) where a
-    period has at least :data:`MIN_CI_N` repetitions, else the repetitions' range:
-    a bootstrap of two values is only their range, not a CI.
+    Whiskers are the t-interval over runs (:func:`rtstudy.stats.over_runs`, at ``ci``'s
+    level) where a period has at least :data:`MIN_RUNS` repetitions, else the
+    repetitions' range: two values give a range, not a CI.
     """
     ax.scatter(g["varied_period_ms"], g[metric], s=12, color=color, alpha=0.7, zorder=3)
     rows = []
     for period, h in g.groupby("varied_period_ms"):
         values = h[metric].to_numpy(dtype=float)
-        if len(values) >= MIN_CI_N:
-            est = bootstrap_ci(values, np.mean, **ci.kwargs)
+        if len(values) >= MIN_RUNS:
+            est = over_runs(values, ci)
             value, low, high = est.value, est.low, est.high
         else:
             value, low, high = values.mean(), values.min(), values.max()
@@ -67,7 +67,7 @@ def e1_seed_figures(cells: pd.DataFrame, ci: CI, directory: Path | None = None) 
     directory : Path, optional
         Where to write the files (default ``report/figures``).
     ci : CI
-        How the bootstrap CIs are made (the report's parameters).
+        The CIs' level (the report's parameters).
     """
     style()
     fixed = _e1_fixed(cells)
@@ -87,7 +87,7 @@ def e1_seed_figures(cells: pd.DataFrame, ci: CI, directory: Path | None = None) 
                          f"{g['nominal_period_ms'].iloc[0]:g} ms")
     axes[0][0].legend(loc="upper left")
     n = int(fixed["repetition"].nunique()) if len(fixed) else 0
-    whiskers = (f"{ci.level} bootstrap CI" if n >= MIN_CI_N
+    whiskers = (f"{ci.level} t-interval over runs" if n >= MIN_RUNS
                 else "whiskers: range of the repetitions")
     fig.suptitle(f"Fixed producer vs the other's period, SCHED_DEADLINE (points: {n} repetition(s); "
                  f"line: mean, {whiskers})", fontsize="medium")

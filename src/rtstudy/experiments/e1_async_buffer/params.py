@@ -21,8 +21,6 @@ SCHEMA: dict[str, Rule] = {
     "messages": Rule(integer(10, 1_000_000)),
     "discard_head": Rule(integer(0)),
     "discard_tail": Rule(integer(0)),
-    # "The async buffer is flat" means its max-latency slope's whole CI lies within ±this (ms/ms).
-    "flat_margin": Rule(number(0, 10, lo_open=True)),
     **SWEEP_SCHEMA,
 }
 

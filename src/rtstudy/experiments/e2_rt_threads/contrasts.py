@@ -1,11 +1,11 @@
 """E2 over runs: each condition's typical jitter and late frames, and its contrasts.
 
 The unit of replication is the run. :func:`condition_summary` gives each condition
-its typical jitter (the mean of per-run period IQRs, bootstrap CI over runs) and
+its typical jitter (the mean of per-run period IQRs, t-interval over runs) and
 its late frames pooled over runs (a rate with a CI for rare counts,
 :func:`rtstudy.stats.pooled_rate`). Each contrast compares the mean of per-run
-frame-period stds (``runs``'s ``period_std_ms``) of two groups of runs, resampling
-runs in each group (:func:`rtstudy.stats.two_group_ci`): :func:`reductions` is the
+frame-period stds (``runs``'s ``period_std_ms``) of two groups of runs, with a Welch
+t-interval over the runs of both (:func:`rtstudy.stats.two_group_ci`): :func:`reductions` is the
 policy grid against a baseline, :func:`effects` one factor at a time at the headline
 point, :func:`seed_compatible` the seeds' own topologies, :func:`floor_ratios`
 every condition against the floor (cyclictest in the same sweep). A contrast with a
@@ -43,7 +43,7 @@ def summarize(runs: pd.DataFrame, ci: CI) -> dict:
     dict
         ``runs``, ``frames`` (periods over all runs), ``duration_s`` (their total, s);
         ``iqr_us`` (mean of per-run period IQRs, µs) with ``iqr_low`` / ``iqr_high``
-        (bootstrap CI over runs, NaN below 3 runs) and the means of ``mad_us``,
+        (t-interval over runs, NaN below 3 runs) and the means of ``mad_us``,
         ``p50_us`` / ``p99_us`` (|lateness|), ``tail_us`` and ``flatness_us`` (µs);
         ``late`` (late frames over all runs), ``late_rate`` / ``late_low`` /
         ``late_high`` (per :data:`.metrics.PER_FRAMES` frames,
@@ -103,23 +103,23 @@ def rating(reduction: float) -> str:
 
 
 def std_reduction(a, b, ci: CI) -> Estimate:
-    """``1 − mean(b) / mean(a)`` of per-run frame-period stds, with a bootstrap CI over runs.
+    """``1 − mean(b) / mean(a)`` of per-run frame-period stds, with a t-interval over runs.
 
     ``a`` and ``b`` hold one std per independent run (the baseline's and the
     policy's). Positive means ``b`` (e.g. a real-time policy) has the smaller
-    jitter. Runs are resampled in each group; below
+    jitter. Welch t-interval over the runs of both; below
     :data:`rtstudy.stats.MIN_RUNS` runs in either group there is no CI.
     """
     return two_group_ci(a, b, lambda x, y: 1 - y.mean() / x.mean(), ci)
 
 
 def std_difference(a, b, ci: CI) -> Estimate:
-    """``mean(b) − mean(a)`` of per-run frame-period stds (ms), bootstrap CI over runs."""
+    """``mean(b) − mean(a)`` of per-run frame-period stds (ms), t-interval over runs."""
     return two_group_ci(a, b, lambda x, y: y.mean() - x.mean(), ci)
 
 
 def std_ratio(a, b, ci: CI) -> Estimate:
-    """``mean(b) / mean(a)`` of per-run frame-period stds, bootstrap CI over runs."""
+    """``mean(b) / mean(a)`` of per-run frame-period stds, t-interval over runs."""
     return two_group_ci(a, b, lambda x, y: y.mean() / x.mean(), ci)
 
 
@@ -207,7 +207,7 @@ def floor_ratios(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> pd.DataFram
 
     The floor is cyclictest in the same sweep (``floor.py``): the same period,
     priority and pinning, with ``loads`` stress-ng workers beside it. The ratio
-    of mean per-run stds has a bootstrap CI over the runs of both.
+    of mean per-run stds has a t-interval over the runs of both.
     """
     if runs.empty or floor.empty:
         return pd.DataFrame()

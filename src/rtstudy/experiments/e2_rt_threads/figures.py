@@ -167,7 +167,7 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, ci: CI,
     frames, runs : DataFrame
         :func:`rtstudy.experiments.e2_rt_threads.analysis.load` output (periods and std in ms).
     ci : CI
-        How the bootstrap CI over runs is made (the report's parameters); below
+        The level of the t-interval over runs (the report's parameters); below
         three runs the diamond has no whisker.
     directory : Path, optional
         Where to write the files (default ``report/figures``).
@@ -203,7 +203,7 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, ci: CI,
     axes[0][0].set_ylabel("frame-period std (ms, log)")
     axes[0][0].legend(fontsize="x-small")
     fig.suptitle("Jitter of the target operator: each run (dots) and their mean (diamond, "
-                 f"{ci.level} bootstrap CI over runs, none below {MIN_RUNS} runs)",
+                 f"{ci.level} t-interval over runs, none below {MIN_RUNS} runs)",
                  fontsize="medium")
     save(fig, "e2_std", directory)
     return fig

@@ -43,8 +43,6 @@ SCHEMA: dict[str, Rule] = {
     "trace_seconds": Rule(number(0, 30)),     # 0: no scheduler trace
     "deadline_runtime_fraction": Rule(number(0, 1, lo_open=True)),
     "late_threshold_ms": Rule(number(0)),
-    # "No contention, no difference" means the difference in jitter lies within ±this (ms).
-    "null_margin_ms": Rule(number(0, 100, lo_open=True)),
     "pin": Rule(choice("auto", "always", "never")),
     # Runs of every condition at the headline point (the highest load factor, native loads).
     "headline_repetitions": Rule(integer(1, 1000)),

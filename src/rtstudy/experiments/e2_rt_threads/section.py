@@ -35,7 +35,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     frames, runs, floor, att = t["frames"], t["runs"], t["floor"], t["attribution"]
     red = contrasts.reductions(runs, frames, ci)
     h = analysis.headline(cfg, t, red, ci)
-    # The tables show what the headline computed (its bootstraps run once).
+    # The tables show what the headline computed (its intervals computed once).
     eff = pd.DataFrame(h["effects"])
     ratios = pd.DataFrame(h["floor"]["rows"] if h["floor"] else [])
 

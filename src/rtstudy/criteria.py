@@ -1,0 +1,245 @@
+"""Every criterion a verdict applies, with when it was set and what data existed then.
+
+The one place the study's thresholds, margins, bands and metrics live: each
+experiment's analysis reads its criteria here, the report prints this table
+beside the date its data was measured (:func:`table`), and ``report/metrics.json``
+carries each verdict's criterion in words. A criterion chosen or changed after
+data existed is not a pre-registered one: its ``history`` says so, with the
+commit, so a reader can weigh it. Changing a value or a rule means adding a
+:class:`Change` (never editing an old one); tests/test_criteria.py checks every
+commit and date against git.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Change:
+    """One commit that set or changed a criterion.
+
+    Attributes
+    ----------
+    utc : str
+        The commit's author date, ``YYYY-MM-DDTHH:MMZ`` (UTC).
+    commit : str
+        Its abbreviated hash.
+    what : str
+        What it set or changed, in words.
+    """
+
+    utc: str
+    commit: str
+    what: str
+
+    @property
+    def time(self) -> datetime:
+        return datetime.strptime(self.utc, "%Y-%m-%dT%H:%MZ").replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A threshold, margin, band or metric a verdict applies.
+
+    Attributes
+    ----------
+    name : str
+        Its key (:data:`CRITERIA`).
+    claim : str
+        What it decides: ``H1`` … ``H4``, ``H2 control``, an experiment's prose
+        (``E1``, ``E2``), ``drift`` or ``every claim``.
+    value : object
+        The number (or band) the code applies; None for a rule without a number.
+    unit : str
+        Its unit (``ms/ms``, ``fraction``, ``×``, ``ns``, ``runs``).
+    rule : str
+        The rule as it stands, in words.
+    history : tuple of Change
+        Oldest first; the last one set the rule as it stands.
+    """
+
+    name: str
+    claim: str
+    value: object
+    unit: str
+    rule: str
+    history: tuple[Change, ...]
+
+    @property
+    def set(self) -> Change:
+        """The change that made the criterion what it is now."""
+        return self.history[-1]
+
+
+# The first dataset recorded in the repository (the default study): a criterion set after it
+# may have been chosen knowing what the data looked like.
+FIRST_DATA = Change("2026-11-22T14:43Z", "1f76049", "the full default study, the first data "
+                    "recorded in the repository")
+
+# This change (strict verdict rules, t-based CIs): its date and commit.
+_STRICT = ("2026-11-25T06:00Z", "pending")
+
+
+def _strict(what: str) -> Change:
+    return Change(*_STRICT, what)
+
+
+CRITERIA: dict[str, Criterion] = {c.name: c for c in (
+    Criterion(
+        "min_runs", "every claim", 3, "runs",
+        "below this many independent runs of a condition no CI is given and no verdict rests on "
+        "it (inconclusive); at 3 runs a t-interval has 2 degrees of freedom",
+        (Change("2026-11-22T15:00Z", "be5726b", "E1's whiskers: the range below 3 repetitions, "
+                "not a CI"),
+         Change("2026-11-23T15:04Z", "3b9899f", "MIN_RUNS = 3: no CI and no verdict below 3 "
+                "runs, every CI over runs"))),
+    Criterion(
+        "h1_default_min_slope", "H1", 0.8, "ms/ms",
+        "the default buffer couples: the whole CI of its max-latency slope at or above this "
+        "(the CI's lower bound, not the point estimate); the whole CI below it refutes",
+        (Change("2026-11-21T19:55Z", "254e3b0", "slope >= 0.8 with its CI above 0, before any "
+                "data was recorded"),
+         Change("2026-11-23T15:19Z", "ff552fb", "each run one point of the fit (CI over runs), "
+                "after data existed"),
+         _strict("strict: the CI's lower bound must reach 0.8"))),
+    Criterion(
+        "h1_flat_margin", "H1", 0.1, "ms/ms",
+        "the async buffer is flat: the whole CI of its slope within ±this (equivalence); "
+        "wholly outside: not flat",
+        (Change("2026-11-21T19:55Z", "254e3b0", "|slope| < 0.1 and a CI covering 0, before "
+                "any data was recorded"),
+         Change("2026-11-23T15:19Z", "ff552fb", "equivalence: the whole CI within ±0.1 "
+                "(params.yaml e1_async_buffer.flat_margin), after data existed"),
+         _strict("moved here from params.yaml (a criterion, not a measuring parameter); "
+                 "value unchanged"))),
+    Criterion(
+        "h2_min_reduction", "H2", 0.5, "fraction",
+        "every real-time policy cuts the frame-period std by at least this against "
+        "normal_dedicated at the highest native load factor: the whole CI at or above it; the "
+        "whole CI below refutes; a CI across it is inconclusive",
+        (Change("2026-11-21T20:05Z", "c43831a", "reduction >= 0.5 with its CI above 0 against "
+                "`normal`, before any data was recorded"),
+         Change("2026-11-23T15:19Z", "ff552fb", "CI over runs (each run's std one value), after "
+                "data existed"),
+         Change("2026-11-23T20:36Z", "6f4dbcf", "baseline `normal_dedicated` (only the policy "
+                "differs), after data existed"),
+         _strict("strict: the CI's lower bound must reach 0.5"))),
+    Criterion(
+        "h2_control_floor_multiple", "H2 control", 1.0, "× the floor's std",
+        "without contention a real-time policy's jitter equals normal_dedicated's when the "
+        "whole CI of the difference in mean per-run std lies within ± this many times the "
+        "floor's frame-period std (cyclictest in the same sweep, the lowest load factor): a "
+        "difference below what the operating system alone shows is none a policy could remove",
+        (Change("2026-11-23T15:19Z", "ff552fb", "a fixed ±0.1 ms (params.yaml "
+                "e2_rt_threads.null_margin_ms), after data existed; 76 % of the 0.132 ms "
+                "baseline it was applied to"),
+         _strict("the margin is the floor's std at the lowest load factor (about 0.010 ms on "
+                 "the reference host), after data existed"))),
+    Criterion(
+        "h3_close_band", "H3", (0.5, 2.0), "× the published figure",
+        "the seed's method (whole app / N) at the seed's N, Greedy and EventBased ×1 (the "
+        "published `--workers 1`) in both apps: close when the whole CI lies within this band "
+        "around the published figure (0.5 × its low end to 2 × its high end), far when wholly "
+        "outside",
+        (Change("2026-11-21T20:18Z", "d0b9b03", "Greedy's steady cost within 0.5–2× the "
+                "published figure (point estimate), before any data was recorded"),
+         Change("2026-11-23T15:19Z", "ff552fb", "the seed's method at the seed's N, its whole "
+                "CI in the band, after data existed"),
+         _strict("judged on both schedulers (EventBased ×1 too), after data existed"))),
+    Criterion(
+        "h4_interruption_ns", "H4", 1000, "ns",
+        "H4's metric: the share of the jitter probe's time in loop-to-loop gaps longer than "
+        "this; housekeeping minus isolated CPU, CI over repetitions, judged only like with "
+        "like: idle, and under a load only when the load ran on both CPUs or the probe "
+        "outranked it (a real-time probe)",
+        (Change("2026-11-21T20:18Z", "d0b9b03", "P99.99 / P50 per CPU, before any data was "
+                "recorded"),
+         Change("2026-11-23T17:55Z", "be2305f", "the share of time lost to gaps over 1 µs, "
+                "after the shielded dataset it judges was measured (17:36–17:52)"),
+         _strict("like with like: a load placed on the housekeeping CPU only is not compared "
+                 "with the shielded CPU"))),
+    Criterion(
+        "e2_floor_goal", "E2", 2.0, "× the floor's std",
+        "a configuration is at the floor when the whole CI of its std over the floor's lies "
+        "at or below this",
+        (Change("2026-11-23T20:36Z", "6f4dbcf", "set with the floor in the same sweep, after "
+                "data existed"),)),
+    Criterion(
+        "e2_gil_ratio", "E2", 2.0, "×",
+        "GIL-bound: with Python loads every real-time policy's std over its std with native "
+        "loads is above this",
+        (Change("2026-11-22T15:00Z", "be5726b", "set after the first default study"),)),
+    Criterion(
+        "e1_outlier_factor", "E1", 1.5, "× the median",
+        "a run is listed as far off when its max latency is over this times the median of the "
+        "other runs at its point (and e1_outlier_min_ms above it); listed, never dropped",
+        (Change("2026-11-23T15:58Z", "c871fd8", "set with the re-measured reference, after "
+                "data existed"),)),
+    Criterion(
+        "e1_outlier_min_ms", "E1", 5.0, "ms",
+        "with e1_outlier_factor: at least this far above the median of the other runs",
+        (Change("2026-11-23T15:58Z", "c871fd8", "set with the re-measured reference, after "
+                "data existed"),)),
+    Criterion(
+        "drift", "drift", None, "",
+        "the host moved during a sweep when the drift check's two runs (first and last) differ "
+        "by more than the range of the condition's ordinary runs, on a per-run quantity that "
+        "rare events do not dominate (E2: the frame periods' IQR; E4: H4's lost share)",
+        (Change("2026-11-23T16:50Z", "5ed2ef7", "beyond the ordinary runs' range, on E2's "
+                "frame-period std and E4's P99.99"),
+         _strict("robust quantities: E2's std spans 0.03–1.44 ms over one condition's runs, "
+                 "so no drift could exceed it"))),
+)}
+
+
+def value(name: str):
+    """The value the code applies for criterion ``name``."""
+    try:
+        return CRITERIA[name].value
+    except KeyError:
+        raise KeyError(f"no criterion {name!r}; known: {', '.join(CRITERIA)}") from None
+
+
+def _ago(delta_h: float) -> str:
+    return f"{delta_h / 24:.1f} d" if abs(delta_h) >= 48 else f"{delta_h:.1f} h"
+
+
+def relative(change: Change, measured: datetime | None) -> str:
+    """``before the data (2.1 d)`` / ``after the data (3.0 h)``; with no date, the first data."""
+    ref, what = (measured, "this data") if measured else (FIRST_DATA.time, "the first data")
+    hours = (change.time - ref).total_seconds() / 3600
+    return f"{'after' if hours > 0 else 'before'} {what} ({_ago(abs(hours))})"
+
+
+def table(measured: datetime | None) -> pd.DataFrame:
+    """Every criterion with when it was set, relative to the data measured at ``measured``.
+
+    Parameters
+    ----------
+    measured : datetime or None
+        When the data the report shows was measured (its first run, UTC); None if unknown.
+
+    Returns
+    -------
+    DataFrame
+        One row per criterion: its claim, value, rule, the change that set it as it
+        stands and the first one, each relative to the data, and ``after_any_data``:
+        whether it stands as set after the first data existed (:data:`FIRST_DATA`).
+    """
+    rows = []
+    for c in CRITERIA.values():
+        first, now = c.history[0], c.set
+        value_text = ("—" if c.value is None else
+                      "–".join(f"{v:g}" for v in c.value) if isinstance(c.value, tuple)
+                      else f"{c.value:g}")
+        rows.append({
+            "claim": c.claim, "criterion": c.name,
+            "value": f"{value_text} {c.unit}".strip(), "rule": c.rule,
+            "first set": f"{first.utc} {first.commit}: {relative(first, measured)}",
+            "as it stands": (f"{now.utc} {now.commit}: {relative(now, measured)} — {now.what}"
+                             if len(c.history) > 1 else "unchanged"),
+            "after_any_data": now.time > FIRST_DATA.time})
+    return pd.DataFrame(rows)
