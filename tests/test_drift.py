@@ -7,6 +7,7 @@ here it runs on a real E3 sweep of two conditions, and the report's
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,13 +15,14 @@ import pytest
 
 from rtstudy import io, params
 from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan
+from rtstudy.experiments.e4_host import analysis as e4_analysis
 from rtstudy.harness import Cell, SweepContext, run_order, run_sweep, with_drift
 from rtstudy.report import stability
 from rtstudy.report.section import Verdict
 from rtstudy.report.study import Study, words
 from rtstudy.stats import CI, drift_check
 
-CI_SETTINGS = CI(0.95, 500, 1)
+CI_SETTINGS = CI(0.95)
 
 
 def cells(n: int) -> list[Cell]:
@@ -70,6 +72,43 @@ def test_drift_check_without_both_runs_or_enough_runs():
     assert drift_check(runs, start, "v") is None, "the end run is missing (sweep interrupted)"
     both = pd.concat([start, start.assign(drift="end", v=5.0)])
     assert drift_check(runs, both, "v")["moved"] is None, "one ordinary run has no spread"
+
+
+def synthetic_runs(rng, jitter_ms: float, late_ms: float) -> dict:
+    """One run's 150 frame periods (ms): typical jitter ``jitter_ms``, three frames ``late_ms``
+    late (each late frame followed by an early one); its std and its IQR."""
+    periods = 16.7 + rng.normal(0, jitter_ms, 150)
+    for i in (30, 80, 120):
+        periods[i] += late_ms
+        periods[i + 1] -= late_ms
+    q75, q25 = np.percentile(periods, [75, 25])
+    return {"label": "a", "std": float(periods.std(ddof=1)), "iqr": float(q75 - q25)}
+
+
+def test_a_synthetic_drift_is_caught_on_a_robust_per_run_jitter_not_on_the_std():
+    rng = np.random.default_rng(3)
+    # Five ordinary runs, two of them with late frames (as E2's real-time runs: stds of
+    # 0.03–1.44 ms in one condition), then the drift check: the host's typical jitter doubled.
+    runs = pd.DataFrame([synthetic_runs(rng, 0.03, late) for late in (0, 0, 2.0, 0, 6.0)])
+    drift = pd.DataFrame([{**synthetic_runs(rng, jitter, 0), "drift": role,
+                           "finished_utc": f"2026-11-23T10:{minute}:00Z"}
+                          for role, jitter, minute in (("start", 0.03, "00"), ("end", 0.06, "10"))])
+    assert not drift_check(runs, drift, "std")["moved"], "a std spread by late frames hides it"
+    assert drift_check(runs, drift, "iqr")["moved"], "the typical jitter shows it"
+    steady = drift.assign(iqr=[drift["iqr"].iloc[0]] * 2)
+    assert not drift_check(runs, steady, "iqr")["moved"], "no drift, nothing caught"
+
+
+def test_e4_drift_is_judged_on_h4s_metric():
+    stats_rows = [{"kind": "jitter", "cpu": 0.0, "load": "idle", "label": "jitter-cpu0-idle",
+                   "p99.99": 40.0, "lost_share": share} for share in (0.0099, 0.0088, 0.0114)]
+    for end, moved in ((0.0095, False), (0.02, True)):
+        drift = pd.DataFrame([{**stats_rows[0], "lost_share": share, "drift": role,
+                               "finished_utc": f"2026-11-23T20:{m}:00Z"}
+                              for role, share, m in (("start", 0.0110, "57"), ("end", end, "59"))])
+        ds = io.Dataset(Path("."), {"stats": pd.DataFrame(stats_rows), "drift": drift}, [])
+        got = e4_analysis.drift(ds)
+        assert got["moved"] is moved and got["difference"] == pytest.approx(end - 0.0110)
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +175,8 @@ def test_agreement_between_sessions_and_the_words_that_say_so(agrees, tmp_path):
     assert stability.read_rerun(path) == rec
 
     verdict = Verdict("H3", "~1 µs", "2.0 µs", "reproduced")
-    summary = words("summary", verdicts=[verdict], ci=CI_SETTINGS, second=changes, rerun=rec)
+    summary = words("summary", verdicts=[verdict], ci=CI_SETTINGS, second=changes, rerun=rec,
+                    earlier=[])
     assert ("**differed**: reproduced then inconclusive" in summary) is not agrees
     assert ("| same |" in summary) is agrees
 

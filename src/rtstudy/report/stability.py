@@ -107,6 +107,12 @@ def verdict_changes(first: dict, second: dict) -> dict[str, tuple[str, str]]:
     return out
 
 
+def criteria_of(session: dict) -> dict[str, str]:
+    """Claim → the criterion (in words) a recorded session's verdict was judged by."""
+    return {claim: v.get("criterion", "") for label in session if isinstance(session[label], dict)
+            for claim, v in session[label].get("verdicts", {}).items() if isinstance(v, dict)}
+
+
 def format_quantity(q: dict) -> str:
     """``1.23 [1.1, 1.4] unit`` from a metrics.json quantity; ``(no CI)`` where it has none."""
     if q["value"] is None:

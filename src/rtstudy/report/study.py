@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy import atomic, data, host, params, paths, placement, registry, shield
+from rtstudy import atomic, criteria, data, host, params, paths, placement, registry, shield
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures, sdks, stability
@@ -145,7 +146,12 @@ class Study:
         # A re-run's verdicts stand beside these only when it measured this host and profile.
         second = (stability.verdict_changes(*rerun["sessions"]) if rerun and rerun.get("host_id")
                   == self.host_id and rerun.get("profile") == self.profile else {})
-        return words("summary", verdicts=verdicts, ci=self.ci, second=second, rerun=rerun)
+        # A session judged by another rule than today's says nothing about today's verdict.
+        recorded = stability.criteria_of(rerun["sessions"][0]) if second else {}
+        earlier = [v.claim for v in verdicts if v.claim in second
+                   and recorded.get(v.claim) != v.criterion]
+        return words("summary", verdicts=verdicts, ci=self.ci, second=second, rerun=rerun,
+                     earlier=earlier)
 
     def rerun(self) -> dict | None:
         """The recorded re-run agreement (``benchmarks/rerun_agreement.json``), or None."""
@@ -179,6 +185,24 @@ class Study:
         return words("methods", host=words("host", fp=self.fingerprint), profile=self.profile,
                      placement=self.placement(), sections=list(self.sections.values()),
                      ci=self.ci, min_runs=MIN_RUNS)
+
+    def measured_utc(self) -> datetime | None:
+        """When the shown data was measured: its first run's end (UTC), None without runs."""
+        stamps = [t["finished_utc"].min() for ds in self.datasets.values()
+                  for t in ds.tables.values() if "finished_utc" in t.columns and len(t)]
+        if not stamps:
+            return None
+        return datetime.strptime(min(stamps), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+
+    def criteria_blocks(self) -> list:
+        """Every verdict's criterion (:mod:`rtstudy.criteria`) and when it was set, relative to
+        the shown data's measurement."""
+        measured = self.measured_utc()
+        table = criteria.table(measured)
+        after = [r.criterion for r in table.itertuples() if r.after_any_data]
+        return [Markdown(words("criteria", measured=f"{measured:%Y-%m-%d %H:%M}" if measured
+                               else "", after=after, n=len(table), first=criteria.FIRST_DATA)),
+                Table(lambda: table.drop(columns="after_any_data"), words("caption_criteria"))]
 
     def limitations(self) -> list[str]:
         """What limits this dataset: the host's fingerprint first, then each experiment's."""

@@ -241,7 +241,7 @@ def h2_verdict(red: pd.DataFrame) -> dict:
         void = sorted({label for r in out["rows"] for label in r["void"]})
         out["why"] = (f"fewer than {MIN_RUNS} runs per policy, so no CI" if few else
                       f"{', '.join(void)} starved, so the std comparison is void" if void else
-                      "a reduction's CI straddles the " f"{MIN_REDUCTION:.0%} threshold")
+                      f"a std change's CI straddles the −{MIN_REDUCTION:.0%} threshold")
     return out
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rtstudy import criteria
 from rtstudy.experiments.e3_overhead import published
 from rtstudy.io import Dataset, read_cells, set_aside_drift, wide
 from rtstudy.stats import CI, MIN_RUNS, drift_check, fit_at, linear_fit, over_runs, percentiles
@@ -25,13 +26,17 @@ from rtstudy.stats import CI, MIN_RUNS, drift_check, fit_at, linear_fit, over_ru
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"run": "int64", "iterations": "int64", "op": "string", "tick": "int64", "t_ns": "int64"}
 LEAD_OP = {"ops": "op1", "ping": "tx"}
-# H3's verdict: Greedy's steady cost within this factor range of the published figure.
-CLOSE_RATIO = (0.5, 2.0)
+# H3's verdict (rtstudy.criteria): the seed's method within this band around the published
+# figure (CLOSE_RATIO[0] × its low end to CLOSE_RATIO[1] × its high end), CI and all.
+CLOSE_RATIO = criteria.value("h3_close_band")
 
 
 # The single-threaded configuration of each SDK: the one H3 reads the seed's Greedy figure
 # against (Holoscan 5.0's executor with one lane stands in for Greedy).
 SINGLE_THREADED = ("Greedy", "Executor ×1")
+# The configurations H3 reads each published scheduler's figure against: the seed ran
+# EventBased with `--workers 1`; on Holoscan 5.0, a lane per operator stands in for it.
+JUDGED = {"greedy": SINGLE_THREADED, "event_based": ("EventBased ×1", "Executor ×2")}
 
 
 def scheduler_label(scheduler: str, workers) -> str:
@@ -225,15 +230,16 @@ def headline(runs: pd.DataFrame, ci: CI) -> dict:
     }
 
 
-def seed_method_at_seed_n(runs: pd.DataFrame, app: str, ci: CI) -> dict:
-    """Greedy's (5.0: the one-lane executor's) whole-app µs per iteration at the source's N,
-    like with like.
+def seed_method_at_seed_n(runs: pd.DataFrame, app: str, ci: CI, label: str | None = None) -> dict:
+    """A configuration's whole-app µs per iteration at the source's N, like with like.
 
-    Measured where the sweep ran that N (mean over repetitions, CI over them),
-    else extrapolated from the least-squares line of whole-app time against N
-    (mean response at the source's N, t-based CI; each repetition is one run).
+    ``label`` is the scheduler label (default: the single-threaded configuration,
+    Greedy or 5.0's one-lane executor). Measured where the sweep ran that N (mean
+    over repetitions, t-interval over them), else extrapolated from the
+    least-squares line of whole-app time against N (mean response at the source's N,
+    t-based CI; each repetition is one run).
     """
-    g = runs[(runs["app"] == app) & (runs["scheduler_label"] == single_threaded(runs))]
+    g = runs[(runs["app"] == app) & (runs["scheduler_label"] == (label or single_threaded(runs)))]
     n = published.N
     if g.empty:
         return {"value": np.nan, "low": np.nan, "high": np.nan, "how": "not measured", "runs": 0}
@@ -252,58 +258,77 @@ def seed_method_at_seed_n(runs: pd.DataFrame, app: str, ci: CI) -> dict:
             "runs": reps}
 
 
-def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
-    """H3 like with like: the seed's method at the seed's N against its figure, and the ordering.
+def closeness(low: float, high: float, band: tuple[float, float]) -> str:
+    """``close`` when the CI [low, high] lies within ``band``, ``far`` when wholly outside it,
+    else (or without a CI) ``inconclusive``."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "inconclusive"
+    if band[0] <= low and high <= band[1]:
+        return "close"
+    if high < band[0] or low > band[1]:
+        return "far"
+    return "inconclusive"
 
-    The ratio of Greedy's (5.0: the one-lane executor's) whole-app µs per
-    iteration at the source's N (:func:`seed_method_at_seed_n`) to the published
-    figure must lie, CI and all, within :data:`CLOSE_RATIO` in both apps
-    (``close``); a CI wholly outside refutes it. The ordering (Greedy below every
-    EventBased configuration, on 5.0 one lane below a lane per operator, the
-    message costing more) is judged on the steady in-run cost, our own metric.
-    Reproduced when close and ordered; partly reproduced when only ordered or
-    only close; not reproduced when neither; inconclusive with fewer than
-    :data:`rtstudy.stats.MIN_RUNS` repetitions or a CI across the band's edge.
+
+def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
+    """H3 like with like, on both schedulers: the seed's method at the seed's N against its
+    published figure, and the ordering.
+
+    For Greedy and for EventBased ×1 (the published `--workers 1`; on 5.0 one lane and
+    a lane per operator, :data:`JUDGED`), in both apps, the whole-app µs per
+    iteration at the source's N (:func:`seed_method_at_seed_n`) is *close* when its
+    whole CI lies within :data:`CLOSE_RATIO` × the published figure (its low end times
+    the first, its high end times the second) and *far* when wholly outside
+    (:func:`closeness`). The ordering (Greedy below every EventBased configuration,
+    on 5.0 one lane below a lane per operator, the message costing more) is judged on
+    the steady in-run cost, our own metric. Reproduced when every part is close and
+    the ordering holds; not reproduced when no part is close and some are far;
+    partly reproduced when some are close and others far, or all close but the
+    ordering differs; inconclusive otherwise (a CI across a band's edge and nothing
+    far), with fewer than :data:`rtstudy.stats.MIN_RUNS` repetitions, or when a judged
+    configuration was not measured.
     """
     n_max = runs["iterations"].max()
     steady = runs[runs["iterations"] == n_max].groupby(["app", "scheduler_label"])[
         "steady_us_per_iter"].mean()
     single = single_threaded(runs)
-    like = {}
-    for app in ("ops", "ping"):
-        seed = seed_method_at_seed_n(runs, app, ci)
-        if not np.isfinite(seed["value"]):
-            continue
-        pub = published.US_PER_ITERATION[(app, "greedy")][0]
-        like[app] = {**seed, "published": pub, "ratio": seed["value"] / pub,
-                     "ratio_low": seed["low"] / pub, "ratio_high": seed["high"] / pub}
+    seen = set(runs["scheduler_label"])
+    parts = []
+    for scheduler, labels in JUDGED.items():
+        label = next((x for x in labels if x in seen), None)
+        for app in ("ops", "ping"):
+            lo, hi = published.US_PER_ITERATION[(app, scheduler)]
+            band = (CLOSE_RATIO[0] * lo, CLOSE_RATIO[1] * hi)
+            seed = (seed_method_at_seed_n(runs, app, ci, label) if label else
+                    {"value": np.nan, "low": np.nan, "high": np.nan, "how": "not measured",
+                     "runs": 0})
+            parts.append({**seed, "app": app, "scheduler": label or labels[0],
+                          "published": (lo, hi), "band": band,
+                          "state": closeness(seed["low"], seed["high"], band)})
     ordering = all(steady[(app, single)] < steady[(app, label)] for (app, label) in steady.index
                    if label != single and (app, single) in steady.index)
     if ("ops", single) in steady.index and ("ping", single) in steady.index:
         ordering = ordering and steady[("ping", single)] > steady[("ops", single)]
-    lo, hi = CLOSE_RATIO
-    states = set()
-    for r in like.values():
-        if not np.isfinite(r["ratio_low"]):
-            states.add("inconclusive")
-        elif lo <= r["ratio_low"] and r["ratio_high"] <= hi:
-            states.add("close")
-        elif r["ratio_high"] < lo or r["ratio_low"] > hi:
-            states.add("far")
-        else:
-            states.add("inconclusive")
+    states = [p["state"] for p in parts]
     reps = int(runs.groupby(["app", "scheduler_label"])["repetition"].nunique().min())
-    out = {"ordering": ordering, "like": like, "runs": reps, "close_ratio": CLOSE_RATIO,
+    out = {"ordering": ordering, "parts": parts, "runs": reps, "close_ratio": CLOSE_RATIO,
            "n": published.N,
-           "greedy_us": {app: float(steady[(app, single)]) for app in like}}
-    if not like or reps < MIN_RUNS or "inconclusive" in states:
+           "greedy_us": {app: float(steady[(app, single)]) for app in ("ops", "ping")
+                         if (app, single) in steady.index}}
+    unmeasured = [f"{p['app']} {p['scheduler']}" for p in parts if p["how"] == "not measured"]
+    if reps < MIN_RUNS or unmeasured:
         why = (f"{reps} repetition(s), fewer than {MIN_RUNS}" if reps < MIN_RUNS else
-               "a ratio's CI crosses the band's edge" if like else f"{single} not measured")
+               f"{', '.join(unmeasured)} not measured")
         return {**out, "verdict": "inconclusive", "why": why}
-    close = states == {"close"}
-    verdict = ("reproduced" if close and ordering else
-               "partly reproduced" if close or ordering else "not reproduced")
-    return {**out, "verdict": verdict}
+    across = [f"{p['app']} {p['scheduler']}" for p in parts if p["state"] == "inconclusive"]
+    if "far" in states:
+        verdict = "partly reproduced" if "close" in states else "not reproduced"
+    elif across:
+        verdict = "inconclusive"
+    else:
+        verdict = "reproduced" if ordering else "partly reproduced"
+    return {**out, "verdict": verdict,
+            **({"why": f"the CI of {', '.join(across)} crosses its band's edge"} if across else {})}
 
 
 # What the drift check compares (stats.drift_check): a name and its unit.

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rtstudy import criteria
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
 from rtstudy.io import Dataset, read_cells, read_json, set_aside_drift, wide
@@ -21,9 +22,9 @@ from rtstudy.stats import CI, MIN_RUNS, drift_check, two_group_ci
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"latency_ns": "int64", "count": "int64"}
 LADDER = (50, 99, 99.9, 99.99)
-# A gap between two of the jitter probe's loops longer than this is an interruption (the tick, an
-# IRQ, another task, the hypervisor): the probe's loop itself takes about 10 ns.
-INTERRUPTION_NS = 1000
+# H4's metric (rtstudy.criteria): a gap between two of the jitter probe's loops longer than this
+# is an interruption (the tick, an IRQ, another task, the hypervisor): the loop takes about 10 ns.
+INTERRUPTION_NS = criteria.value("h4_interruption_ns")
 
 def hist_percentiles(latency_ns, count, qs=LADDER) -> dict:
     """Percentiles, max, mean and std of a histogram (values in ns, with counts)."""
@@ -152,20 +153,37 @@ def ladder_table(stats: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
+def like_with_like(load: str, probe_realtime: bool) -> bool:
+    """Whether the isolated and the housekeeping CPU are compared like with like under ``load``.
+
+    Idle, always. Under stress-ng, only when the probe outranks the load (a real-time
+    probe): stress-ng is not pinned, and a shield (or boot isolation) keeps it off the
+    isolated CPU, so a normal-policy probe on the housekeeping CPU shares its CPU with
+    the load (it loses 6/7 of its time to 6 workers) while the isolated one does not —
+    a comparison of where the load ran, not of how quiet the CPUs are.
+    """
+    return load == "idle" or probe_realtime
+
+
+def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool = False) -> dict:
     """H4: an isolated (or shielded) CPU loses less of its time to interruptions than a
-    housekeeping CPU, over runs.
+    housekeeping CPU, over runs, judged like with like.
 
     The quantity is the jitter probe's :func:`lost_share` per repetition (each
-    repetition one run). For each load measured (idle; stress-ng, which a
-    shield confines to the housekeeping CPUs) the housekeeping minus isolated
-    difference gets a CI over repetitions. Reproduced when every load's CI lies
-    above 0; partly reproduced when some do and the others cover 0; not
-    reproduced when every CI lies at or below 0; inconclusive without an
-    isolated CPU measured beside a housekeeping one, below
-    :data:`rtstudy.stats.MIN_RUNS` repetitions, or when every CI covers 0.
-    ``ratios`` gives each CPU and load's P99.99 / P50 (mean over repetitions),
-    ``loads`` each load's shares and difference.
+    repetition one run). For each load measured the housekeeping minus isolated
+    difference gets a t-interval over repetitions; only the loads
+    :func:`like_with_like` judges comparable count (``judged``; the others are in
+    ``not_judged`` with the reason). Reproduced when every judged load's CI lies
+    above 0; partly reproduced when some do and the others cover 0; not reproduced
+    when every CI lies at or below 0; inconclusive without an isolated CPU measured
+    beside a housekeeping one, below :data:`rtstudy.stats.MIN_RUNS` repetitions, or
+    when every judged CI covers 0. ``ratios`` gives each CPU and load's
+    P99.99 / P50 (mean over repetitions), ``loads`` each load's shares and difference.
+
+    Parameters
+    ----------
+    probe_realtime : bool
+        Whether the probe ran at a real-time priority (above stress-ng's normal policy).
     """
     jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
     jitter = jitter[jitter["p50"] > 0] if len(jitter) else jitter
@@ -178,7 +196,7 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
     if not isolated & measured or not measured - isolated:
         return {"verdict": "inconclusive", "why": "no isolated CPU was measured beside a "
                 "housekeeping one on this host", "ratios": ratios}
-    loads, above, below, runs = {}, [], [], []
+    loads, above, below, runs, not_judged = {}, [], [], [], {}
     for load, g in jitter.groupby("load", sort=False):
         iso = g.loc[g["cpu"].isin(isolated), "lost_share"]
         hk = g.loc[~g["cpu"].isin(isolated), "lost_share"]
@@ -186,22 +204,30 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
         loads[load] = {"isolated": float(iso.mean()), "housekeeping": float(hk.mean()),
                        "difference": diff.value, "low": diff.low, "high": diff.high,
                        "runs": diff.n}
+        if not like_with_like(load, probe_realtime):
+            not_judged[load] = ("stress-ng ran on the housekeeping CPU only, and the probe "
+                                "(normal policy) shared that CPU with it")
+            continue
         runs.append(diff.n)
         if np.isfinite(diff.low):
             above += [load] if diff.low > 0 else []
             below += [load] if diff.high <= 0 else []
-    out = {"ratios": ratios, "loads": loads, "runs": min(runs), "above": above, "below": below}
-    if not all(np.isfinite(l["low"]) for l in loads.values()):
+    judged = [load for load in loads if load not in not_judged]
+    out = {"ratios": ratios, "loads": loads, "runs": min(runs, default=0), "above": above,
+           "below": below, "judged": judged, "not_judged": not_judged}
+    if not judged:
+        return {**out, "verdict": "inconclusive", "why": "no load was measured like with like"}
+    if not all(np.isfinite(loads[load]["low"]) for load in judged):
         return {**out, "verdict": "inconclusive",
                 "why": f"{min(runs)} repetition(s) per CPU, fewer than {MIN_RUNS}"}
-    if len(above) == len(loads):
+    if len(above) == len(judged):
         return {**out, "verdict": "reproduced"}
-    if len(below) == len(loads):
+    if len(below) == len(judged):
         return {**out, "verdict": "not reproduced"}
     if above:
         return {**out, "verdict": "partly reproduced",
-                "why": "not quieter " + ", ".join(l for l in loads if l not in above)}
-    return {**out, "verdict": "inconclusive", "why": "every difference's CI covers 0"}
+                "why": "not quieter " + ", ".join(load for load in judged if load not in above)}
+    return {**out, "verdict": "inconclusive", "why": "every judged difference's CI covers 0"}
 
 
 def audit_table(record: dict) -> pd.DataFrame:
@@ -210,8 +236,8 @@ def audit_table(record: dict) -> pd.DataFrame:
                           "remedy": i.get("remedy", "")} for i in record.get("items", [])])
 
 
-def headline(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
-    """The numbers E4's prose quotes, computed here."""
+def headline(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool = False) -> dict:
+    """The numbers E4's prose quotes, computed here (``probe_realtime``: :func:`h4_verdict`)."""
     summary = record.get("summary", {})
     jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
     worst = None
@@ -226,16 +252,18 @@ def headline(record: dict, stats: pd.DataFrame, ci: CI) -> dict:
             # An audit recorded without osnoise (or none at all) says so, rather than failing.
             "worst": worst, "osnoise": {"available": None, "why": "", **record.get("osnoise", {})},
             "warn": [i["name"] for i in record.get("items", []) if i["status"] in ("WARN", "FAIL")],
-            "verdict": h4_verdict(record, stats, ci)}
+            "verdict": h4_verdict(record, stats, ci, probe_realtime)}
 
 
-# What the drift check compares (stats.drift_check): a name and its unit. The tail, as H4.
-DRIFT_QUANTITY = ("P99.99 latency", "ns")
+# What the drift check compares (stats.drift_check): a name and its unit. H4's metric: P99.99
+# moves in whole ns steps of a quantized histogram (40, 40, 40 then 34), a step it cannot judge.
+DRIFT_QUANTITY = ("time lost to interruptions", "fraction")
 
 
 def drift(ds: Dataset) -> dict | None:
-    """The sweep's drift check on the P99.99 latency (ns) of its condition; None without one."""
-    return drift_check(ds.tables["stats"], ds.tables["drift"], "p99.99")
+    """The sweep's drift check on the share of time lost to interruptions (H4's metric) of its
+    condition; None without one."""
+    return drift_check(ds.tables["stats"], ds.tables["drift"], "lost_share")
 
 
 # The table that DVC plots (dvc.yaml `plots:`): one row per repetition, one column per CPU and

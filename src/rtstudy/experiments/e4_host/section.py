@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from rtstudy.experiments.e4_host import analysis, figures, published
-from rtstudy.io import Dataset
+from rtstudy.io import Dataset, read_plan
 from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, render
 from rtstudy.stats import CI, MIN_RUNS, over_runs
 
@@ -20,7 +20,10 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     """E4's section from its dataset (with the recorded audit) and its parameters."""
     hists, stats = ds.tables["histograms"], ds.tables["stats"]
     record = ds.extra.get("audit", {})
-    h = analysis.headline(record, stats, ci)
+    # Whether the probe outranked stress-ng: read from the plan the data was measured with.
+    probe_realtime = any(c["config"].get("fifo_priority") for c in read_plan(ds.directory)["cells"]
+                         if c["config"].get("kind") == "jitter")
+    h = analysis.headline(record, stats, ci, probe_realtime)
 
     jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
     floor = stats[stats["kind"] != "jitter"] if len(stats) else stats
