@@ -16,7 +16,7 @@ from rtstudy.experiments.e2_rt_threads.metrics import (FIXED, PREVIOUS, RunFrame
 from rtstudy.stats import CI, MIN_RUNS, pooled_rate, wilks_quantile
 
 P = 16_666_667  # ns: 60 FPS
-CI95 = CI(0.95, 500, 0)
+CI95 = CI(0.95)
 
 
 def test_zero_late_frames_in_n_is_the_exact_one_sided_bound():

@@ -424,7 +424,7 @@ BAD = [
     (("e3_overhead", "stop_on_deadlock_timeout_ms"), -1,
      ["e3_overhead.stop_on_deadlock_timeout_ms = -1", ">= 0"]),
     (("e3_overhead", "event_based_workers"), [0], ["e3_overhead.event_based_workers", "bad item: 0"]),
-    (("report", "random_seed"), -1, ["report.random_seed = -1", ">= 0"]),
+    (("report", "confidence"), 0.1, ["report.confidence = 0.1", ">= 0.5"]),
     (("report", "confidence"), "high", ["report.confidence = 'high'", "a number"]),
     (("profile",), None, ["profile = None", "smoke"]),
 ]

@@ -259,12 +259,12 @@ def straddling_reductions() -> pd.DataFrame:
             ("SCHED_RR", 0.918, 0.792, 0.980)]
     return pd.DataFrame([{"policy": p, "load_factor": 3.0, "load_work_model": "native",
                           "reduction": v, "low": lo, "high": hi, "n_runs": 5, "n_runs_normal": 5,
-                          "std_ms": 0.4, "std_normal_ms": 1.7, "rating": "excellent"}
+                          "std_ms": 0.4, "std_normal_ms": 1.7, "rating": "excellent", "void": ()}
                          for p, v, lo, hi in rows])
 
 
 def test_a_ci_straddling_the_threshold_is_inconclusive_in_the_code_and_in_the_words():
-    from rtstudy.experiments.e2_rt_threads import section as e2_section
+    from rtstudy.experiments.e2_rt_threads import section as e2_section, tables as e2_tables
     from rtstudy.report.section import render
 
     v = e2.h2_verdict(straddling_reductions())
@@ -272,11 +272,13 @@ def test_a_ci_straddling_the_threshold_is_inconclusive_in_the_code_and_in_the_wo
     h = {"verdict": v, "min_reduction": e2.MIN_REDUCTION, "min_runs": 3,
          "baseline": "normal_dedicated"}
     rule = render(e2_section.FOLDER, "rule", h=h)
-    summary = render(e2_section.FOLDER, "summary", h=h, v=v)
+    summary = render(e2_section.FOLDER, "summary", h=h, v=v, change=e2_tables.std_change)
     criterion = render(e2_section.FOLDER, "criterion", h=h)
-    assert "whole CI at or above 50%" in rule and "inconclusive when a CI straddles 50%" in rule
-    assert "whole CI (over runs) >= 50%" in criterion and "across it is inconclusive" in criterion
-    assert "FIFO +71% [42%, 93%]" in summary and "straddles the 50% threshold" in summary
+    assert "whole CI of its change at or below −50%" in rule
+    assert "inconclusive when a CI straddles −50%" in rule
+    assert "whole CI (over runs) at or below −50%" in criterion and "is inconclusive" in criterion
+    assert "FIFO −71% [−93%, −42%]" in summary.replace("-", "−")
+    assert "straddles the −50% threshold" in summary
     # The report's own statement of the rule (Methods) says the same.
     from rtstudy.report.study import words
     methods = words("methods", host="", profile="default", placement="", sections=[],

@@ -162,6 +162,19 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
          _strict("like with like: a load placed on the housekeeping CPU only is not compared "
                  "with the shielded CPU"))),
     Criterion(
+        "h2_starved_offset", "H2", 0.05, "fraction of the nominal period",
+        "a condition whose mean frame period (over its runs) is more than this off the nominal "
+        "one starved: a std comparison with it is void, and H2 is inconclusive",
+        (Change("2026-11-25T05:20Z", "0d4c341", "set from the reference data's split (every "
+                "condition but one within 0.3 %, the starved ones 17–142 % off), after data "
+                "existed"),)),
+    Criterion(
+        "e2_decided_share", "E2", 0.5, "fraction",
+        "a run's std is decided by a few frames when its 2 most extreme periods carry more "
+        "than this share of its squared deviations",
+        (Change("2026-11-25T05:20Z", "0d4c341", "set with the typical-jitter quantities, after "
+                "data existed"),)),
+    Criterion(
         "e2_floor_goal", "E2", 2.0, "× the floor's std",
         "a configuration is at the floor when the whole CI of its std over the floor's lies "
         "at or below this",

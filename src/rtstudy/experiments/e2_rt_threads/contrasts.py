@@ -16,16 +16,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rtstudy import criteria
 from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, grid,
                                                          headline_point, starved)
 from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
-from rtstudy.stats import (CI, Estimate, holm, over_runs, pooled_rate, rank_test, spread_test,
-                           two_group_ci, wilks_quantile)
+from rtstudy.stats import (CI, Estimate, holm, over_runs, pooled_rate, rank_test, ratio_ci,
+                           spread_test, two_group_ci, wilks_quantile)
 
 # A run's std is "decided by a few frames" when its 2 most extreme periods carry more than
-# this share of its squared deviations (metrics.run_metrics' std_top2_share).
-DECIDED_SHARE = 0.5
+# this share of its squared deviations (metrics.run_metrics' std_top2_share; rtstudy.criteria).
+DECIDED_SHARE = criteria.value("e2_decided_share")
 
 
 def summarize(runs: pd.DataFrame, ci: CI) -> dict:
@@ -107,10 +108,11 @@ def std_reduction(a, b, ci: CI) -> Estimate:
 
     ``a`` and ``b`` hold one std per independent run (the baseline's and the
     policy's). Positive means ``b`` (e.g. a real-time policy) has the smaller
-    jitter. Welch t-interval over the runs of both; below
+    jitter. The ratio's t-interval on the log scale (:func:`rtstudy.stats.ratio_ci`); below
     :data:`rtstudy.stats.MIN_RUNS` runs in either group there is no CI.
     """
-    return two_group_ci(a, b, lambda x, y: 1 - y.mean() / x.mean(), ci)
+    ratio = ratio_ci(a, b, ci)
+    return Estimate(1 - ratio.value, 1 - ratio.high, 1 - ratio.low, ratio.n, ratio.confidence)
 
 
 def std_difference(a, b, ci: CI) -> Estimate:
@@ -119,8 +121,8 @@ def std_difference(a, b, ci: CI) -> Estimate:
 
 
 def std_ratio(a, b, ci: CI) -> Estimate:
-    """``mean(b) / mean(a)`` of per-run frame-period stds, t-interval over runs."""
-    return two_group_ci(a, b, lambda x, y: y.mean() / x.mean(), ci)
+    """``mean(b) / mean(a)`` of per-run frame-period stds, t-interval over runs (log scale)."""
+    return ratio_ci(a, b, ci)
 
 
 def reductions(runs: pd.DataFrame, frames: pd.DataFrame, ci: CI,
