@@ -1,6 +1,7 @@
 """Every criterion's record (rtstudy.criteria) against git, and the report's reading of it."""
 from __future__ import annotations
 
+import os
 import subprocess
 from datetime import datetime, timezone
 
@@ -10,9 +11,9 @@ from rtstudy import criteria, paths
 
 
 def git(*args: str) -> str:
-    """git's output, empty when it fails (an unknown commit)."""
+    """git's output, empty when it fails (an unknown commit); dates in UTC."""
     return subprocess.run(["git", "-C", str(paths.checkout()), *args], capture_output=True,
-                          text=True).stdout.strip()
+                          text=True, env={**os.environ, "TZ": "UTC"}).stdout.strip()
 
 
 def has_history() -> bool:

@@ -79,14 +79,6 @@ class Criterion:
 FIRST_DATA = Change("2026-11-22T14:43Z", "1f76049", "the full default study, the first data "
                     "recorded in the repository")
 
-# This change (strict verdict rules, t-based CIs): its date and commit.
-_STRICT = ("2026-11-25T06:00Z", "pending")
-
-
-def _strict(what: str) -> Change:
-    return Change(*_STRICT, what)
-
-
 CRITERIA: dict[str, Criterion] = {c.name: c for c in (
     Criterion(
         "min_runs", "every claim", 3, "runs",
@@ -104,7 +96,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "data was recorded"),
          Change("2026-11-23T15:19Z", "ff552fb", "each run one point of the fit (CI over runs), "
                 "after data existed"),
-         _strict("strict: the CI's lower bound must reach 0.8"))),
+         Change("2026-11-25T05:39Z", "9e591f9", "strict: the CI's lower bound must reach 0.8"))),
     Criterion(
         "h1_flat_margin", "H1", 0.1, "ms/ms",
         "the async buffer is flat: the whole CI of its slope within ±this (equivalence); "
@@ -113,8 +105,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "any data was recorded"),
          Change("2026-11-23T15:19Z", "ff552fb", "equivalence: the whole CI within ±0.1 "
                 "(params.yaml e1_async_buffer.flat_margin), after data existed"),
-         _strict("moved here from params.yaml (a criterion, not a measuring parameter); "
-                 "value unchanged"))),
+         Change("2026-11-25T05:39Z", "9e591f9", "moved here from params.yaml (a criterion, not a "
+                "measuring parameter); value unchanged"))),
     Criterion(
         "h2_min_reduction", "H2", 0.5, "fraction",
         "every real-time policy cuts the frame-period std by at least this against "
@@ -126,7 +118,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "data existed"),
          Change("2026-11-23T20:36Z", "6f4dbcf", "baseline `normal_dedicated` (only the policy "
                 "differs), after data existed"),
-         _strict("strict: the CI's lower bound must reach 0.5"))),
+         Change("2026-11-25T05:39Z", "9e591f9", "strict: the CI's lower bound must reach 0.5"))),
     Criterion(
         "h2_control_floor_multiple", "H2 control", 1.0, "× the floor's std",
         "without contention a real-time policy's jitter equals normal_dedicated's when the "
@@ -136,8 +128,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         (Change("2026-11-23T15:19Z", "ff552fb", "a fixed ±0.1 ms (params.yaml "
                 "e2_rt_threads.null_margin_ms), after data existed; 76 % of the 0.132 ms "
                 "baseline it was applied to"),
-         _strict("the margin is the floor's std at the lowest load factor (about 0.010 ms on "
-                 "the reference host), after data existed"))),
+         Change("2026-11-25T05:39Z", "9e591f9", "the margin is the floor's std at the lowest "
+                "load factor (about 0.010 ms on the reference host), after data existed"))),
     Criterion(
         "h3_close_band", "H3", (0.5, 2.0), "× the published figure",
         "the seed's method (whole app / N) at the seed's N, Greedy and EventBased ×1 (the "
@@ -148,7 +140,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "published figure (point estimate), before any data was recorded"),
          Change("2026-11-23T15:19Z", "ff552fb", "the seed's method at the seed's N, its whole "
                 "CI in the band, after data existed"),
-         _strict("judged on both schedulers (EventBased ×1 too), after data existed"))),
+         Change("2026-11-25T05:39Z", "eabb0ed", "judged on both schedulers (EventBased ×1 too), "
+                "after data existed"))),
     Criterion(
         "h4_interruption_ns", "H4", 1000, "ns",
         "H4's metric: the share of the jitter probe's time in loop-to-loop gaps longer than "
@@ -159,8 +152,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "recorded"),
          Change("2026-11-23T17:55Z", "be2305f", "the share of time lost to gaps over 1 µs, "
                 "after the shielded dataset it judges was measured (17:36–17:52)"),
-         _strict("like with like: a load placed on the housekeeping CPU only is not compared "
-                 "with the shielded CPU"))),
+         Change("2026-11-25T05:39Z", "eabb0ed", "like with like: a load placed on the "
+                "housekeeping CPU only is not compared with the shielded CPU"))),
     Criterion(
         "h2_starved_offset", "H2", 0.05, "fraction of the nominal period",
         "a condition whose mean frame period (over its runs) is more than this off the nominal "
@@ -203,8 +196,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "rare events do not dominate (E2: the frame periods' IQR; E4: H4's lost share)",
         (Change("2026-11-23T16:50Z", "5ed2ef7", "beyond the ordinary runs' range, on E2's "
                 "frame-period std and E4's P99.99"),
-         _strict("robust quantities: E2's std spans 0.03–1.44 ms over one condition's runs, "
-                 "so no drift could exceed it"))),
+         Change("2026-11-25T05:46Z", "b8ca390", "robust quantities: E2's std spans 0.03–1.44 ms "
+                "over one condition's runs, so no drift could exceed it"))),
 )}
 
 
