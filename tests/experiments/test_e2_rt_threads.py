@@ -279,7 +279,8 @@ def test_std_reduction_is_over_runs_with_no_ci_below_three():
     normal, rt = [0.30, 0.32, 0.28, 0.31], [0.05, 0.04, 0.06, 0.05]
     better = contrasts.std_reduction(normal, rt, ci)
     assert better.value == pytest.approx(1 - np.mean(rt) / np.mean(normal))
-    assert 0.8 < better.low <= better.value <= better.high < 0.9 and better.n == 4
+    # A t-interval of the log ratio (rtstudy.stats): asymmetric, never past 100 %.
+    assert 0.75 < better.low <= better.value <= better.high < 0.9 and better.n == 4
     worse = contrasts.std_reduction(rt, normal, ci)
     assert worse.value < 0 and worse.high < 0
     two = contrasts.std_reduction(normal[:2], rt[:2], ci)

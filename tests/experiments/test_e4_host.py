@@ -101,6 +101,9 @@ def test_the_section_says_what_was_not_recorded(tmp_path, audit):
     stats = pd.DataFrame([{"kind": "jitter", "load": "idle", "cpu": 0, "n": 1000, "p50": 80.0,
                            "p99": 200.0, "p99.9": 900.0, "p99.99": 2000.0, "max": 5000.0,
                            "mean": 90.0, "std": 30.0, "lost_share": 0.01}])
+    # The plan says how the probe ran (at a normal policy here), as a measured dataset's does.
+    (tmp_path / "plan.json").write_text(json.dumps(
+        {"cells": [{"config": {"kind": "jitter", "fifo_priority": 0}}]}))
     ds = Dataset(tmp_path, {"histograms": pd.DataFrame(), "stats": stats}, [], {"audit": audit})
     sec = section.build(ds, params.stage_config("e4_host", "smoke"), CI(0.95))
     text = sec.blocks[0].text
