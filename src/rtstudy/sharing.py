@@ -41,7 +41,7 @@ import yaml
 
 from rtstudy import data, params, paths, registry
 from rtstudy.io import DataError
-from rtstudy.paths import HOST_FILE, PLAN_FILE
+from rtstudy.paths import FAILED_DIR, HOST_FILE, PLAN_FILE
 
 GIT_TIMEOUT_S = 600
 DVC_ADD_TIMEOUT_S = 600
@@ -423,7 +423,8 @@ def import_dataset(text: str, name: str | None = None, remote: str | None = None
             if repo is not None:
                 repo.close()
         _check(fetched)
-        result.added = {key: sum(1 for p in folder.iterdir() if p.is_dir())
+        # Cells: the folders of a dataset but its failed cells' (paths.FAILED_DIR).
+        result.added = {key: sum(1 for p in folder.iterdir() if p.is_dir() and p.name != FAILED_DIR)
                         for key, folder in fetched.items()}
         target = imported / name
         if target.exists():
