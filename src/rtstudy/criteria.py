@@ -104,7 +104,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         (Change("2026-11-21T19:55Z", "254e3b0", "|slope| < 0.1 and a CI covering 0, before "
                 "any data was recorded"),
          Change("2026-11-23T15:19Z", "ff552fb", "equivalence: the whole CI within ±0.1 "
-                "(params.yaml e1_async_buffer.flat_margin), after data existed"),
+                "(params.yaml, E1's flat_margin), after data existed"),
          Change("2026-11-25T05:39Z", "9e591f9", "moved here from params.yaml (a criterion, not a "
                 "measuring parameter); value unchanged"))),
     Criterion(
@@ -126,7 +126,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "floor's frame-period std (cyclictest in the same sweep, the lowest load factor): a "
         "difference below what the operating system alone shows is none a policy could remove",
         (Change("2026-11-23T15:19Z", "ff552fb", "a fixed ±0.1 ms (params.yaml "
-                "e2_rt_threads.null_margin_ms), after data existed; 76 % of the 0.132 ms "
+                "E2's null_margin_ms), after data existed; 76 % of the 0.132 ms "
                 "baseline it was applied to"),
          Change("2026-11-25T05:39Z", "9e591f9", "the margin is the floor's std at the lowest "
                 "load factor (about 0.010 ms on the reference host), after data existed"))),
