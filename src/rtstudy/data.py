@@ -1,11 +1,17 @@
 """The datasets of every registered experiment: find them, load them, one way for all.
 
-Exploring the data takes two calls::
+Exploring the data takes a few calls::
 
     from rtstudy import data
     data.EXPERIMENTS                  # the registered experiments' names
+    data.hosts()                      # every host with data, with a readable label
     data.datasets(name)               # every host's folder of one, for the current profile
     tables = data.load(name)          # {table name: DataFrame}, as data.tables(name) lists
+    data.schema(name)                 # each table's columns: kind, unit, meaning
+
+Datasets are this checkout's (``data/raw/``) and colleagues' brought in with
+``rtstudy data import`` (``data/imported/<name>/``, :mod:`rtstudy.sharing`); every
+function takes ``root=``, a data folder anywhere, so the API works outside a checkout too.
     data.schema(name)                 # each table's columns: kind, unit, meaning
 
 :func:`load` returns tidy frames (one row per observation, the configuration
