@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -152,3 +153,23 @@ def venv_datasets(project: Path, stage: str, profile: str = "smoke") -> list[Pat
     return [d for d in sorted((project / "data" / "raw" / stage).glob(f"*/{profile}"))
             if (d / paths.HOST_FILE).is_file()
             and "sdk" not in json.loads((d / paths.HOST_FILE).read_text())]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 free right now (a server started next may still lose it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def end_group(proc: subprocess.Popen) -> None:
+    """End a server started with ``start_new_session=True`` and everything it started (its
+    process group): SIGTERM, 30 s to go, then SIGKILL; a group already gone is no error."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)

@@ -9,11 +9,9 @@ after: 0 cells run. The figures' functions are tested on the same data.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import end_group, free_port
 from rtstudy import browser, data, explore, harness, params, paths, registry, stage
 
 BIN = Path(sys.executable).parent
@@ -177,13 +176,6 @@ def test_a_choice_keeps_the_others_that_still_hold_and_defaults_the_rest(referen
     assert [label for label, _ in c["host"].options] == list(hosts["label"])
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture()
 def lab(reference, tmp_path):
@@ -234,14 +226,7 @@ def lab(reference, tmp_path):
         assert url in log.read_text(), "make lab does not print explore.ipynb's URL"
         yield url, project
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        end_group(proc)
 
 
 # JupyterLab's notebook panel of explore.ipynb, once open (headless, no widget has the focus,

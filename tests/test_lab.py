@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import secrets
-import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -25,17 +22,13 @@ import pytest
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
+from conftest import end_group, free_port
 from rtstudy import paths, sdkroot
 
 STAMP = ".venv/.rtstudy-installed"
 START_TIMEOUT_S = 90
 CELL_TIMEOUT_S = 180
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def listening_addresses(port: int) -> set[str]:
@@ -128,14 +121,7 @@ def lab(checkout_copy, tmp_path_factory):
             time.sleep(0.5)
         yield server
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        end_group(proc)
 
 
 def test_lab_listens_on_localhost_only_and_prints_the_url_with_the_token(lab):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import free_port
 from rtstudy import data, sysdeps
 from rtstudy.process import end_process
 from test_sharing import BIN, MAKE, SECTIONS, make_env, publish, sh
@@ -25,11 +26,6 @@ SSHD = sysdeps.which("sshd")
 # `git status --porcelain` codes of an unmerged path.
 CONFLICTS = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
