@@ -115,12 +115,12 @@ def classify(text: str, remote: str | None = None, rev: str | None = None) -> So
         if (path / "files" / "md5").is_dir():
             return Source("remote", str(path), rev, None)
         if (path / "dvc.lock").is_file() and (path / ".git").exists():
-            return Source("git", str(path), rev, remote)
+            return _git(str(path), rev, remote)
         raise DataError(f"{path}: holds no rtstudy dataset (no data/raw/, raw/ or "
                         "<experiment>/<host id>/<profile>/plan.json), is no DVC remote (no "
                         "files/md5/) and no git checkout with a dvc.lock; point at one of those")
     if GIT_URL.search(text):
-        return Source("git", text, rev, remote)
+        return _git(text, rev, remote)
     if "://" in text:
         return Source("remote", text, rev, None)
     if text in _our_remotes():
@@ -128,6 +128,14 @@ def classify(text: str, remote: str | None = None, rev: str | None = None) -> So
     raise DataError(f"{text!r}: not a folder, git URL, DVC remote URL or one of this checkout's "
                     f"DVC remotes ({', '.join(_our_remotes()) or 'none configured'}); name a "
                     "remote as remote:NAME")
+
+
+def _git(where: str, rev: str | None, remote: str | None) -> Source:
+    """A git source, whose ``--remote`` (if any) must be one of this checkout's remotes."""
+    if remote is not None and remote not in _our_remotes():
+        raise DataError(f"--remote {remote}: this checkout has no DVC remote of that name (it "
+                        f"has {', '.join(_our_remotes()) or 'none'}); add it with `dvc remote add`")
+    return Source("git", where, rev, remote)
 
 
 def _git_head(path: Path) -> str | None:
@@ -180,14 +188,12 @@ def _remote_odb(source: Source, workdir: Path, repo_dir: Path | None = None):
         repo_dir = workdir / "dvc"
         repo_dir.mkdir()
         Repo.init(str(repo_dir), no_scm=True).close()
-    ours = _our_remotes()
+    # A git source's data comes from its own default remote unless --remote names one of
+    # ours (classify checked it); a remote source is one of ours or a URL.
     name = source.remote if source.kind == "git" else source.where
-    if name is not None and name not in ours and source.kind == "git":
-        raise DataError(f"--remote {name}: this checkout has no DVC remote of that name "
-                        f"(it has {', '.join(ours) or 'none'}); add it with `dvc remote add`")
+    conf = _our_remotes().get(name) or ({"url": name} if source.kind == "remote" else None)
     with Repo(str(repo_dir)) as repo:
-        if name in ours or source.kind == "remote":
-            conf = dict(ours[name]) if name in ours else {"url": name}
+        if conf is not None:
             with repo.config.edit("local") as local:
                 local["remote"]["rtstudy-import"] = conf
                 local["core"]["remote"] = "rtstudy-import"
