@@ -108,6 +108,7 @@ class Study:
     sections: dict[str, Section] = field(default_factory=dict)
     datasets: dict = field(default_factory=dict)
     _by_host: dict | None = field(default=None, repr=False)  # sections_by_host(), built once
+    _described: pd.DataFrame | None = field(default=None, repr=False)  # described(), read once
 
     @classmethod
     def load(cls, profile: str | None = None) -> "Study":
@@ -230,6 +231,12 @@ class Study:
     def limitations_markdown(self) -> str:
         return words("limitations", items=self.limitations())
 
+    def described(self) -> pd.DataFrame:
+        """:func:`rtstudy.data.hosts` of the profile, indexed by host id (read once)."""
+        if self._described is None:
+            self._described = data.hosts(self.profile).set_index("host_id")
+        return self._described
+
     def sections_by_host(self) -> dict[str, dict[str, Section]]:
         """Every host with data for the profile → its sections (this host's are the report's)."""
         if self._by_host is None:
@@ -265,7 +272,7 @@ class Study:
         ``label`` and ``source`` (:func:`rtstudy.data.hosts`), ``shield`` (its runtime shield, None when untuned) and ``verdicts`` (claim → verdict).
         The same machine untuned and shielded is two host ids."""
         states = []
-        described = data.hosts(self.profile).set_index("host_id")
+        described = self.described()
         for host_id, sections in self.sections_by_host().items():
             fp = data_fingerprint(self.profile, host_id)
             states.append({"host_id": host_id, "fp": fp, "label": described.at[host_id, "label"],
@@ -330,7 +337,7 @@ class Study:
                 "condition": row["label"], "quantity": row["quantity"], "unit": row["unit"],
                 **{k: number(row[k]) for k in ("start", "end", "difference", "minutes")},
                 "moved": row["moved"]}
-        described = data.hosts(self.profile).set_index("host_id")
+        described = self.described()
         out["hosts"] = {host_id: {**{k: described.at[host_id, k] for k in ("label", "state", "sdk")},
                                   **verdicts_and_headlines(sections)}
                         for host_id, sections in self.sections_by_host().items()}
