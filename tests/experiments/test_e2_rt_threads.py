@@ -14,7 +14,9 @@ from conftest import require_policy
 from rtstudy import params, placement
 from rtstudy.apps.trace import parse as trace_parse
 from rtstudy.apps.trace import tracefs_mounts
-from rtstudy.experiments.e2_rt_threads import analysis, attribution, conditions, contrasts, plan
+from rtstudy.experiments.e2_rt_threads import (analysis, attribution, conditions, contrasts,
+                                               ladder, plan)
+from rtstudy.experiments.e2_rt_threads.params import FIXES
 from rtstudy.harness import SweepContext, run_sweep
 from rtstudy.readback import verify_realtime
 from rtstudy.realtime import POLICY_BY_NUMBER
@@ -26,9 +28,10 @@ from rtstudy.sysdeps import which
 def smoke_cfg(**changes) -> dict:
     cfg = params.stage_config("e2_rt_threads", "smoke")
     cfg.update(policies=["normal", "normal_dedicated", "SCHED_FIFO", "SCHED_DEADLINE"],
-               load_factors=[1], duration_s=0.5, dispatchers=["other", "fifo"],
+               load_factors=[0, 1], duration_s=0.5, dispatchers=["other", "fifo"],
                load_placements=["operators", "process", "threads"],
-               contrast_policies=["SCHED_FIFO"], seed_topologies=["seed_python"])
+               contrast_policies=["SCHED_FIFO"], seed_topologies=["seed_python"],
+               ladder=True, fixes=list(FIXES))
     cfg.update(changes)
     return cfg
 
@@ -119,6 +122,67 @@ def test_plain_threads_load_the_process_without_being_operators(e2_run):
         assert min(sc["summary"]["load_thread_chunks"]) > 0 and sc["summary"]["load_ticks"] == []
 
 
+def test_the_ladder_python_thread_is_read_back_and_paced_on_the_grid(e2_run):
+    cfg, cells, out, _ = e2_run
+    (cell,) = [c for c in cells if c.module == plan.PYTHREAD_MODULE]
+    sc = sidecar(out, cell)
+    got = sc["operators"]["python_thread"]["sched"]
+    assert (POLICY_BY_NUMBER[got["policy"]], got["priority"]) == (cfg["ladder_policy"],
+                                                                  cfg["priority"])
+    assert got["cpus"] == cell.config["target_cpus"] and sc["realtime_verified"]
+    t = pd.read_parquet(out / cell.cell_id / "samples.parquet")["t_start_ns"].to_numpy()
+    assert len(t) == cell.config["frames"]
+    # Slept to absolute times on the grid: the mean period is the nominal one within 1 %.
+    assert abs(np.diff(t).mean() / cell.config["period_ns"] - 1) < 0.01
+
+
+def test_outside_loads_are_the_same_threads_in_another_process(e2_run):
+    _, cells, out, _ = e2_run
+    outside = [c for c in holoscan_cells(cells) if c.config["load_placement"] == "outside"]
+    assert outside
+    for cell in outside:
+        sc = sidecar(out, cell)
+        chunks = sc["summary"]["load_thread_chunks"]
+        assert len(chunks) == cell.config["loads"] and min(chunks) > 0
+        assert not any(t["comm"].startswith("load") for t in sc["summary"]["threads"])
+
+
+def test_each_fix_is_one_factor_away_from_the_headline_and_applied(e2_run):
+    cfg, cells, out, _ = e2_run
+    by_label = {c.label: c for c in holoscan_cells(cells)}
+    head = next(c for c in by_label.values() if c.config["policy"] == cfg["ladder_policy"]
+                and c.config["load_placement"] == "operators"
+                and c.config["dispatcher"] == "other" and c.config["loads"]
+                and "switch_interval_ms" not in c.config and not c.config.get("trace_s"))
+    pinned = by_label[head.label + "-operators_pinned"]
+    sc = sidecar(out, pinned)
+    load_cpus = pinned.config["load_cpus"]
+    assert load_cpus and pinned.config["target_cpus"][0] not in load_cpus
+    # The load pool's threads (one per load) are pinned off the target's CPU.
+    assert sum(t["cpus"] == load_cpus for t in sc["summary"]["threads"]) >= pinned.config["loads"]
+    assert min(sc["summary"]["load_ticks"]) > 0
+    dispatcher = by_label[head.label + "-dfifo_pinned"]
+    d = sidecar(out, dispatcher)["operators"]["dispatcher"]["sched"]
+    assert POLICY_BY_NUMBER[d["policy"]] == "SCHED_FIFO" and len(d["cpus"]) == 1
+    interval = by_label[f"{head.label}-si{cfg['switch_interval_ms']:g}"]
+    assert sidecar(out, interval)["summary"]["switch_interval_s"] == \
+        pytest.approx(cfg["switch_interval_ms"] / 1000)
+    assert sidecar(out, head)["summary"]["switch_interval_s"] == pytest.approx(0.005)
+
+
+def test_the_ladder_and_the_fixes_reach_the_analysis(e2_run):
+    cfg, cells, out, _ = e2_run
+    ds = analysis.load(out, cfg)
+    ci = CI(0.95)
+    rungs = ladder.ladder(ds.tables["runs"], ds.tables["floor"], cfg["ladder_policy"], ci)
+    assert list(rungs["rung"]) == [key for key, _ in ladder.RUNGS]
+    recs = ladder.recommendations(ds.tables["runs"], cfg["ladder_policy"], ci)
+    assert {"SCHED_FIFO", *cfg["fixes"]} <= set(recs["change"])
+    # The CPU the loads got: pinned off the target's CPU they get less than free to use it.
+    pinned = recs.set_index("change").loc["operators_pinned"]
+    assert pinned["cpu_ratio"] < 1
+
+
 def test_the_floor_is_cyclictest_read_back_as_requested(e2_run):
     cfg, cells, out, _ = e2_run
     floor = [c for c in cells if c.module == plan.FLOOR_MODULE]
@@ -135,7 +199,9 @@ def test_frames_runs_floor_and_attribution(e2_run):
     ds = analysis.load(out, cfg)
     frames, runs, floor, att = (ds.tables[k] for k in ("frames", "runs", "floor", "attribution"))
     traced = [c for c in cells if c.config.get("trace_s")]
-    assert ds.missing == [] and len(runs) == len(holoscan_cells(cells)) - len(traced)
+    python = [c for c in cells if c.module == plan.PYTHREAD_MODULE]  # the ladder's, no Holoscan
+    assert ds.missing == [] and \
+        len(runs) == len(holoscan_cells(cells)) - len(traced) + len(python)
     assert len(floor) == len([c for c in cells if c.module == plan.FLOOR_MODULE])
     for _, r in runs.iterrows():
         assert r["period_p50_ms"] <= r["period_p99_ms"] <= r["period_p99.9_ms"] <= r["period_max_ms"]
@@ -197,7 +263,7 @@ def test_a_stray_gxf_variable_is_cleared_and_recorded(tmp_path, fingerprint, mon
     require_policy(fingerprint, "SCHED_FIFO")
     cfg = smoke_cfg(policies=["normal_dedicated"], contrast_policies=["normal_dedicated"],
                     dispatchers=["other"], load_placements=["operators"], seed_topologies=[],
-                    floor=False, trace_seconds=0)
+                    floor=False, trace_seconds=0, ladder=False, fixes=[])
     cells = plan.plan(cfg, fingerprint, {})[:1]
     monkeypatch.setenv("GXF_EBS_DISPATCHER_SCHED_POLICY", "SCHED_FIFO")
     monkeypatch.setenv("GXF_EBS_DISPATCHER_SCHED_PRIORITY", "99")
@@ -299,7 +365,8 @@ def test_a_pinned_dispatcher_goes_to_a_housekeeping_cpu(fingerprint):
     pins = {r.cpus for c in cells for r in c.realtime if r.operator == plan.DISPATCHER}
     assert pins == {(fingerprint["cpu"]["online"][0],)}
     assert all(not r.cpus for c in plan.plan(smoke_cfg(trace_seconds=0), fingerprint, {})
-               for r in c.realtime if r.operator == plan.DISPATCHER)
+               for r in c.realtime
+               if r.operator == plan.DISPATCHER and c.config["dispatcher"] == "fifo")
 
 
 def test_an_override_keeps_loads_on_the_housekeeping_cpu_as_read_back(tmp_path, fingerprint):

@@ -8,9 +8,15 @@ the whole measurement, placed as ``load_placement`` says:
 - ``operators``: load operators with no condition, run back to back,
   ``load_work_ms`` of work per call, on the default pool (one worker each), until
   the target has produced its frames and disables them (the seed's way);
+- ``operators_pinned``: the same operators in a pool of their own whose threads are
+  pinned to ``load_cpus`` (every CPU but the target's): a fix, measured as a factor;
 - ``process``: ``loads`` stress-ng CPU workers beside the app (normal policy, nice 0);
 - ``threads``: ``loads`` plain threads of the app's process that are not operators,
-  busy in ``load_work_ms`` chunks of the load work model.
+  busy in ``load_work_ms`` chunks of the load work model;
+- ``outside``: the same threads in a process of their own (:mod:`rtstudy.apps.loads`).
+
+``switch_interval_ms``, when given, is the interpreter's GIL switch interval
+(``sys.setswitchinterval``; CPython's default is 5 ms), set before the app starts.
 
 Where the target runs (``topology``):
 
@@ -33,6 +39,8 @@ scheduler trace (:mod:`rtstudy.apps.trace`) of the measured frames.
 from __future__ import annotations
 
 import contextlib
+import resource
+import sys
 import time
 
 # First: importing rtstudy.apps preloads libcudart, without which holoscan does not import.
@@ -105,7 +113,7 @@ class ContentionApp(Application):
     def compose(self):
         c = self.config
         self.loads, done = [], []
-        if c["load_placement"] == "operators":
+        if c["load_placement"] in ("operators", "operators_pinned"):
             for i in range(c["loads"]):
                 flag = BooleanCondition(self, enable_tick=True, name=f"load{i}_on")
                 done.append(flag)
@@ -130,6 +138,12 @@ class ContentionApp(Application):
             load_pool = self.make_thread_pool("load_pool", 1)
             for op in self.loads:
                 load_pool.add(op, pin_cores=SEED_CPUS[-1:])
+        if c["load_placement"] == "operators_pinned" and self.loads:
+            # pin_operator: without it Holoscan 4.6 runs the operators on its default workers and
+            # ignores pin_cores (read back: the loads' threads kept every CPU).
+            load_pool = self.make_thread_pool("load_pool", len(self.loads))
+            for op in self.loads:
+                load_pool.add(op, pin_operator=True, pin_cores=list(c["load_cpus"]))
         for request in self.realtime:
             apply_realtime(self, self.target, request)
 
@@ -147,7 +161,16 @@ def default_workers(config: dict) -> int:
     return max(1, in_pool + shared)
 
 
+def cpu_seconds() -> float:
+    """CPU time (s) this process and its waited-for children have used so far: what the loads
+    got (the target's fixed work is ~0.1 ms a frame)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def run(config: dict, realtime) -> tuple[dict, dict, dict]:
+    if config.get("switch_interval_ms"):
+        sys.setswitchinterval(config["switch_interval_ms"] / 1000)
     for request in realtime:
         if request.operator == DISPATCHER:
             apply_dispatcher(request)
@@ -158,6 +181,7 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
                                       max_duration_ms=config["max_duration_ms"]))
     limit_s = config["max_duration_ms"] / 1000
     trace, loads = {}, {}
+    cpu0 = cpu_seconds()
     with beside(config, limit_s, loads):
         start = time.monotonic_ns()
         try:
@@ -165,6 +189,8 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
                 app.run()
         finally:
             measured_s = (time.monotonic_ns() - start) / 1e9
+    # After beside(): the loads it started have been waited for, so their time is counted.
+    cpu_s = cpu_seconds() - cpu0
     process, chunks = loads["stress_ng"], loads["load_thread_chunks"]
     target = app.target
     columns = {"frame": list(range(len(target.t_start))), "t_start_ns": target.t_start,
@@ -177,7 +203,8 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
         operators[DISPATCHER] = {"ticks": 1, "sched": dispatcher}
     summary = {"frames": len(target.t_start), "load_ticks": [op.ticks for op in app.loads],
                "load_thread_chunks": chunks, "stress_ng": process, "duration_s": measured_s,
-               "default_pool_workers": workers, "threads": every, "env": steering_env()}
+               "default_pool_workers": workers, "threads": every, "env": steering_env(),
+               "switch_interval_s": sys.getswitchinterval(), "cpu_s": cpu_s}
     extra = {}
     if trace:
         extra["trace"] = trace.pop("columns")

@@ -4,10 +4,17 @@ from __future__ import annotations
 from rtstudy.rules import SWEEP_SCHEMA, Rule, boolean, choice, integer, list_of, number
 
 POLICY_NAMES = ("normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
-# Where the competing load runs: Holoscan operators in the app (the seed's way), stress-ng
-# processes beside it, or plain threads in the app's process that are not operators.
-PLACEMENTS = ("operators", "process", "threads")
-DISPATCHERS = ("other", "fifo")  # the EventBasedScheduler's dispatcher thread: SCHED_OTHER or FIFO
+# Where the competing load runs: Holoscan operators in the app (the seed's way), the same
+# operators pinned off the target's CPU, stress-ng processes beside it, plain threads in the
+# app's process that are not operators, or the same threads in a process of their own.
+PLACEMENTS = ("operators", "operators_pinned", "process", "threads", "outside")
+# The EventBasedScheduler's dispatcher thread: SCHED_OTHER, or SCHED_FIFO (pinned to a
+# housekeeping CPU: fifo_pinned, or every fifo one with dispatcher_pin).
+DISPATCHERS = ("other", "fifo", "fifo_pinned")
+# The fixes for late frames measured at the headline point, each one factor away from it
+# (plan.py): loads pinned off the target's CPU, a FIFO dispatcher pinned beside the worker,
+# a shorter GIL switch interval.
+FIXES = ("operators_pinned", "dispatcher_pinned", "switch_interval")
 SEED_TOPOLOGIES = ("seed_python", "seed_cpp")
 # Holoscan 5.0's ThreadPlacement wake modes: sleep on a wait set (5.0's default) or spin.
 WAKE_MODES = ("sleep", "busy_poll")
@@ -39,8 +46,17 @@ SCHEMA: dict[str, Rule] = {
     "seed_load_work_model": Rule(choice("native", "python")),
     # Holoscan 5.0 only (plan5): the wake modes tried for the contrast policies at the headline.
     "wake_modes": Rule(list_of(choice(*WAKE_MODES))),
+    # The jitter ladder (docs/methods.md): one rung one factor, from cyclictest to the seeds'
+    # layout, all with ladder_policy at the same period, priority and CPU.
+    "ladder": Rule(boolean()),
+    "ladder_policy": Rule(choice("SCHED_FIFO", "SCHED_RR")),
+    "fixes": Rule(list_of(choice(*FIXES), min_len=0)),
+    "switch_interval_ms": Rule(number(0.001, 100)),   # the switch_interval fix's (CPython: 5)
+    # Runs of the headline point, the ladder and the fixes: long enough for late-frame rates.
+    "headline_duration_s": Rule(number(0.5, 3600)),
     "floor": Rule(boolean()),                 # cyclictest like with like, in the same sweep
     "trace_seconds": Rule(number(0, 30)),     # 0: no scheduler trace
+    "trace_repetitions": Rule(integer(1, 100)),  # traced runs of each traced condition
     "deadline_runtime_fraction": Rule(number(0, 1, lo_open=True)),
     "late_threshold_ms": Rule(number(0)),
     "pin": Rule(choice("auto", "always", "never")),
@@ -74,6 +90,9 @@ def cross_checks(cfg: dict) -> list[str]:
     if "operators" not in cfg["load_placements"]:
         errors.append("load_placements must include 'operators', the seed's placement the "
                       "others are compared with")
+    if (cfg["ladder"] or cfg["fixes"]) and cfg["ladder_policy"] not in cfg["policies"]:
+        errors.append(f"ladder_policy = {cfg['ladder_policy']} is not in policies "
+                      f"{cfg['policies']}: the ladder and the fixes are measured with it")
     if "other" not in cfg["dispatchers"]:
         errors.append("dispatchers must include 'other' (Holoscan's default dispatcher)")
     if cfg["warmup_frames"] + 2 > cfg["duration_s"] * cfg["fps"] + cfg["warmup_frames"] - 1:

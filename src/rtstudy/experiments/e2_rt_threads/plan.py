@@ -14,8 +14,20 @@ which work model. ``design: focused`` (the default profile) runs
   dispatcher only, as they never pass through it);
 - the seed-compatible topologies, normal and real-time, at the seeds' load;
 - the floor (cyclictest, like with like) at the lowest and highest load factor;
-- one traced run of every condition at the headline point and of the seeds' real-time
-  topologies whose target has a thread of its own (the one the trace can follow).
+- the *jitter ladder* (``ladder``), one rung one factor with ``ladder_policy`` at the same
+  period, priority and CPU: cyclictest idle → a Python thread (:mod:`.pythread`) → the
+  Holoscan target alone → + the load threads in a process of their own (``outside``) →
+  + the same threads in the app (``threads``) → + load operators pinned off the target's
+  CPU (``operators_pinned``) → + load operators free to use it (the headline point);
+- the *fixes* (``fixes``), each one factor away from the headline point with
+  ``ladder_policy``: the loads pinned off the target's CPU, a FIFO dispatcher pinned to a
+  housekeeping CPU (``fifo_pinned``), a shorter GIL switch interval;
+- ``trace_repetitions`` traced runs of the headline point's operator-load conditions of
+  every real-time policy (and of the seeds' real-time topologies whose target has a thread
+  of its own, the one the trace can follow).
+
+The headline point, the ladder and the fixes run ``headline_duration_s``, the rest
+``duration_s``: late-frame rates need thousands of frames where they are compared.
 
 ``design: full`` (the seed profile) crosses every factor with every other.
 
@@ -30,6 +42,8 @@ from pathlib import Path
 
 from rtstudy import placement, sdk
 from rtstudy.experiments.e2_rt_threads import plan5
+from rtstudy.experiments.e2_rt_threads.conditions import \
+    SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
 from rtstudy.harness import Cell, with_drift_check
 from rtstudy.realtime import DISPATCHER, RealtimeRequest
 from rtstudy.sysdeps import which
@@ -38,6 +52,9 @@ EXPERIMENT = "e2_rt_threads"
 APP = "e2_rt_threads"  # the name cells record (part of every cell id): never change it
 MODULE = "rtstudy.experiments.e2_rt_threads.app"
 FLOOR_MODULE = "rtstudy.experiments.e2_rt_threads.floor"
+PYTHREAD_MODULE = "rtstudy.experiments.e2_rt_threads.pythread"
+# The ladder's loaded rungs in order (after the target alone): the placement of the same load.
+LADDER_PLACEMENTS = ("outside", "threads", "operators_pinned", "operators")
 RT_POLICIES = ("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
 SDK_APIS = (4, 5)  # Holoscan 4.x (app) and 5.x (app5, planned by plan5)
 
@@ -98,7 +115,7 @@ def host_problems(cfg: dict, fp: dict) -> list[str]:
 def realtime(cfg: dict) -> tuple[str, ...]:
     """The policies the preflight must find allowed."""
     wanted = set(cfg["policies"]) | ({cfg["seed_policy"]} if cfg["seed_topologies"] else set())
-    if "fifo" in cfg["dispatchers"] or cfg["floor"]:
+    if set(cfg["dispatchers"]) - {"other"} or cfg["floor"] or "dispatcher_pinned" in cfg["fixes"]:
         wanted.add("SCHED_FIFO")
     return tuple(p for p in RT_POLICIES if p in wanted)
 
@@ -115,6 +132,7 @@ class _Planner:
         self.cfg, self.fp, self.where = cfg, fp, where
         self.p_ns = period_ns(cfg["fps"])
         self.frames = cfg["warmup_frames"] + int(cfg["duration_s"] * cfg["fps"])
+        self.long_frames = cfg["warmup_frames"] + int(cfg["headline_duration_s"] * cfg["fps"])
         self.top = max(cfg["load_factors"])
         self.native = "native" if "native" in cfg["load_work_models"] else cfg["load_work_models"][0]
         self.cells: list[Cell] = []
@@ -142,21 +160,30 @@ class _Planner:
             out.append(RealtimeRequest("target", policy,
                                        runtime_ns=int(self.p_ns * c["deadline_runtime_fraction"]),
                                        deadline_ns=deadline, period_ns=self.p_ns, cpus=cpus))
-        if dispatcher == "fifo":
-            pin = (self.where.housekeeping[0],) if c["dispatcher_pin"] else ()
+        if dispatcher in ("fifo", "fifo_pinned"):
+            pinned = dispatcher == "fifo_pinned" or c["dispatcher_pin"]
+            pin = (self.where.housekeeping[0],) if pinned else ()
             out.append(RealtimeRequest(DISPATCHER, "SCHED_FIFO", priority=c["dispatcher_priority"],
                                        cpus=pin))
         return tuple(out)
 
+    def load_cpus(self, cpus: tuple[int, ...]) -> list[int]:
+        """The CPUs loads pinned off the target may use: the housekeeping CPUs but ``cpus``."""
+        return [cpu for cpu in self.where.housekeeping if cpu not in cpus]
+
     def holoscan(self, policy: str, factor: float, model: str, dispatcher: str = "other",
                  placement: str = "operators", topology: str = "", loads: int | None = None,
-                 reps: int | None = None, trace: bool = False) -> None:
+                 reps: int | None = None, trace: bool = False, long: bool = False,
+                 switch_interval_ms: float = DEFAULT_SWITCH_INTERVAL_MS) -> None:
         c = self.cfg
         topology = topology or ("shared" if policy == "normal" else "dedicated")
         seed = topology.startswith("seed")
         n = self.loads(factor) if loads is None else loads
         cpus = target_cpus(c, self.fp, self.where, policy, topology)
-        frames = self.frames
+        if placement == "operators_pinned" and not (cpus and self.load_cpus(cpus)):
+            return  # an unpinned target, or no other CPU: nothing to pin the loads off
+        long = long or (not seed and self.headline(factor, model))
+        frames = self.long_frames if long else self.frames
         if trace:
             frames = c["warmup_frames"] + int(c["trace_seconds"] * c["fps"])
         config = {
@@ -169,29 +196,53 @@ class _Planner:
             # Three times the nominal duration, then Holoscan stops it.
             "max_duration_ms": int(3000 * frames / c["fps"]) + 10_000,
         }
+        if placement == "operators_pinned":
+            config["load_cpus"] = self.load_cpus(cpus)
+        if switch_interval_ms != DEFAULT_SWITCH_INTERVAL_MS:
+            config["switch_interval_ms"] = switch_interval_ms
         if trace:
             config["trace_s"] = c["trace_seconds"]
         label = "-".join([*([topology] if seed else []), policy, f"lf{factor:g}", model,
                           *([f"d{dispatcher}"] if dispatcher != "other" else []),
                           *([placement] if placement != "operators" else []),
+                          *([f"si{switch_interval_ms:g}"]
+                            if switch_interval_ms != DEFAULT_SWITCH_INTERVAL_MS else []),
                           *(["trace"] if trace else [])])
         self._add(label, config, self.requests(policy, cpus, dispatcher, seed), MODULE,
-                  reps if reps is not None else 1 if trace else
-                  self.reps(self.headline(factor, model)))
+                  reps if reps is not None else c["trace_repetitions"] if trace else
+                  self.reps(long))
 
-    def floor(self, factor: float) -> None:
+    def python_thread(self) -> None:
+        """The ladder's second rung (:mod:`.pythread`): the ladder policy's thread, no Holoscan."""
+        c = self.cfg
+        policy = c["ladder_policy"]
+        cpus = target_cpus(c, self.fp, self.where, policy)
+        config = {"policy": policy, "topology": "python_thread", "dispatcher": "none",
+                  "load_placement": "none", "load_factor": 0.0, "loads": 0,
+                  "load_work_model": self.native, "fps": c["fps"], "period_ns": self.p_ns,
+                  "frames": self.long_frames, "priority": c["priority"],
+                  "target_work_iterations": c["target_work_iterations"],
+                  "target_cpus": list(cpus), "pinned": bool(cpus),
+                  "max_duration_ms": int(3000 * self.long_frames / c["fps"]) + 10_000}
+        request = RealtimeRequest("python_thread", policy, priority=c["priority"], cpus=cpus)
+        self._add(f"python_thread-{policy}-lf0", config, (request,), PYTHREAD_MODULE,
+                  self.reps(True))
+
+    def floor(self, factor: float, long: bool) -> None:
+        """cyclictest at ``factor``; ``long``: as many cycles as the headline's Holoscan runs."""
         c = self.cfg
         cpus = target_cpus(c, self.fp, self.where, "SCHED_FIFO")
         n = self.loads(factor)
+        frames = self.long_frames if long else self.frames
         config = {"tool": "cyclictest", "policy": "SCHED_FIFO", "topology": "floor",
                   "dispatcher": "none", "load_placement": "process" if n else "none",
                   "load_factor": factor, "loads": n, "load_work_model": self.native,
-                  "fps": c["fps"], "period_ns": self.p_ns, "frames": self.frames,
+                  "fps": c["fps"], "period_ns": self.p_ns, "frames": frames,
                   "priority": c["priority"], "target_cpus": list(cpus), "pinned": bool(cpus),
-                  "max_duration_ms": int(3000 * self.frames / c["fps"]) + 10_000}
+                  "max_duration_ms": int(3000 * frames / c["fps"]) + 10_000}
         request = RealtimeRequest("cyclictest", "SCHED_FIFO", priority=c["priority"], cpus=cpus)
         self._add(f"floor-cyclictest-lf{factor:g}", config, (request,), FLOOR_MODULE,
-                  self.reps(factor == self.top))
+                  self.reps(long))
 
     def _add(self, label, config, requests, module, reps) -> None:
         if label in self.labels:
@@ -217,6 +268,19 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     """
     c, p = cfg, _Planner(cfg, fp, placement.resolve(configs.get("cpus"), fp))
     full = c["design"] == "full"
+    rt = c["ladder_policy"]
+    if c["ladder"]:
+        # First, so that the rungs the grid shares (the target alone) run the ladder's length.
+        p.python_thread()
+        p.holoscan(rt, min(c["load_factors"]), p.native, long=True)
+        for load_at in LADDER_PLACEMENTS:
+            p.holoscan(rt, p.top, p.native, placement=load_at)
+    # The fixes, each one factor away from the headline point.
+    fix_factors = {"operators_pinned": {"placement": "operators_pinned"},
+                   "dispatcher_pinned": {"dispatcher": "fifo_pinned"},
+                   "switch_interval": {"switch_interval_ms": c["switch_interval_ms"]}}
+    for fix in c["fixes"]:
+        p.holoscan(rt, p.top, p.native, **fix_factors[fix])
     # The policy grid (and, in the full design, every dispatcher and placement with it).
     for policy, factor in itertools.product(c["policies"], c["load_factors"]):
         # With no loads the load work model is moot: measure it once.
@@ -230,8 +294,8 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     # The fair factorial at the headline point: only one factor differs from the grid's cell.
     for policy in c["contrast_policies"]:
         for dispatcher, load_at in itertools.product(c["dispatchers"], c["load_placements"]):
-            if load_at == "threads" and dispatcher != "other" and not full:
-                continue  # plain threads never pass through the dispatcher: once is enough
+            if load_at != "operators" and dispatcher != "other" and not full:
+                continue  # one factor at a time: a placement with Holoscan's own dispatcher
             p.holoscan(policy, p.top, p.native, dispatcher, load_at)
     # The seeds' own topologies and load, normal and real-time.
     seed_factor = c["seed_loads"] / len(p.where.housekeeping)
@@ -242,18 +306,24 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
             p.holoscan(policy, seed_factor, seed_model, topology=topology, loads=c["seed_loads"],
                        reps=p.reps(True))
     if c["floor"]:
-        for factor in sorted(set(c["load_factors"]) if full else
-                             {min(c["load_factors"]), p.top}):
-            p.floor(factor)
+        lowest = min(c["load_factors"])
+        for factor in sorted(set(c["load_factors"]) if full else {lowest, p.top}):
+            # The ladder's first rung gets as many cycles as its Holoscan rungs.
+            p.floor(factor, long=factor == p.top or (c["ladder"] and factor == lowest))
     if tracing(c):
-        # One traced run of every condition at the headline point and of the seeds' topologies:
-        # its own cell, set aside from the statistics (tracing costs the traced run time).
+        # Traced runs at the headline point with load operators and Holoscan's dispatcher of
+        # the ladder's policy and of SCHED_DEADLINE (the kernel paces it: another mechanism),
+        # in the full design of every real-time policy and the seeds' real-time topologies:
+        # their own cells, set aside from the statistics (tracing costs the traced run time).
+        traced = RT_POLICIES if full else (rt, "SCHED_DEADLINE")
         for cell in [x for x in p.cells if x.repetition == 0 and x.module == MODULE]:
             k = cell.config
-            # Only a target with a thread of its own can be followed through the trace.
-            own_thread = k["topology"] == "dedicated" or k["policy"] in RT_POLICIES
-            if own_thread and (p.headline(k["load_factor"], k["load_work_model"])
-                               or k["topology"].startswith("seed")):
+            plain = (k["dispatcher"] == "other" and k["load_placement"] == "operators"
+                     and "switch_interval_ms" not in k)
+            if k["policy"] in traced and plain and (
+                    k["topology"] == "dedicated" and p.headline(k["load_factor"],
+                                                                k["load_work_model"])
+                    or full and k["topology"].startswith("seed")):
                 p.holoscan(k["policy"], k["load_factor"], k["load_work_model"], k["dispatcher"],
                            k["load_placement"], k["topology"], k["loads"], trace=True)
     cells = p.cells

@@ -5,15 +5,17 @@ The 4.x plan's cells, kept where 5.0 has the same thing and turned into 5.0 cell
 
 - the policy grid at native loads (``normal_dedicated``, FIFO, RR, DEADLINE × load factor),
   with load operators, each in an execution partition of its own;
-- at the headline point, the contrast policies with loads outside the app (``process``)
-  and as plain threads (``threads``);
+- at the headline point, the contrast policies with loads outside the app (``process``,
+  ``outside``) and as plain threads (``threads``): the ladder's rungs from the target alone
+  up (the Python-thread and cyclictest rungs are the host's, measured by the 4.x environment);
 - 5.0's new factor: every ``wake_modes`` level other than ``sleep`` (``busy_poll``: the
   target's thread spins between activations) for the contrast policies at the headline point.
 
 Left out, because 5.0 has no counterpart: ``normal`` (the target sharing 4.x's default
 pool with the loads), the dispatcher (5.0 has no EventBasedScheduler), the seeds'
-pools, Python-model loads (kept to one work model to fit the budget), the floor (the
-host's, measured once by the 4.x environment) and traces (perf is not in the root).
+pools, load operators pinned off the target (not ported yet), the GIL switch interval fix,
+Python-model loads (kept to one work model to fit the budget), the floor and the Python
+thread (the host's, measured once by the 4.x environment) and traces (perf is not in the root).
 """
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ from dataclasses import replace
 from rtstudy.harness import Cell, with_drift_check
 
 MODULE = "rtstudy.experiments.e2_rt_threads.app5"
+MODULE4 = "rtstudy.experiments.e2_rt_threads.app"
+# The load placements app5 runs (5.0 pins no partition but the target's; the GIL switch
+# interval fix is not carried over either: 5.0's measured fixes are its wake modes).
+PLACEMENTS5 = ("operators", "process", "threads", "outside")
 WAKE_DEFAULT = "sleep"
 
 
@@ -40,9 +46,10 @@ def cells(cells4: list[Cell], cfg: dict, headline) -> list[Cell]:
     out = []
     for cell in cells4:
         k = cell.config
-        if (cell.module.endswith(".floor") or k["topology"] != "dedicated"
+        if (cell.module != MODULE4 or k["topology"] != "dedicated"
                 or k["dispatcher"] != "other" or k["load_work_model"] != "native"
-                or k.get("trace_s")):
+                or k["load_placement"] not in PLACEMENTS5 or k.get("trace_s")
+                or "switch_interval_ms" in k):
             continue
         out.append(_as5(cell, WAKE_DEFAULT))
         if (headline(k["load_factor"], k["load_work_model"])
