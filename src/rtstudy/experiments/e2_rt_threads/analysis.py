@@ -29,6 +29,7 @@ from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, SEED_BASELIN
 from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, condition_summary,
                                                         effects, floor_ratios, reductions,
                                                         seed_compatible)
+from rtstudy.experiments.e2_rt_threads.ladder import ladder, recommendations
 from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
@@ -62,17 +63,24 @@ _CONDITION = {
                "`SCHED_FIFO`, `SCHED_RR` or `SCHED_DEADLINE`; the floor's: `SCHED_FIFO`"),
     "topology": ("str", "", "`dedicated` (the target on a thread of its own), `shared` (in the "
                  "pool with the loads), `seed_python` or `seed_cpp` (the seeds' pools and "
-                 "pinning), `floor` (cyclictest)"),
+                 "pinning), `floor` (cyclictest), `python_thread` (the ladder's plain Python "
+                 "thread, no Holoscan)"),
     "dispatcher": ("str", "", "the EventBasedScheduler's dispatcher thread: `other` "
-                   "(SCHED_OTHER, Holoscan's own) or `fifo` (SCHED_FIFO); `none` for the floor"),
-    "load_placement": ("str", "", "where the loads ran: `operators` (in the app), `process` "
-                       "(stress-ng processes), `threads` (plain threads of the app's process); "
-                       "`none` for an unloaded floor"),
+                   "(SCHED_OTHER, Holoscan's own), `fifo` (SCHED_FIFO) or `fifo_pinned` "
+                   "(SCHED_FIFO pinned to a housekeeping CPU); `none` for the floor and the "
+                   "Python thread"),
+    "load_placement": ("str", "", "where the loads ran: `operators` (in the app), "
+                       "`operators_pinned` (the same, pinned off the target's CPU), `process` "
+                       "(stress-ng processes), `threads` (plain threads of the app's process), "
+                       "`outside` (the same threads in a process of their own); `none` for an "
+                       "unloaded floor or Python thread"),
     "load_factor": ("float", "loads/CPU", "loads per CPU the loads may use (the housekeeping "
                     "CPUs)"),
     "loads": ("int", "count", "the loads"),
     "load_work_model": ("str", "", "the loads' work: `native` (GIL released) or `python` "
                         "(GIL held)"),
+    "switch_interval_ms": ("float", "ms", "the interpreter's GIL switch interval (Python's "
+                           "default 5 unless the run set it)"),
     "fps": ("int", "1/s", "the target's frame rate"),
     "pinned": ("bool", "", "whether the target (the floor: cyclictest) was pinned to a CPU"),
     "dispatcher_read": ("str", "", "the dispatcher's policy as read back on its thread "
@@ -102,6 +110,9 @@ _RUN_METRICS = {  # metrics.run_metrics over a run's frames after the warm-up
     "late": ("int", "count", "late frames: absolute lateness above `late_threshold_ms`"),
     "missed": ("int", "count", "the nominal periods the measured span holds, minus the periods "
                "measured (0 when not more)"),
+    "load_cpu": ("float", "CPUs", "CPU time the app's process and the loads it started used per "
+                 "second of the run: how many CPUs' worth the loads got (the target's own work "
+                 "is ~0.1 ms a frame); NaN without loads or where not recorded"),
 }
 _LATENESS = ("float", "ms", "the frame's compute start − its release (metrics.lateness_ns): "
              "on a fixed grid of one period placed so that the least late frame's lateness is 0, "
@@ -180,7 +191,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
             continue
         frames = RunFrames.of(samples, warmup_frames, config["period_ns"],
                               release_grid(config["policy"], samples.columns))
-        row = {**base, **run_metrics(frames, config["period_ns"] / 1e6, late_threshold_ms)}
+        row = {**base, **run_metrics(frames, config["period_ns"] / 1e6, late_threshold_ms),
+               "load_cpu": _load_cpu(cell)}
         if config.get("tool"):
             floor_rows.append(row)
             continue
@@ -194,6 +206,18 @@ def load(directory: Path, cfg: dict) -> Dataset:
                   {"frame": int, **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS]}})
                   if attributed else pd.DataFrame())}
     return Dataset(Path(directory), set_aside_drift(tables, "runs"), missing)
+
+
+def _load_cpu(cell: CellData) -> float:
+    """The CPUs' worth a loaded run's process and loads used (``runs``' ``load_cpu``).
+
+    CPU time, not the loads' completed calls: a load busy for 20 ms of wall time completes its
+    call whether or not it had a CPU meanwhile."""
+    summary = cell.sidecar.get("summary", {})
+    seconds = summary.get("duration_s") or 0
+    if not (cell.config.get("loads") and seconds and "cpu_s" in summary):
+        return float("nan")
+    return summary["cpu_s"] / seconds
 
 
 def _dispatcher_read(cell: CellData) -> str:
@@ -311,11 +335,16 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI) -> dict:
         seed's shared-pool baseline), ``seeds`` (:func:`.contrasts.seed_compatible`),
         ``effects`` (:func:`.contrasts.effects`), ``floor``
         (:func:`.contrasts.floor_ratios`, the pre-specified configurations),
-        ``attribution`` and the counts the prose states.
+        ``attribution``, ``ladder`` (:func:`.ladder.ladder`), ``recommendations``
+        (:func:`.ladder.recommendations`) and the counts the prose states.
     """
     runs, frames = ds_tables["runs"], ds_tables["frames"]
     conditions = condition_summary(pd.concat([runs, ds_tables["floor"]], ignore_index=True), ci)
-    return {**_design(runs), "verdict": h2_verdict(red), "min_reduction": MIN_REDUCTION,
+    policy = cfg["ladder_policy"]
+    return {**_design(runs), "ladder_policy": policy,
+            "ladder": ladder(runs, ds_tables["floor"], policy, ci).to_dict("records"),
+            "recommendations": recommendations(runs, policy, ci).to_dict("records"),
+            "late_threshold_ms": cfg["late_threshold_ms"], "verdict": h2_verdict(red), "min_reduction": MIN_REDUCTION,
             "min_runs": MIN_RUNS, "baseline": BASELINE, "seed_baseline": SEED_BASELINE,
             "conditions": conditions.to_dict("records"), "late": _typical_and_late(conditions),
             "decided_share": DECIDED_SHARE, "starved_offset": STARVED_OFFSET,

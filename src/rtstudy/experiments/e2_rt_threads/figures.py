@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
+from rtstudy.experiments.e2_rt_threads.conditions import SWITCH_INTERVAL_MS, grid, headline_point
 from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS
 from rtstudy.figstyle import PALETTE, save, style
 from rtstudy.stats import CI, MIN_RUNS, over_runs
@@ -80,10 +80,91 @@ def _condition_name(r: dict) -> str:
         return "floor: cyclictest"
     name = r["policy"].replace("SCHED_", "").replace("normal_dedicated", "normal, own thread")
     if r["dispatcher"] != "other":
-        name += f", {r['dispatcher'].upper()} dispatcher"
+        name += ", FIFO dispatcher" + (" pinned" if r["dispatcher"] == "fifo_pinned" else "")
     if r["load_placement"] != "operators":
-        name += f", load {r['load_placement']}"
+        name += f", load {r['load_placement'].replace('_', ' ')}"
+    if r.get("switch_interval_ms", SWITCH_INTERVAL_MS) != SWITCH_INTERVAL_MS:
+        name += f", switch interval {r['switch_interval_ms']:g} ms"
     return name
+
+
+def _typical_and_late_axes(rows: list[dict], colors: list[str], runs: pd.DataFrame,
+                           threshold_ms: float, names: list[str]) -> tuple[plt.Figure, np.ndarray]:
+    """Two panels, one row per condition (``rows``: :func:`.contrasts.summarize` records with
+    ``label``): left its runs' period IQRs (dots) and their mean with its CI (diamond), log µs;
+    right its late frames per 10 000 with their CI, or the one-sided bound with none late."""
+    fig, axes = plt.subplots(1, 2, figsize=(10.0, 0.32 * len(rows) + 1.8), layout="constrained",
+                             sharey=True)
+    for i, (r, color) in enumerate(zip(rows, colors)):
+        per_run = runs.loc[runs["label"] == r["label"], "period_iqr_us"]
+        axes[0].scatter(per_run, [i - 0.15] * len(per_run), s=9, color=color, alpha=0.6, zorder=3)
+        err = ([[r["iqr_us"] - r["iqr_low"]], [r["iqr_high"] - r["iqr_us"]]]
+               if np.isfinite(r["iqr_low"]) else None)
+        axes[0].errorbar([r["iqr_us"]], [i + 0.15], xerr=err, fmt="D", ms=3.5, color=color,
+                         capsize=2, zorder=4)
+        if r["late"] == 0:
+            axes[1].plot([1, r["late_high"]], [i, i], color=color, lw=1.2, alpha=0.6)
+            axes[1].plot([r["late_high"]], [i], marker="<", color=color, ms=5, ls="none")
+        else:
+            err = ([[r["late_rate"] - r["late_low"]], [r["late_high"] - r["late_rate"]]]
+                   if np.isfinite(r["late_low"]) else None)
+            axes[1].errorbar([r["late_rate"]], [i], xerr=err, fmt="o", ms=4, color=color,
+                             capsize=2, zorder=4)
+    axes[0].set_xscale("log")
+    axes[0].set_title("typical jitter", fontsize="medium")
+    axes[0].set_xlabel("frame-period IQR (µs, log)")
+    axes[1].set_xscale("log")
+    axes[1].set_xlim(1, 1e4)
+    axes[1].set_title(f"late frames (lateness > {threshold_ms:g} ms)", fontsize="medium")
+    axes[1].set_xlabel("per 10 000 frames (log)\n◀ none late: the upper bound")
+    for ax in axes:
+        ax.grid(axis="x", lw=0.3, alpha=0.5)
+    axes[0].set_yticks(np.arange(len(rows)), names, fontsize="small")
+    axes[0].invert_yaxis()
+    return fig, axes
+
+
+def e2_ladder(ladder: pd.DataFrame, runs: pd.DataFrame, threshold_ms: float, policy: str,
+              ci: CI, directory: Path | None = None) -> plt.Figure:
+    """The jitter ladder: each rung's typical jitter beside its late-frame rate, floor drawn.
+
+    One row per rung from the floor up (:data:`.ladder.RUNGS`), each adding one factor;
+    left the period IQR (µs, log: each run, and the mean with its CI over runs), right
+    the late frames per 10 000 (log, the CI for rare counts; with none late, the
+    one-sided upper bound). The floor (cyclictest, the first rung) is a dashed line.
+
+    Parameters
+    ----------
+    ladder : DataFrame
+        :func:`rtstudy.experiments.e2_rt_threads.ladder.ladder`'s rows.
+    runs : DataFrame
+        The ``runs`` and ``floor`` tables together (each run's ``period_iqr_us``).
+    threshold_ms : float
+        The lateness above which a frame is late (ms).
+    policy : str
+        The ladder's policy, for the title.
+    ci : CI
+        The report's CI settings (the level in the title).
+    directory : Path, optional
+        Where to write the files (default ``report/figures``).
+    """
+    style()
+    rows = ladder.to_dict("records")
+    # Grey for the rungs without Holoscan, then one colour per kind of load.
+    colors = ["#404040" if r["rung"] in ("cyclictest", "python_thread") else
+              PALETTE[(i - 2) % len(PALETTE)] for i, r in enumerate(rows)]
+    names = [f"{i + 1}. {r['name']}" for i, r in enumerate(rows)]
+    fig, axes = _typical_and_late_axes(rows, colors, runs, threshold_ms, names)
+    floor = [r for r in rows if r["rung"] == "cyclictest"]
+    if floor:
+        axes[0].axvline(floor[0]["iqr_us"], color="#404040", lw=0.8, ls="--")
+        axes[0].set_xlabel("frame-period IQR (µs, log)\ndashed: the floor (cyclictest)")
+    loaded = [r["load_factor"] for r in rows if r["load_factor"] > 0]
+    at = f", loads {loaded[0]:g} per CPU" if loaded else ""
+    fig.suptitle(f"The jitter ladder: {policy.replace('SCHED_', '')} at one period, priority and "
+                 f"CPU{at}; runs (dots), their mean (diamond), {ci.level} CIs", fontsize="medium")
+    save(fig, "e2_ladder", directory)
+    return fig
 
 
 def e2_typical_and_late(runs: pd.DataFrame, conditions: pd.DataFrame, threshold_ms: float,
@@ -119,39 +200,13 @@ def e2_typical_and_late(runs: pd.DataFrame, conditions: pd.DataFrame, threshold_
                   key=lambda r: (order.get(r["policy"], len(order)), r["dispatcher"] != "other",
                                  placements.get(r["load_placement"], len(placements))))
     rows += floor.to_dict("records")
-    fig, axes = plt.subplots(1, 2, figsize=(10.0, 0.32 * len(rows) + 1.8), layout="constrained",
-                             sharey=True)
-    y = np.arange(len(rows))
-    for i, r in enumerate(rows):
-        color = "#404040" if r["topology"] == "floor" else \
-            PALETTE[order.get(r["policy"], 0) % len(PALETTE)]
-        per_run = runs.loc[runs["label"] == r["label"], "period_iqr_us"]
-        axes[0].scatter(per_run, [i - 0.15] * len(per_run), s=9, color=color, alpha=0.6, zorder=3)
-        err = ([[r["iqr_us"] - r["iqr_low"]], [r["iqr_high"] - r["iqr_us"]]]
-               if np.isfinite(r["iqr_low"]) else None)
-        axes[0].errorbar([r["iqr_us"]], [i + 0.15], xerr=err, fmt="D", ms=3.5, color=color,
-                         capsize=2, zorder=4)
-        if r["late"] == 0:
-            axes[1].plot([1, r["late_high"]], [i, i], color=color, lw=1.2, alpha=0.6)
-            axes[1].plot([r["late_high"]], [i], marker="<", color=color, ms=5, ls="none")
-        else:
-            err = ([[r["late_rate"] - r["late_low"]], [r["late_high"] - r["late_rate"]]]
-                   if np.isfinite(r["late_low"]) else None)
-            axes[1].errorbar([r["late_rate"]], [i], xerr=err, fmt="o", ms=4, color=color,
-                             capsize=2, zorder=4)
+    colors = ["#404040" if r["topology"] == "floor" else
+              PALETTE[order.get(r["policy"], 0) % len(PALETTE)] for r in rows]
+    fig, axes = _typical_and_late_axes(rows, colors, runs, threshold_ms,
+                                       [_condition_name(r) for r in rows])
     for r in floor.to_dict("records"):
         axes[0].axvline(r["iqr_us"], color="#404040", lw=0.8, ls="--")
-    axes[0].set_xscale("log")
-    axes[0].set_title("typical jitter", fontsize="medium")
     axes[0].set_xlabel("frame-period IQR (µs, log)\ndashed: the floor's")
-    axes[1].set_xscale("log")
-    axes[1].set_xlim(1, 1e4)
-    axes[1].set_title(f"late frames (lateness > {threshold_ms:g} ms)", fontsize="medium")
-    axes[1].set_xlabel("per 10 000 frames (log)\n◀ none late: the upper bound")
-    for ax in axes:
-        ax.grid(axis="x", lw=0.3, alpha=0.5)
-    axes[0].set_yticks(y, [_condition_name(r) for r in rows], fontsize="small")
-    axes[0].invert_yaxis()
     fig.suptitle(f"Each condition at {factor:g} native loads per CPU: runs (dots), their mean "
                  f"(diamond) and the rate pooled over runs, with {ci.level} CIs", fontsize="medium")
     save(fig, "e2_typical_and_late", directory)

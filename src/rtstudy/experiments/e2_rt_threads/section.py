@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads import analysis, contrasts, figures, published, tables
+from rtstudy.experiments.e2_rt_threads import analysis, contrasts, figures, ladder, published, tables
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import Dataset, read_plan
@@ -48,7 +48,19 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
 
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
                       headline=h)
-    section.blocks = [
+    recs, rungs = pd.DataFrame(h["recommendations"]), pd.DataFrame(h["ladder"])
+    section.blocks = [Markdown(words("opening", changes=ladder.CHANGES))]
+    if len(recs):
+        section.blocks.append(Table(lambda: tables.recommendation_table(recs, ladder.CHANGES),
+                                    words("caption_recommendations")))
+    if len(rungs):
+        section.blocks += [
+            Figure(lambda: figures.e2_ladder(rungs, pd.concat([runs, floor], ignore_index=True),
+                                             cfg["late_threshold_ms"], h["ladder_policy"], ci)),
+            Markdown(words("ladder")),
+            Table(lambda: tables.ladder_table(rungs, cfg["late_threshold_ms"]),
+                  words("caption_ladder"))]
+    section.blocks += [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
                        missing=len(ds.missing))),
         Markdown(words("late_frames")),

@@ -213,3 +213,48 @@ def attribution_table(summary: pd.DataFrame) -> pd.DataFrame:
                                                  else "(never waited)")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _ratio(value: float, low: float, high: float) -> str:
+    """A ratio with its CI as ×value [low, high]; n/a without a value."""
+    return f"×{value:.2f}" + _ci(low, high, "{:.2f}") if np.isfinite(value) else "n/a"
+
+
+def ladder_table(ladder: pd.DataFrame, threshold_ms: float) -> pd.DataFrame:
+    """The jitter ladder for the report: each rung's typical jitter (period IQR with its CI over
+    runs, and its ratio to the rung below), |lateness| P50 / P99 and late frames per 10 000."""
+    if ladder.empty:
+        return pd.DataFrame()
+    rows = []
+    for i, r in enumerate(ladder.to_dict("records")):
+        step = "" if i == 0 else _ratio(r["step_iqr"], r["step_iqr_low"], r["step_iqr_high"])
+        rows.append({"rung": f"{i + 1}. {r['name']}", "configuration": r["label"],
+                     "runs": r["runs"], "frames": f"{r['frames']:,}",
+                     "period IQR µs": iqr(r), "× the rung below": step,
+                     "|lateness| P50 / P99 µs": f"{_num(r['p50_us'])} / {_num(r['p99_us'])}",
+                     f"late (> {threshold_ms:g} ms) per 10 000": late_rate(r)})
+    return pd.DataFrame(rows)
+
+
+def recommendation_table(recs: pd.DataFrame, changes: dict) -> pd.DataFrame:
+    """Each change at the headline point against its baseline: typical jitter, late frames and
+    the CPU the loads got, each with its CI and what it shows; ``changes``: key → (what to do,
+    what it costs)."""
+    if recs.empty:
+        return pd.DataFrame()
+    rows = []
+    for r in recs.to_dict("records"):
+        what, cost = changes.get(r["change"], (r["change"], ""))
+        base = {"late": r["late_base"], "late_rate": r["late_base_rate"],
+                "late_low": r["late_base_low"], "late_high": r["late_base_high"],
+                "frames": r["frames_base"], "runs": r["runs_base"],
+                "dispersion": r["dispersion_base"]}
+        rows.append({"change": what, "against": r["baseline"], "runs": f"{r['runs']} vs "
+                     f"{r['runs_base']}",
+                     "typical jitter (period IQR)":
+                         f"{_ratio(r['iqr_ratio'], r['iqr_low'], r['iqr_high'])}: {r['typical']}",
+                     "late per 10 000: before → after": f"{late_rate(base)} → {late_rate(r)}: "
+                     f"{r['late_frames']}",
+                     "CPU the loads got": _ratio(r["cpu_ratio"], r["cpu_low"], r["cpu_high"]),
+                     "other costs": cost})
+    return pd.DataFrame(rows)

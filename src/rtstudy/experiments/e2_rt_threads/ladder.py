@@ -1,0 +1,198 @@
+"""E2's jitter ladder and its fixes: which factor adds typical jitter, which one late frames,
+and what removes them.
+
+The ladder (``params.yaml: e2_rt_threads.ladder``; :mod:`.plan` measures it) climbs from
+the operating system's floor to the seeds' layout one factor per rung, every rung with the
+ladder's policy at the same period, priority and CPU (:data:`RUNGS`). The fixes (:data:`FIXES`)
+are each one factor away from the headline point (the ladder's policy with load operators
+free to use its CPU), and the real-time policies are compared with ``normal_dedicated``
+there, so :func:`recommendations` can say for each what it does to typical jitter and to
+late frames, with CIs over runs, and what it costs.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rtstudy.experiments.e2_rt_threads.conditions import BASELINE
+from rtstudy.experiments.e2_rt_threads.conditions import \
+    SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
+from rtstudy.experiments.e2_rt_threads.contrasts import summarize
+from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
+from rtstudy.stats import CI, ratio_ci
+
+# The rungs in order: (key, what the rung adds). The report's figure and table name them so.
+RUNGS = (
+    ("cyclictest", "cyclictest (C), idle"),
+    ("python_thread", "a Python thread, idle"),
+    ("alone", "Holoscan target alone"),
+    ("outside", "+ load in a process of its own"),
+    ("threads", "+ the same load as threads in the app"),
+    ("operators_pinned", "+ load operators on other CPUs"),
+    ("operators", "+ load operators free to use its CPU"),
+)
+# The fixes at the headline point: key → the factor level that differs from it.
+FIXES = {
+    "operators_pinned": {"load_placement": "operators_pinned"},
+    "dispatcher_pinned": {"dispatcher": "fifo_pinned"},
+    "switch_interval": {"switch_interval_ms": "shorter"},
+}
+# What a reader does for each change, and what it costs beside what the table measures.
+CHANGES = {
+    "SCHED_FIFO": ("give the operator SCHED_FIFO (its own pinned thread)",
+                   "CAP_SYS_NICE or root"),
+    "SCHED_RR": ("give the operator SCHED_RR (its own pinned thread)", "CAP_SYS_NICE or root"),
+    "SCHED_DEADLINE": ("give the operator SCHED_DEADLINE (its own thread)",
+                       "CAP_SYS_NICE or root; a runtime budget per period"),
+    "operators_pinned": ("pin the other operators off the real-time CPU (a thread pool with "
+                         "pin_cores)", "the loads lose that CPU"),
+    "dispatcher_pinned": ("a SCHED_FIFO dispatcher pinned to a housekeeping CPU",
+                          "a priority-99 thread on that CPU"),
+    "switch_interval": ("a shorter GIL switch interval (sys.setswitchinterval)",
+                        "more GIL hand-overs in every Python thread"),
+}
+
+
+def _plain(runs: pd.DataFrame, policy: str) -> pd.DataFrame:
+    """``policy``'s dedicated runs with native loads, Holoscan's dispatcher, Python's default
+    switch interval: the ladder's and the fixes' common ground."""
+    if runs.empty:
+        return runs
+    return runs[(runs["policy"] == policy) & (runs["topology"] == "dedicated")
+                & (runs["load_work_model"] == "native") & (runs["dispatcher"] == "other")
+                & (runs["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)]
+
+
+def rung_runs(runs: pd.DataFrame, floor: pd.DataFrame, policy: str) -> dict[str, pd.DataFrame]:
+    """Each rung's runs (:data:`RUNGS`; rungs without runs left out).
+
+    Parameters
+    ----------
+    runs, floor : DataFrame
+        E2's ``runs`` and ``floor`` tables (one row per run).
+    policy : str
+        The ladder's policy (``params.yaml: e2_rt_threads.ladder_policy``).
+    """
+    out = {}
+    if len(floor):
+        idle = floor[(floor["topology"] == "floor") & (floor["load_factor"] == 0)]
+        out["cyclictest"] = idle
+    if len(runs):
+        out["python_thread"] = runs[(runs["topology"] == "python_thread")
+                                    & (runs["policy"] == policy)]
+        plain = _plain(runs, policy)
+        if len(plain):
+            top = plain["load_factor"].max()
+            out["alone"] = plain[plain["load_factor"] == 0]
+            for key in ("outside", "threads", "operators_pinned", "operators"):
+                out[key] = plain[(plain["load_factor"] == top) & (plain["load_placement"] == key)
+                                 & (top > 0)]
+    return {key: out[key] for key, _ in RUNGS if key in out and len(out[key])}
+
+
+def ladder(runs: pd.DataFrame, floor: pd.DataFrame, policy: str, ci: CI) -> pd.DataFrame:
+    """The ladder: one row per measured rung, in order, with its typical jitter and late frames.
+
+    Returns
+    -------
+    DataFrame
+        ``rung``, ``name`` (:data:`RUNGS`), ``label`` (the condition), ``load_factor``,
+        and :func:`.contrasts.summarize`'s columns (``iqr_us`` with its CI over runs,
+        ``p50_us`` / ``p99_us`` of |lateness|, ``late_rate`` per 10 000 frames with its CI,
+        ``runs``, ``frames``, ...); ``step_iqr`` / ``step_iqr_low`` / ``step_iqr_high``: the
+        typical jitter's ratio to the rung below (t-interval over runs on the log scale).
+    """
+    rungs = rung_runs(runs, floor, policy)
+    names = dict(RUNGS)
+    rows, below = [], None
+    for key, g in rungs.items():
+        step = ratio_ci(below["period_iqr_us"], g["period_iqr_us"], ci) if below is not None \
+            else None
+        rows.append({"rung": key, "name": names[key], "label": str(g["label"].iloc[0]),
+                     "load_factor": float(g["load_factor"].iloc[0]), **summarize(g, ci),
+                     "step_iqr": step.value if step else np.nan,
+                     "step_iqr_low": step.low if step else np.nan,
+                     "step_iqr_high": step.high if step else np.nan})
+        below = g
+    return pd.DataFrame(rows)
+
+
+def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI) -> dict:
+    """``other`` against ``base``: typical jitter, |lateness| P99 and the CPU the loads got as
+    ratios with CIs over runs, late-frame rates side by side, and a word for each."""
+    a, b = summarize(base, ci), summarize(other, ci)
+    iqr = ratio_ci(base["period_iqr_us"], other["period_iqr_us"], ci)
+    p99 = ratio_ci(base["lateness_p99_us"], other["lateness_p99_us"], ci)
+    cpu = ratio_ci(base["load_cpu"], other["load_cpu"], ci) \
+        if "load_cpu" in base and base["load_cpu"].notna().any() else None
+    return {"runs": b["runs"], "runs_base": a["runs"], "frames": b["frames"],
+            "frames_base": a["frames"], "dispersion": b["dispersion"],
+            "dispersion_base": a["dispersion"],
+            "iqr_us": b["iqr_us"], "iqr_base_us": a["iqr_us"],
+            "iqr_ratio": iqr.value, "iqr_low": iqr.low, "iqr_high": iqr.high,
+            "typical": _direction(iqr.low, iqr.high),
+            "p99_ratio": p99.value, "p99_low": p99.low, "p99_high": p99.high,
+            "late": b["late"], "late_rate": b["late_rate"], "late_low": b["late_low"],
+            "late_high": b["late_high"], "late_base": a["late"],
+            "late_base_rate": a["late_rate"], "late_base_low": a["late_low"],
+            "late_base_high": a["late_high"],
+            # Two rates differ only when their CIs do not overlap: conservative, and honest
+            # for counts this small (a rate ratio of two near-zero counts has no useful CI).
+            "late_frames": ("fewer" if b["late_high"] < a["late_low"] else
+                            "more" if b["late_low"] > a["late_high"] else
+                            "not distinguishable"),
+            "cpu_ratio": cpu.value if cpu else np.nan,
+            "cpu_low": cpu.low if cpu else np.nan, "cpu_high": cpu.high if cpu else np.nan}
+
+
+def _direction(low: float, high: float) -> str:
+    """A ratio's CI entirely below 1 → lower; above → higher; else none shown (or no CI)."""
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return "no CI"
+    return "lower" if high < 1 else "higher" if low > 1 else "no clear change"
+
+
+def recommendations(runs: pd.DataFrame, policy: str, ci: CI) -> pd.DataFrame:
+    """At the headline point: each real-time policy against ``normal_dedicated``, then each
+    fix against the ladder policy's headline condition (:func:`_compare`'s columns).
+
+    Returns
+    -------
+    DataFrame
+        One row per measured change: ``change`` (the policy, or the :data:`FIXES` key),
+        ``kind`` (``policy`` or ``fix``), ``label`` and ``baseline`` (the two conditions),
+        then :func:`_compare`'s columns.
+    """
+    if runs.empty:
+        return pd.DataFrame()
+    native = runs[(runs["topology"] == "dedicated") & (runs["load_work_model"] == "native")]
+    if native.empty:
+        return pd.DataFrame()
+    top = native[native["load_factor"] == native["load_factor"].max()]
+    seeds_layout = top[(top["load_placement"] == "operators") & (top["dispatcher"] == "other")
+                       & (top["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)]
+    rows = []
+    base = seeds_layout[seeds_layout["policy"] == BASELINE]
+    for pol in RT_POLICIES:
+        g = seeds_layout[seeds_layout["policy"] == pol]
+        if len(g) and len(base):
+            rows.append({"change": pol, "kind": "policy", "label": str(g["label"].iloc[0]),
+                         "baseline": str(base["label"].iloc[0]), **_compare(base, g, ci)})
+    head = seeds_layout[seeds_layout["policy"] == policy]
+    mine = top[top["policy"] == policy]
+    for fix, level in FIXES.items():
+        (column, value), = level.items()
+        if column == "switch_interval_ms":
+            g = mine[(mine["switch_interval_ms"] < DEFAULT_SWITCH_INTERVAL_MS)
+                     & (mine["load_placement"] == "operators") & (mine["dispatcher"] == "other")]
+        else:
+            others = {"load_placement": "operators", "dispatcher": "other"}
+            others.pop(column)
+            g = mine[(mine[column] == value)
+                     & (mine["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)]
+            for k, v in others.items():
+                g = g[g[k] == v]
+        if len(g) and len(head):
+            rows.append({"change": fix, "kind": "fix", "label": str(g["label"].iloc[0]),
+                         "baseline": str(head["label"].iloc[0]), **_compare(head, g, ci)})
+    return pd.DataFrame(rows)

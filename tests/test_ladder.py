@@ -1,0 +1,160 @@
+"""E2's jitter ladder and fixes: what the plan measures, and what the analysis concludes from
+synthetic runs (nothing here measures)."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rtstudy import params
+from rtstudy.experiments.e2_rt_threads import ladder, plan, plan5
+from rtstudy.stats import CI
+
+CI95 = CI(0.95)
+
+
+def host(api: int = 4) -> dict:
+    """A 2-CPU untuned host that allows every policy pinned (what the plan reads of it)."""
+    return {"cpu": {"online": [0, 1]}, "realtime": {"SCHED_DEADLINE pinned": "ok"},
+            "sdk": {"version": "5.0.0" if api == 5 else "4.6.0"}}
+
+
+@pytest.fixture(scope="module")
+def default_plan(fingerprint):
+    cfg = params.stage_config("e2_rt_threads", "default")
+    return cfg, plan.plan(cfg, fingerprint, params.configs("default"))
+
+
+def labels(cells) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for c in cells:
+        out.setdefault(c.label, []).append(c)
+    return out
+
+
+def test_every_rung_and_fix_is_planned_long_with_the_headline_runs(default_plan):
+    cfg, cells = default_plan
+    by = labels(cells)
+    rt, top = cfg["ladder_policy"], max(cfg["load_factors"])
+    head = f"{rt}-lf{top:g}-native"
+    rungs = ["floor-cyclictest-lf0", f"python_thread-{rt}-lf0", f"{rt}-lf0-native",
+             *(f"{head}-{p}" for p in ("outside", "threads", "operators_pinned")), head]
+    fixes = [f"{head}-operators_pinned", f"{head}-dfifo_pinned",
+             f"{head}-si{cfg['switch_interval_ms']:g}"]
+    long = cfg["warmup_frames"] + int(cfg["headline_duration_s"] * cfg["fps"])
+    for label in rungs + fixes:
+        assert label in by, label
+        runs = [c for c in by[label] if not c.drift]
+        assert len(runs) == cfg["headline_repetitions"], label
+        assert all(c.config["frames"] == long for c in runs), label
+    # One factor away: the fixes' configurations differ from the headline's in their factor only.
+    base = by[head][0].config
+    for label, key in ((fixes[0], "load_placement"), (fixes[1], "dispatcher")):
+        diff = {k for k, v in by[label][0].config.items() if base.get(k) != v} - {"load_cpus"}
+        assert diff == {key}, (label, diff)
+    assert by[fixes[2]][0].config["switch_interval_ms"] == cfg["switch_interval_ms"]
+    # Short runs elsewhere: the grid without contention.
+    assert by[f"normal_dedicated-lf0-native"][0].config["frames"] < long
+
+
+def test_traced_conditions_get_their_repetitions(default_plan):
+    cfg, cells = default_plan
+    traced = labels([c for c in cells if c.config.get("trace_s")])
+    assert set(traced) == {f"{p}-lf{max(cfg['load_factors']):g}-native-trace"
+                           for p in (cfg["ladder_policy"], "SCHED_DEADLINE")}
+    assert all(len(v) == cfg["trace_repetitions"] for v in traced.values())
+
+
+def test_loads_are_pinned_off_the_target_only_where_it_is_pinned():
+    cfg = params.stage_config("e2_rt_threads", "default")
+    pinned = plan.plan(cfg, host(), {})
+    (cell,) = {c.label: c for c in pinned if c.config["load_placement"] == "operators_pinned"
+               }.values()
+    assert cell.config["load_cpus"] == [0] and cell.config["target_cpus"] == [1]
+    never = plan.plan({**cfg, "pin": "never"}, host(), {})
+    assert not [c for c in never if c.config["load_placement"] == "operators_pinned"]
+
+
+def test_holoscan_5_plans_only_what_its_app_runs():
+    cfg = params.stage_config("e2_rt_threads", "default")
+    cells4 = plan.plan({**cfg, "drift_check": False}, host(), {})
+    cells5 = plan5.cells(cells4, cfg, lambda f, m: f == max(cfg["load_factors"]) and m == "native")
+    assert cells5 and all(c.module == plan5.MODULE for c in cells5)
+    assert {c.config["load_placement"] for c in cells5} <= set(plan5.PLACEMENTS5)
+    assert not [c for c in cells5 if "switch_interval_ms" in c.config]
+    assert "outside" in {c.config["load_placement"] for c in cells5}
+
+
+def runs_of(label: str, iqr: list[float], late: list[int], n: int = 240, cpu: float = 1.8,
+            **factors) -> list[dict]:
+    """Runs as analysis.load gives them, with the columns the ladder reads."""
+    base = {"policy": "SCHED_FIFO", "topology": "dedicated", "dispatcher": "other",
+            "load_placement": "operators", "load_factor": 3.0, "load_work_model": "native",
+            "switch_interval_ms": 5.0, "loads": 6, "pinned": True, **factors}
+    return [{**base, "label": label, "n": n, "duration_s": n / 60, "late": k,
+             "period_iqr_us": q, "period_mad_us": q / 2, "lateness_p50_us": q,
+             "lateness_p99_us": 3 * q, "lateness_max_ms": 0.1 + k, "period_tail_us": 50.0,
+             "period_flatness_us": 80.0, "period_std_ms": 0.05 + 0.3 * k,
+             "std_top2_share": 0.5, "period_mean_ms": 16.667, "nominal_ms": 16.667,
+             "load_cpu": cpu} for q, k in zip(iqr, late)]
+
+
+def synthetic_runs() -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows = (runs_of("py", [30, 31, 29, 30, 30], [0] * 5, topology="python_thread",
+                    load_factor=0.0, loads=0, dispatcher="none", load_placement="none")
+            + runs_of("alone", [60, 62, 58, 61, 59], [0] * 5, load_factor=0.0, loads=0)
+            + runs_of("threads", [61, 63, 60, 62, 59], [0] * 5, load_placement="threads")
+            + runs_of("head", [80, 82, 79, 81, 78], [6, 4, 5, 7, 3])
+            + runs_of("pinned", [61, 60, 62, 59, 61], [0] * 5, load_placement="operators_pinned",
+                      cpu=0.9)
+            + runs_of("si", [79, 83, 80, 81, 77], [5, 6, 4, 3, 7], switch_interval_ms=0.1)
+            + runs_of("nd", [90, 95, 85, 92, 88], [40, 35, 45, 38, 42], policy="normal_dedicated"))
+    floor = runs_of("floor", [20, 21, 19, 20, 20], [0] * 5, topology="floor", load_factor=0.0,
+                    loads=0, dispatcher="none", load_placement="none")
+    return pd.DataFrame(rows), pd.DataFrame(floor)
+
+
+def test_the_ladder_orders_its_rungs_and_measures_each_step():
+    runs, floor = synthetic_runs()
+    table = ladder.ladder(runs, floor, "SCHED_FIFO", CI95)
+    assert list(table["rung"]) == ["cyclictest", "python_thread", "alone", "threads",
+                                   "operators_pinned", "operators"]
+    step = table.set_index("rung").loc["alone"]
+    assert step["step_iqr"] == pytest.approx(60 / 30)
+    assert step["step_iqr_low"] > 1
+    assert np.isnan(table["step_iqr"].iloc[0])
+    assert table.set_index("rung").loc["operators", "late"] == 25
+
+
+def test_the_recommendations_say_what_each_change_shows():
+    runs, _ = synthetic_runs()
+    recs = ladder.recommendations(runs, "SCHED_FIFO", CI95).set_index("change")
+    assert list(recs.index) == ["SCHED_FIFO", "operators_pinned", "switch_interval"]
+    assert recs.loc["SCHED_FIFO", "baseline"] == "nd"
+    assert recs.loc["SCHED_FIFO", "late_frames"] == "fewer"
+    pinned = recs.loc["operators_pinned"]
+    assert (pinned["baseline"], pinned["typical"], pinned["late_frames"]) == ("head", "lower",
+                                                                            "fewer")
+    assert pinned["cpu_ratio"] == pytest.approx(0.5)
+    interval = recs.loc["switch_interval"]
+    assert (interval["typical"], interval["late_frames"]) == ("no clear change",
+                                                            "not distinguishable")
+
+
+def test_below_three_runs_nothing_is_concluded():
+    runs, _ = synthetic_runs()
+    few = runs.groupby("label").head(2)
+    recs = ladder.recommendations(few, "SCHED_FIFO", CI95)
+    assert set(recs["typical"]) == {"no CI"}
+    assert set(recs["late_frames"]) == {"not distinguishable"}
+
+
+def test_a_config_whose_ladder_policy_is_not_measured_is_refused():
+    data = copy.deepcopy(params.load())
+    data["e2_rt_threads"]["ladder_policy"] = "SCHED_RR"
+    data["e2_rt_threads"]["policies"] = ["normal", "normal_dedicated", "SCHED_FIFO"]
+    data["e2_rt_threads"]["contrast_policies"] = ["SCHED_FIFO"]
+    with pytest.raises(params.ParamError, match="ladder_policy = SCHED_RR is not in policies"):
+        params.stage_config("e2_rt_threads", "default", data)
