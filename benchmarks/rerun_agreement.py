@@ -1,6 +1,7 @@
 """Does a re-run land inside the CIs? The study measured twice on this host, headline by headline.
 
     .venv/bin/python benchmarks/rerun_agreement.py [--profile default] [--keep] [--record]
+        [--stage e2_rt_threads ...] [--sdk 4.6.0 ...]
 
 Clones this checkout's HEAD twice into a temporary directory, sets the first
 clone up (``make setup``) and runs the whole pipeline (``dvc repro``) in each,
@@ -10,13 +11,17 @@ both estimates and whether each lies inside the other's CI, and every verdict of
 both runs. Prints Markdown for docs/benchmarks.md; with ``--record`` also writes
 both sessions' metrics to ``benchmarks/rerun_agreement.json``, whose agreement the
 report's *Stability* section cites. Takes about twice the profile's study time
-(``default``: about 37 minutes on 2 vCPUs).
+(``default``: about 37 minutes on 2 vCPUs). ``--stage`` measures only those stages (and what
+they depend on) and renders the report from them (``rtstudy report``); ``--sdk`` measures only
+those Holoscan versions (``params.yaml: sdk.versions``): e.g. E2's ladder and fixes twice on
+4.6.0 in about 25 minutes. Such a partial pair is never ``--record``\ ed.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +30,8 @@ import time
 from pathlib import Path
 
 from rtstudy import paths
-from rtstudy.report.stability import agreement, agreement_table, verdict_changes
+from rtstudy.report.stability import (agreement, agreement_table, finding_changes,
+                                      verdict_changes)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = paths.rerun_file()
@@ -37,7 +43,13 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary clones")
     parser.add_argument("--record", action="store_true",
                         help=f"write both sessions' metrics to {OUT.name}, which the report cites")
+    parser.add_argument("--stage", action="append", default=[],
+                        help="measure only this stage (repeatable); the report is rendered from it")
+    parser.add_argument("--sdk", action="append", default=[],
+                        help="measure only this Holoscan version (repeatable)")
     args = parser.parse_args()
+    if args.record and (args.stage or args.sdk):
+        parser.error("--record keeps whole sessions only: drop --stage / --sdk")
 
     work = Path(tempfile.mkdtemp(prefix="rtstudy-rerun-"))
     clones = [work / "first", work / "second"]
@@ -53,9 +65,14 @@ def main() -> int:
             # The first clone's venv runs both; each stage finds its own project from its cwd.
             subprocess.run(["rtstudy", "params", "use", args.profile], cwd=clone, env=env,
                            check=True, stdout=subprocess.DEVNULL)
+            if args.sdk:
+                only_versions(clone / "params.yaml", args.sdk)
             start = time.monotonic()
-            subprocess.run(["dvc", "repro"], cwd=clone, env=env, check=True,
+            subprocess.run(["dvc", "repro", *args.stage], cwd=clone, env=env, check=True,
                            stdout=subprocess.DEVNULL)
+            if args.stage:
+                subprocess.run(["rtstudy", "report"], cwd=clone, env=env, check=True,
+                               stdout=subprocess.DEVNULL)
             minutes.append((time.monotonic() - start) / 60)
             metrics.append(json.loads((clone / "report" / "metrics.json").read_text()))
 
@@ -81,12 +98,28 @@ def main() -> int:
         print("|---|---|---|")
         for claim, (one, two) in verdict_changes(a, b).items():
             print(f"| {claim} | {one} | {two}{' (differs)' if one != two else ''} |")
+        findings = finding_changes(a, b)
+        if findings:
+            same = sum(one == two for one, two in findings.values())
+            print(f"\nFindings (E2's recommendation table): the same in {same} of "
+                  f"{len(findings)}.\n")
+            print("| finding | first session | second session |")
+            print("|---|---|---|")
+            for name, (one, two) in findings.items():
+                print(f"| {name} | {one} | {two}{' (differs)' if one != two else ''} |")
     finally:
         if args.keep:
             print(f"\nclones kept in {work}", file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def only_versions(path: Path, versions: list[str]) -> None:
+    """Set ``sdk.versions`` (and every profile's) in a clone's params.yaml to ``versions``."""
+    text = re.sub(r"(?m)^(\s+versions: )\[.*\]$", rf"\g<1>[{', '.join(versions)}]",
+                  path.read_text())
+    path.write_text(text)
 
 
 if __name__ == "__main__":

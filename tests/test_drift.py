@@ -217,3 +217,14 @@ def test_the_stability_section_reads_the_recorded_rerun_and_the_drift(tmp_path, 
     (tmp_path / "benchmarks" / "rerun_agreement.json").write_text(
         json.dumps({"about": "none yet", "sessions": []}))
     assert study.rerun() is None
+
+
+def test_findings_are_compared_between_sessions_where_both_have_them():
+    one = {"E2": {"findings": {"pin": "typical jitter lower; late frames fewer",
+                               "only here": "x"}}, "E3": {"verdicts": {}}}
+    two = {"E2": {"findings": {"pin": "typical jitter no clear change; late frames fewer"}},
+           "E3": {"verdicts": {}}}
+    assert stability.finding_changes(one, two) == {
+        "E2: pin": ("typical jitter lower; late frames fewer",
+                    "typical jitter no clear change; late frames fewer")}
+    assert stability.finding_changes(two, {"E3": {}}) == {}

@@ -56,7 +56,7 @@ def test_every_rung_and_fix_is_planned_long_with_the_headline_runs(default_plan)
         assert diff == {key}, (label, diff)
     assert by[fixes[2]][0].config["switch_interval_ms"] == cfg["switch_interval_ms"]
     # Short runs elsewhere: the grid without contention.
-    assert by[f"normal_dedicated-lf0-native"][0].config["frames"] < long
+    assert by["normal_dedicated-lf0-native"][0].config["frames"] < long
 
 
 def test_traced_conditions_get_their_repetitions(default_plan):

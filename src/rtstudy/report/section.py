@@ -95,6 +95,10 @@ class Section:
     headline : dict
         The numbers its prose quotes (its analysis's ``headline``), kept for a reader
         exploring the section.
+    findings : dict
+        Conclusions that are not verdicts on a published claim (e.g. E2's "what to do"):
+        name → conclusion in words; in ``report/metrics.json`` where there are any, so two
+        sessions can be compared on them.
     """
 
     name: str
@@ -107,6 +111,7 @@ class Section:
     measured: str = ""
     limitations: list[str] = field(default_factory=list)
     headline: dict = field(default_factory=dict)
+    findings: dict[str, str] = field(default_factory=dict)
 
 
 # The report's own templates: shared macros (``macros.j2``) every experiment's words may import.

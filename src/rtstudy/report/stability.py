@@ -107,6 +107,18 @@ def verdict_changes(first: dict, second: dict) -> dict[str, tuple[str, str]]:
     return out
 
 
+def finding_changes(first: dict, second: dict) -> dict[str, tuple[str, str]]:
+    """Finding → (first session's conclusion, second's), for every finding in both."""
+    out = {}
+    for label in sorted(k for k in first if isinstance(first[k], dict)):
+        theirs = second.get(label, {}).get("findings", {}) if isinstance(second.get(label),
+                                                                          dict) else {}
+        for name, one in first[label].get("findings", {}).items():
+            if name in theirs:
+                out[f"{label}: {name}"] = (one, theirs[name])
+    return out
+
+
 def criteria_of(session: dict) -> dict[str, str]:
     """Claim → the criterion (in words) a recorded session's verdict was judged by."""
     return {claim: v.get("criterion", "") for label in session if isinstance(session[label], dict)

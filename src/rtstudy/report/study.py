@@ -311,9 +311,9 @@ class Study:
     def metrics(self) -> dict:
         """Every section's verdicts and headline quantities, as ``report/metrics.json`` holds them.
 
-        Per experiment label: ``verdicts`` (claim → verdict, runs, criterion) and ``headline``
-        (quantity → value, CI bounds, unit, N); a bound that does not exist is
-        null. At the top level for the host the sections show (with the drift check of
+        Per experiment label: ``verdicts`` (claim → verdict, runs, criterion), ``headline``
+        (quantity → value, CI bounds, unit, N; a bound that does not exist is null) and,
+        where a section has any, ``findings`` (name → conclusion in words). At the top level for the host the sections show (with the drift check of
         each sweep); under ``hosts``, the same for every host with data for the profile
         (each host state and SDK version is a host id), with its ``label``, ``state`` and
         ``sdk`` (:func:`rtstudy.data.hosts`). Read with ``dvc metrics show``;
@@ -328,7 +328,9 @@ class Study:
                                        "criterion": v.criterion} for v in s.verdicts},
                 "headline": {q.quantity: {"value": number(q.value), "low": number(q.low),
                                           "high": number(q.high), "unit": q.unit, "n": int(q.n)}
-                             for q in s.quantities}} for s in sections.values()}
+                             for q in s.quantities},
+                **({"findings": dict(s.findings)} if s.findings else {})}
+                for s in sections.values()}
 
         out: dict = {"profile": self.profile, "host_id": self.host_id,
                      "confidence": self.ci.confidence, **verdicts_and_headlines(self.sections)}

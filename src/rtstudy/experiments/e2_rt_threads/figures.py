@@ -153,7 +153,7 @@ def e2_ladder(ladder: pd.DataFrame, runs: pd.DataFrame, threshold_ms: float, pol
     # Grey for the rungs without Holoscan, then one colour per kind of load.
     colors = ["#404040" if r["rung"] in ("cyclictest", "python_thread") else
               PALETTE[(i - 2) % len(PALETTE)] for i, r in enumerate(rows)]
-    names = [f"{i + 1}. {r['name']}" for i, r in enumerate(rows)]
+    names = [f"{r['number']}. {r['name']}" for r in rows]
     fig, axes = _typical_and_late_axes(rows, colors, runs, threshold_ms, names)
     floor = [r for r in rows if r["rung"] == "cyclictest"]
     if floor:

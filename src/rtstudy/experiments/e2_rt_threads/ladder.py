@@ -96,19 +96,23 @@ def ladder(runs: pd.DataFrame, floor: pd.DataFrame, policy: str, ci: CI) -> pd.D
     Returns
     -------
     DataFrame
-        ``rung``, ``name`` (:data:`RUNGS`), ``label`` (the condition), ``load_factor``,
+        ``rung``, ``number`` (its place in :data:`RUNGS`, from 1, whether or not the rungs
+        below were measured), ``name``, ``label`` (the condition), ``load_factor``,
         and :func:`.contrasts.summarize`'s columns (``iqr_us`` with its CI over runs,
         ``p50_us`` / ``p99_us`` of |lateness|, ``late_rate`` per 10 000 frames with its CI,
         ``runs``, ``frames``, ...); ``step_iqr`` / ``step_iqr_low`` / ``step_iqr_high``: the
-        typical jitter's ratio to the rung below (t-interval over runs on the log scale).
+        typical jitter's ratio to the measured rung below (t-interval over runs on the log
+        scale).
     """
     rungs = rung_runs(runs, floor, policy)
+    number = {key: i + 1 for i, (key, _) in enumerate(RUNGS)}
     names = dict(RUNGS)
     rows, below = [], None
     for key, g in rungs.items():
         step = ratio_ci(below["period_iqr_us"], g["period_iqr_us"], ci) if below is not None \
             else None
-        rows.append({"rung": key, "name": names[key], "label": str(g["label"].iloc[0]),
+        rows.append({"rung": key, "number": number[key], "name": names[key],
+                     "label": str(g["label"].iloc[0]),
                      "load_factor": float(g["load_factor"].iloc[0]), **summarize(g, ci),
                      "step_iqr": step.value if step else np.nan,
                      "step_iqr_low": step.low if step else np.nan,

@@ -124,6 +124,20 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
                 f"SCHED_FIFO: std reduction, {r['factor'].replace('load_', 'load ')} "
                 f"{r['reference']} → {r['level']}", r["reduction"] * 100, r["low"] * 100,
                 r["high"] * 100, "%", int(min(r["n_runs"], r["n_reference"]))))
+    # The ladder and the recommendations, so two sessions can be compared on them.
+    for r in h["ladder"]:
+        rung = f"ladder {r['number']}. {r['name']}"
+        section.quantities += [
+            Quantity(f"{rung}: period IQR", r["iqr_us"], r["iqr_low"], r["iqr_high"], "µs",
+                     r["runs"]),
+            Quantity(f"{rung}: late frames per 10 000", r["late_rate"], r["late_low"],
+                     r["late_high"], "per 10 000 frames", r["runs"])]
+    for r in h["recommendations"]:
+        name = f"{r['change']} against {r['baseline']}"
+        section.quantities.append(Quantity(f"{name}: period IQR ratio", r["iqr_ratio"],
+                                           r["iqr_low"], r["iqr_high"], "×",
+                                           min(r["runs"], r["runs_base"])))
+        section.findings[name] = f"typical jitter {r['typical']}; late frames {r['late_frames']}"
     section.measured = words("measured", n_runs=len(runs),
                              n_frames=int(runs["n"].sum()) if len(runs) else 0,
                              n_floor=len(floor), n_traced=att["label"].nunique() if len(att) else 0)

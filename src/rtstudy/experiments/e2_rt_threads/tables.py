@@ -228,9 +228,9 @@ def ladder_table(ladder: pd.DataFrame, threshold_ms: float) -> pd.DataFrame:
     rows = []
     for i, r in enumerate(ladder.to_dict("records")):
         step = "" if i == 0 else _ratio(r["step_iqr"], r["step_iqr_low"], r["step_iqr_high"])
-        rows.append({"rung": f"{i + 1}. {r['name']}", "configuration": r["label"],
+        rows.append({"rung": f"{r['number']}. {r['name']}", "configuration": r["label"],
                      "runs": r["runs"], "frames": f"{r['frames']:,}",
-                     "period IQR µs": iqr(r), "× the rung below": step,
+                     "period IQR µs": iqr(r), "× the measured rung below": step,
                      "|lateness| P50 / P99 µs": f"{_num(r['p50_us'])} / {_num(r['p99_us'])}",
                      f"late (> {threshold_ms:g} ms) per 10 000": late_rate(r)})
     return pd.DataFrame(rows)
