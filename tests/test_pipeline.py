@@ -53,9 +53,10 @@ def test_repro_measures_then_renders_the_report(measured_project):
     assert (dest / "executed" / "e3_overhead.ipynb").is_file()
     fp = json.loads((dest / "data" / "host" / "fingerprint.json").read_text())
     e4_cells = len(fp["cpu"]["online"]) + 2  # jitter per CPU + cyclictest + cyclicdeadline
-    # E2 at smoke size: 4 policies x 2 load factors, the floor at both, and with perf one traced
-    # run of each of the 3 conditions with a thread of their own at the highest load factor.
-    e2_cells = 8 + 2 + (3 if which("perf") else 0)
+    # E2 at smoke size: 4 policies x 2 load factors, the floor at both, the ladder's rungs the
+    # grid lacks (the Python thread; the load outside, as threads, as operators pinned off the
+    # target) and with perf one traced run of FIFO and of DEADLINE at the highest load factor.
+    e2_cells = 8 + 2 + 4 + (2 if which("perf") else 0)
     # E3, E1, E2, E4 at smoke size, on the venv's Holoscan (the host's own fingerprint)
     assert cells_on_disk(dest, host_id) == 6 + 8 + e2_cells + e4_cells
     # Holoscan 5.0 (params.yaml sdk) in its Debian 13 root, E2 only (the one experiment ported):

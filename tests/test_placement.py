@@ -60,8 +60,9 @@ def test_e2_pins_its_targets_and_floor_to_the_shield_and_the_seeds_as_they_do():
     cfg = configs()["e2_rt_threads"]
     for cell in e2_plan.plan(cfg, FP, configs()):
         k = cell.config
-        if k["topology"] in ("dedicated", "floor"):
-            # Every policy on its own thread gets the same CPU, normal_dedicated included.
+        if k["topology"] in ("dedicated", "floor", "python_thread"):
+            # Every policy on its own thread gets the same CPU, normal_dedicated included (and
+            # the ladder's plain Python thread).
             expected = (1,) if k["policy"] != "normal" else ()
         elif k["topology"].startswith("seed"):
             expected = (0,) if k["policy"] in e2_plan.RT_POLICIES else ()  # the seeds' recipe
@@ -69,7 +70,10 @@ def test_e2_pins_its_targets_and_floor_to_the_shield_and_the_seeds_as_they_do():
             expected = ()  # the shared pool, as the seed's normal baseline
         assert tuple(k["target_cpus"]) == expected and k["pinned"] == bool(expected), cell.label
         for r in cell.realtime:
-            assert r.cpus == (() if r.operator == e2_plan.DISPATCHER else expected), cell.label
+            # A dispatcher is pinned only as the fix that pins it to a housekeeping CPU.
+            dispatcher = (0,) if k["dispatcher"] == "fifo_pinned" else ()
+            assert r.cpus == (dispatcher if r.operator == e2_plan.DISPATCHER else expected), \
+                cell.label
 
 
 def test_e4_measures_both_cpus_and_the_floor_on_the_shield():
