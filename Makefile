@@ -76,6 +76,11 @@ sysdeps: $(STAMP)
 sdk: setup
 	$(BIN)/rtstudy sdk build
 
+# One `make study` is one measuring session: every stage's cells record its id (rtstudy.harness).
+ifndef RTSTUDY_SESSION
+export RTSTUDY_SESSION := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)-$(shell cut -c1-8 /proc/sys/kernel/random/boot_id 2>/dev/null)
+endif
+
 study: setup sdk
 	$(BIN)/rtstudy params check
 	$(BIN)/dvc repro

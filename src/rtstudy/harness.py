@@ -176,6 +176,26 @@ def with_drift_check(cells: list[Cell], cfg: dict, label: str | None = None) -> 
     return with_drift(cells, cells[0].label if label is None else label)
 
 
+SESSION_VARIABLE = "RTSTUDY_SESSION"
+
+
+def session_record() -> dict:
+    """The measuring session a sweep belongs to: one ``make study`` (its whole ``dvc repro``).
+
+    ``id`` is :data:`SESSION_VARIABLE` where the caller set it (the Makefile does, once for
+    all the stages of one ``make study``), else this stage's own start and the boot; with
+    ``boot_id`` (the kernel's, new at every boot) and ``stage_started_utc``. Sessions are the
+    level above runs: what varies between two studies of one host state.
+    """
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return {"id": os.environ.get(SESSION_VARIABLE) or f"{started}-{boot[:8]}",
+            "boot_id": boot, "stage_started_utc": started}
+
+
 @dataclass(frozen=True)
 class SweepContext:
     """What every cell of a sweep records about where and how it was measured."""
@@ -188,6 +208,8 @@ class SweepContext:
     placement: Placement | None = None
     # The SDK's environment (rtstudy.sdk): the cell's command is built by it; None: this venv.
     environment: Environment | None = None
+    # The measuring session the sweep belongs to (session_record()).
+    session: dict = field(default_factory=lambda: session_record())
 
     @classmethod
     def from_fingerprint(cls, fp: dict, profile: str, where: Placement | None = None,
@@ -449,6 +471,7 @@ def _sidecar(cell: Cell, context: SweepContext, run: _AppRun, result: dict | Non
         "status": "failed" if reason else "ok",
         "reason": reason,
         "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "session": context.session,
         "timing": {"measured_s": (result or {}).get("measured_s"), "child_wall_s": run.wall_s},
     }
 

@@ -40,6 +40,8 @@ CELL_COLUMNS = {
               "empty here, as the loaders set those runs aside"),
     "finished_utc": ("str", "", "when the cell was written: UTC, ISO 8601 (wall clock, for "
                      "people only)"),
+    "session": ("str", "", "the measuring session (one `make study`: harness.session_record); "
+                "empty for a cell measured before sessions were recorded"),
 }
 
 
@@ -233,13 +235,15 @@ class CellData:
 
         ``cell_id``, ``host_id``, then the experiment's ``factors`` in the order
         given, ``repetition``, the condition's ``label``, its ``drift`` role
-        (``"start"``/``"end"`` for a drift check, else empty) and when it
-        finished (``finished_utc``, UTC, ISO 8601): :data:`CELL_COLUMNS`.
+        (``"start"``/``"end"`` for a drift check, else empty), when it
+        finished (``finished_utc``, UTC, ISO 8601) and its measuring ``session``:
+        :data:`CELL_COLUMNS`.
         """
         sc = self.sidecar
         return {"cell_id": sc["cell_id"], "host_id": sc["host_id"], **factors,
                 "repetition": sc["repetition"], "label": sc.get("label", ""),
-                "drift": sc.get("drift") or "", "finished_utc": sc.get("finished_utc", "")}
+                "drift": sc.get("drift") or "", "finished_utc": sc.get("finished_utc", ""),
+                "session": (sc.get("session") or {}).get("id", "")}
 
 
 def read_cells(directory: Path, schema: dict[str, str]) -> tuple[list[CellData], list[str]]:
