@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ import pytest
 from conftest import require_policy
 from rtstudy import params, placement
 from rtstudy.apps.trace import parse as trace_parse
-from rtstudy.apps.trace import tracefs_mounts
+from rtstudy.apps.trace import PROBE_GROUP, tracefs_mounts
 from rtstudy.experiments.e2_rt_threads import (analysis, attribution, conditions, contrasts,
                                                ladder, plan)
 from rtstudy.experiments.e2_rt_threads.params import FIXES
@@ -217,6 +218,20 @@ def test_frames_runs_floor_and_attribution(e2_run):
     # prints as -1, which the trace parser once dropped).
     assert {c.config["policy"] for c in traced} == set(att["policy"])
     assert tracefs_mounts() == before  # what perf mounted for the trace was unmounted
+    # The GIL probes: recorded where the interpreter has its symbol table (else the sidecar says
+    # why), removed after the trace, and the GIL wait split exactly among its holders' states.
+    for cell in traced:
+        gil = sidecar(out, cell)["summary"]["trace"]["gil"]
+        assert gil["probed"] or ("take_gil" in gil["why"] and gil["file"] in gil["why"])
+    probes = subprocess.run(["perf", "probe", "-l"], capture_output=True, text=True).stdout
+    assert f"{PROBE_GROUP}:" not in probes
+    assert set(att["pattern"]) <= set(attribution.PATTERNS)
+    if ds.tables["traces"]["gil_probed"].all():
+        split = ["holder_running_ms", "holder_preempted_ms", "holder_asleep_ms", "gil_free_ms"]
+        assert np.allclose(att[split].sum(axis=1), att["gil_wait_ms"], atol=1e-9)
+        assert (att["gil_wait_ms"] <= att["lateness_ms"] + 1e-9).all()
+        # The worker takes the GIL for every compute: some frames wait for it, however briefly.
+        assert (att["gil_wait_ms"] > 0).any()
 
 
 def test_the_section_compares_the_prespecified_configurations_with_the_floor(e2_run):

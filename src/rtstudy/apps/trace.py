@@ -16,6 +16,15 @@ mounted; whatever it mounted is unmounted afterwards and recorded.
 The trace is started disabled and enabled through perf's control FIFO, which
 answers "ack" once the events are on, so the traced block starts only when
 tracing does.
+
+Where this process's interpreter carries its symbol table (pyenv's and python.org's
+builds do; Debian's stripped ``python3.X`` does not), three user-space probes on
+CPython's GIL are recorded beside the scheduler events (``gil=True``): ``gil_take``
+(a thread enters ``take_gil``: it wants the GIL), ``gil_taken`` (``take_gil``
+returns: it holds it) and ``gil_drop`` (``drop_gil``: it gives it up). They tell a
+wait for the GIL from a wait on any other lock of the app, and who held the GIL
+meanwhile. The probes are defined with ``perf probe`` for the trace only and removed
+afterwards, whatever happens; what was probed, or why nothing was, is recorded.
 """
 from __future__ import annotations
 
@@ -26,13 +35,18 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 from rtstudy.process import die_with_parent
 
 EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_switch")
-_LINE = re.compile(r"^\s*(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+sched:(\w+):\s+(.*)$")
+# CPython's GIL functions (Python/ceval_gil.h) → the event each probe records. The group is the
+# study's own, so removing it never touches another tool's probes.
+PROBE_GROUP = "rtstudy"
+GIL_PROBES = {"gil_take": "take_gil", "gil_taken": "take_gil%return", "gil_drop": "drop_gil"}
+_LINE = re.compile(r"^\s*(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\w+):(\w+):\s*(.*)$")
 # A priority is -1 for a SCHED_DEADLINE thread (the kernel prints its prio, which deadline
 # tasks have below every real-time one): `-?`, or every event of such a thread is lost.
 _SWITCH = re.compile(r"prev_comm=(.*) prev_pid=(-?\d+) prev_prio=(-?\d+) prev_state=(\S+) ==> "
@@ -59,15 +73,23 @@ def parse(text: str) -> dict[str, list]:
     the thread woken (waking/wakeup) or switched in (switch), with its
     ``comm`` and ``prio`` (the kernel's: 120 + nice for normal threads,
     99 − priority for real-time ones, −1 for SCHED_DEADLINE); for a switch ``prev_*`` is who left
-    the CPU, ``prev_state`` ``R`` (preempted) or a sleep state.
+    the CPU, ``prev_state`` ``R`` (preempted) or a sleep state. A GIL probe's event
+    (:data:`GIL_PROBES`) is the thread's own: ``pid`` is ``tid``, ``prio`` −1.
     """
     cols: dict[str, list] = {c: [] for c in COLUMNS}
     for line in text.splitlines():
         m = _LINE.match(line)
         if not m:
             continue
-        tid, cpu, sec, frac, event, rest = m.groups()
-        if event == "sched_switch":
+        tid, cpu, sec, frac, group, event, rest = m.groups()
+        if group == PROBE_GROUP:
+            event = event.removesuffix("__return")  # perf names a return probe EVENT__return
+            if event not in GIL_PROBES:
+                continue
+            comm, pid, prio, prev_comm, prev_pid, prev_state = "", tid, "-1", "", "-1", ""
+        elif group != "sched":
+            continue
+        elif event == "sched_switch":
             s = _SWITCH.match(rest)
             if not s:
                 continue
@@ -86,13 +108,13 @@ def parse(text: str) -> dict[str, list]:
 
 
 @contextlib.contextmanager
-def sched_trace(limit_s: float, record: dict):
+def sched_trace(limit_s: float, record: dict, gil: bool = True):
     """Trace the scheduler on every CPU while the block runs (at most ``limit_s`` seconds).
 
-    ``record`` is filled in: ``tool``, ``events``, ``tracefs_mounted_by_trace``
-    (unmounted again), ``perf_stderr`` and, once the block ends, ``columns``
-    (:func:`parse`). Raises :class:`TraceError` when perf is missing or does
-    not start; the block does not run then.
+    ``record`` is filled in: ``tool``, ``events``, ``gil`` (the GIL probes: whether they
+    were recorded, from which file, or why not), ``tracefs_mounted_by_trace`` (unmounted
+    again), ``perf_stderr`` and, once the block ends, ``columns`` (:func:`parse`). Raises
+    :class:`TraceError` when perf is missing or does not start; the block does not run then.
     """
     perf = shutil.which("perf")
     if perf is None:
@@ -105,14 +127,18 @@ def sched_trace(limit_s: float, record: dict):
         os.mkfifo(ack)
         # O_RDWR: opening a FIFO this way never blocks, even before perf has opened its end.
         ctl_fd, ack_fd = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+        probes = add_gil_probes(perf, record) if gil else []
+        if not gil:
+            record["gil"] = {"probed": False, "why": "not asked for"}
+        events = [*EVENTS, *probes]
         cmd = [perf, "record", "-a", "-k", "CLOCK_MONOTONIC", "-D", "-1",
                "--control", f"fifo:{ctl},{ack}", "-o", str(data)]
-        for event in EVENTS:
+        for event in events:
             cmd += ["-e", event]
         cmd += ["--", "sleep", str(int(limit_s) + 1)]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, preexec_fn=die_with_parent)
-        record.update(tool="perf record", events=list(EVENTS), clock="CLOCK_MONOTONIC")
+        record.update(tool="perf record", events=events, clock="CLOCK_MONOTONIC")
         try:
             _command(ctl_fd, ack_fd, "enable", proc)
             yield record
@@ -135,6 +161,8 @@ def sched_trace(limit_s: float, record: dict):
                                          "tid,cpu,time,event,trace"], capture_output=True,
                                         text=True)
             finally:
+                if probes:
+                    remove_gil_probes(perf)
                 mounted = sorted(tracefs_mounts() - before)
                 for point in reversed(mounted):
                     subprocess.run(["umount", point], capture_output=True)
@@ -144,6 +172,54 @@ def sched_trace(limit_s: float, record: dict):
             raise TraceError(f"perf script failed: {script.stderr.strip()[-500:]}")
         record["columns"] = parse(script.stdout)
         record["n_events"] = len(record["columns"]["t_ns"])
+
+
+def interpreter_file() -> Path:
+    """The file holding this process's CPython: its mapped libpython, else the executable."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and os.path.basename(fields[5].strip()).startswith("libpython3"):
+                return Path(fields[5].strip())
+    return Path(os.path.realpath(sys.executable))
+
+
+def add_gil_probes(perf: str, record: dict) -> list[str]:
+    """Define :data:`GIL_PROBES` on this interpreter; the events to record, or [] and why not.
+
+    ``record["gil"]`` says which: ``probed`` with the ``file``, or ``why`` not (a stripped
+    interpreter has no ``take_gil``: it is a static function, in the symbol table only).
+    """
+    lib = interpreter_file()
+    listed = subprocess.run([perf, "probe", "-x", str(lib), "-F"], capture_output=True,
+                            text=True)
+    missing = sorted({f.split("%")[0] for f in GIL_PROBES.values()}
+                     - set(listed.stdout.split()))
+    if listed.returncode != 0 or missing:
+        record["gil"] = {"probed": False, "file": str(lib),
+                         "why": f"{lib} has no symbol {', '.join(missing)} (a stripped "
+                                "interpreter: use one built with its symbol table, e.g. "
+                                "pyenv's, or install its debug symbols)" if missing else
+                                f"perf probe -F failed: {listed.stderr.strip()[-300:]}"}
+        return []
+    remove_gil_probes(perf)  # left over by a run that was killed
+    cmd = [perf, "probe", "-q", "-x", str(lib)]
+    for event, function in GIL_PROBES.items():
+        cmd += ["-a", f"{PROBE_GROUP}:{event}={function}"]
+    added = subprocess.run(cmd, capture_output=True, text=True)
+    if added.returncode != 0:
+        remove_gil_probes(perf)
+        record["gil"] = {"probed": False, "file": str(lib),
+                         "why": f"perf probe failed: {added.stderr.strip()[-300:]}"}
+        return []
+    record["gil"] = {"probed": True, "file": str(lib), "functions": dict(GIL_PROBES)}
+    return [f"{PROBE_GROUP}:{e}__return" if f.endswith("%return") else f"{PROBE_GROUP}:{e}"
+            for e, f in GIL_PROBES.items()]
+
+
+def remove_gil_probes(perf: str) -> None:
+    """Remove every probe of the study's own group (none: nothing happens)."""
+    subprocess.run([perf, "probe", "-q", "-d", f"{PROBE_GROUP}:*"], capture_output=True)
 
 
 def _command(ctl_fd: int, ack_fd: int, command: str, proc: subprocess.Popen) -> None:

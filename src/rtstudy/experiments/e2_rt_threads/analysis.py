@@ -23,9 +23,13 @@ import numpy as np
 import pandas as pd
 
 from rtstudy import criteria
-from rtstudy.experiments.e2_rt_threads.attribution import PARTS, attribute_cell, attribution_summary
+from rtstudy.experiments.e2_rt_threads.attribution import (GIL_TIMES, PARTS, PATTERNS,
+                                                           attribute_cell, attribution_summary,
+                                                           mechanism_summary, mechanism_totals,
+                                                           tracing_cost)
 from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, SEED_BASELINE, STARVED_OFFSET,
-                                                         factor_levels, grid, headline_point)
+                                                         SWITCH_INTERVAL_MS, factor_levels, grid,
+                                                         headline_point)
 from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, condition_summary,
                                                         effects, floor_ratios, reductions,
                                                         seed_compatible)
@@ -143,6 +147,22 @@ SCHEMA = {
                       "`other tasks (kernel, system)`, or `(already running)`"),
         "blocked_by": ("str", "", "who woke the worker after it woke and slept again (a lock), "
                        "in the classes of `displaced`; empty when it did not"),
+        "gil_wait_ms": ("float", "ms", "of the lateness, the worker's wait for the GIL (from "
+                        "entering CPython's take_gil to its return); NaN without GIL probes"),
+        **{f"holder_{s}_ms": ("float", "ms", f"of that wait, the GIL's holder {m}") for s, m in (
+            ("running", "running"), ("preempted", "runnable without a CPU (preempted)"),
+            ("asleep", "asleep while holding it"))},
+        "gil_free_ms": ("float", "ms", "of that wait, the GIL held by nobody (the hand-over)"),
+        "gil_holder": ("str", "", "the thread that held the GIL longest during the wait, in "
+                       "the classes of `displaced`; empty when the worker did not wait"),
+        "holder_preempted_by": ("str", "", "who first took a holder's CPU during the wait, in "
+                                "the classes of `displaced`; empty when none did"),
+        "holder_woken_by": ("str", "", "who first woke a holder asleep during the wait (the "
+                            "lock it held the GIL across), in the classes of `displaced`; empty "
+                            "when none slept"),
+        "pattern": ("str", "", "the frame's mechanism (attribution.PATTERNS): the GIL's holder "
+                    "preempted, running or asleep, a hand-over, another lock, a CPU wait, a "
+                    "late wake-up or running"),
         **_CONDITION}),
     "traces": ("one row per traced run (left out of every statistic: tracing costs the run "
                "time)", {
@@ -151,6 +171,9 @@ SCHEMA = {
         "frames": ("int", "count", "the run's frames after the warm-up"),
         "attributed": ("int", "count", "those inside the trace, attributed (`attribution`'s "
                        "rows); 0 when none could be"),
+        "gil_probed": ("bool", "", "whether the trace holds the GIL probes"),
+        "n": _RUN_METRICS["n"], "period_iqr_us": _RUN_METRICS["period_iqr_us"],
+        "late": _RUN_METRICS["late"],
     }),
 }
 TABLES = tuple(SCHEMA)
@@ -180,19 +203,22 @@ def load(directory: Path, cfg: dict) -> Dataset:
         samples = cell.samples().sort_values("frame")
         base = cell.columns(**factor_levels(config), fps=config["fps"], pinned=config["pinned"],
                             dispatcher_read=_dispatcher_read(cell))
-        if config.get("trace_s"):
-            # A traced run is set aside from the statistics: tracing costs the run time.
-            frames_of = attribute_cell(cell, samples, warmup_frames)
-            attributed.append(frames_of.assign(**base))
-            traces.append({**base, "events": int(cell.sidecar["summary"].get("trace", {})
-                                                 .get("n_events", 0)),
-                           "frames": int(len(samples)) - warmup_frames,
-                           "attributed": int(len(frames_of))})
-            continue
         frames = RunFrames.of(samples, warmup_frames, config["period_ns"],
                               release_grid(config["policy"], samples.columns))
-        row = {**base, **run_metrics(frames, config["period_ns"] / 1e6, late_threshold_ms),
-               "load_cpu": _load_cpu(cell)}
+        metrics = run_metrics(frames, config["period_ns"] / 1e6, late_threshold_ms)
+        if config.get("trace_s"):
+            # A traced run is set aside from the statistics: tracing costs the run time
+            # (tracing_cost() says how much).
+            frames_of = attribute_cell(cell, samples, warmup_frames)
+            attributed.append(frames_of.assign(**base))
+            trace = cell.sidecar["summary"].get("trace", {})
+            traces.append({**base, "events": int(trace.get("n_events", 0)),
+                           "frames": int(len(samples)) - warmup_frames,
+                           "attributed": int(len(frames_of)),
+                           "gil_probed": bool(trace.get("gil", {}).get("probed")),
+                           **{k: metrics[k] for k in ("n", "period_iqr_us", "late")}})
+            continue
+        row = {**base, **metrics, "load_cpu": _load_cpu(cell)}
         if config.get("tool"):
             floor_rows.append(row)
             continue
@@ -203,7 +229,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
               "traces": pd.DataFrame(traces),
               # int and float: a traced run with no complete chain adds an empty (object) frame.
               "attribution": (pd.concat(attributed, ignore_index=True).astype(
-                  {"frame": int, **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS]}})
+                  {"frame": int, **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS,
+                                                       *GIL_TIMES]}})
                   if attributed else pd.DataFrame())}
     return Dataset(Path(directory), set_aside_drift(tables, "runs"), missing)
 
@@ -335,7 +362,10 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI) -> dict:
         seed's shared-pool baseline), ``seeds`` (:func:`.contrasts.seed_compatible`),
         ``effects`` (:func:`.contrasts.effects`), ``floor``
         (:func:`.contrasts.floor_ratios`, the pre-specified configurations),
-        ``attribution``, ``ladder`` (:func:`.ladder.ladder`), ``recommendations``
+        ``attribution``, ``mechanism`` (:func:`.attribution.mechanism_summary`: the late
+        frames' mechanisms) and ``mechanism_rt`` (the real-time conditions' pooled,
+        :func:`.attribution.mechanism_totals`), ``tracing_cost`` (:func:`.attribution.tracing_cost`),
+        ``ladder`` (:func:`.ladder.ladder`), ``recommendations``
         (:func:`.ladder.recommendations`) and the counts the prose states.
     """
     runs, frames = ds_tables["runs"], ds_tables["frames"]
@@ -355,6 +385,10 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI) -> dict:
             "effects": effects(runs, ci).to_dict("records"),
             "floor": _floor(runs, ds_tables["floor"], ci), "floor_goal": FLOOR_GOAL,
             "attribution": attribution_summary(ds_tables["attribution"]).to_dict("records"),
+            **_mechanism(ds_tables["attribution"], cfg["late_threshold_ms"]),
+            "patterns": PATTERNS, "switch_interval_ms": SWITCH_INTERVAL_MS,
+            "tracing_cost": tracing_cost(runs, ds_tables.get("traces", pd.DataFrame()),
+                                         ci).to_dict("records"),
             "parts": PARTS, **_unattributed(ds_tables.get("traces", pd.DataFrame()))}
 
 
@@ -469,6 +503,12 @@ def _floor(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> dict | None:
             "load_factor": ratios["load_factor"].iloc[0],
             "at_floor": [r["label"] for r in kept.to_dict("records")
                          if np.isfinite(r["high"]) and r["high"] <= FLOOR_GOAL]}
+
+
+def _mechanism(att: pd.DataFrame, threshold_ms: float) -> dict:
+    """``mechanism`` (per traced condition) and ``mechanism_rt`` (the real-time ones pooled)."""
+    m = mechanism_summary(att, threshold_ms)
+    return {"mechanism": m.to_dict("records"), "mechanism_rt": mechanism_totals(m, RT_POLICIES)}
 
 
 def _unattributed(traces: pd.DataFrame) -> dict:

@@ -1,10 +1,14 @@
 """E2's trace attribution: where each traced frame's delay accrues, from the kernel scheduler trace.
 
 A traced run records the scheduler's ``sched_waking`` and ``sched_switch`` events
+and, where the interpreter has its symbol table, CPython's GIL hand-overs
 (:mod:`rtstudy.apps.trace`); :func:`attribute_run` splits each frame's lateness
 against its release into the time the target's worker thread spent in each
-state (:data:`PARTS`), and :func:`attribution_summary` says, per traced
-condition, which part carries the lateness's variance and who was involved.
+state (:data:`PARTS`), measures how much of it the worker waited for the GIL and
+what the GIL's holder did meanwhile, and names the frame's mechanism
+(:data:`PATTERNS`). :func:`attribution_summary` says, per traced condition, which
+part carries the lateness's variance and who was involved; :func:`mechanism_summary`
+how many late frames each mechanism explains.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import pandas as pd
 from rtstudy.experiments.e2_rt_threads.conditions import FACTORS
 from rtstudy.experiments.e2_rt_threads.metrics import lateness_ns, release_grid
 from rtstudy.io import CellData, read_samples
+from rtstudy.stats import CI, ratio_ci
 from rtstudy.realtime import DISPATCHER
 
 # The parts of one frame's lateness against its release time (ms), each a kind of time the
@@ -25,6 +30,23 @@ PARTS = {
     "blocked_ms": "woken, then asleep again (a lock in the app: the GIL, Holoscan's)",
     "running_ms": "running before compute (Holoscan, Python)",
 }
+# The mechanism of a frame's lateness, in the order it is decided (classify()): the GIL first
+# when the worker spent at least half the lateness waiting for it, then the largest part.
+PATTERNS = {
+    "gil_holder_preempted": "waited for the GIL while its holder was preempted (priority "
+                            "inversion: a lower-priority thread kept the GIL without a CPU)",
+    "gil_holder_running": "waited for the GIL while its holder ran (CPython asks a running "
+                          "holder to drop the GIL only after a switch interval)",
+    "gil_holder_asleep": "waited for the GIL while its holder slept holding it",
+    "gil_handover": "waited for the GIL while it was free (the hand-over's wake-up)",
+    "blocked_not_gil": "woken, then blocked on a lock that is not the GIL (Holoscan's own)",
+    "blocked": "woken, then blocked on a lock (the GIL or Holoscan's: no GIL probes)",
+    "cpu_wait": "runnable, waiting for a CPU",
+    "woken_late": "not woken in time (the timer, or the dispatcher)",
+    "running": "running before compute (Holoscan's and Python's path)",
+}
+# A GIL wait explains a frame when it covers at least this share of the frame's lateness.
+GIL_SHARE = 0.5
 # A release is looked for this long before its time (ms): a timer may fire a little early.
 EARLY_MS = 1.0
 # A traced cell's scheduler events, beside its samples (app.py records them as its "trace" table).
@@ -78,8 +100,10 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     period = config["period_ns"]
     t = samples.sort_values("frame")["t_start_ns"].to_numpy()[warmup_frames:]
     columns = ["frame", "lateness_ms", "deviation_ms", *PARTS, "waker", "displaced",
-               "blocked_by"]
+               "blocked_by", *GIL_COLUMNS, "pattern"]
     ev = trace.sort_values("t_ns", kind="stable")
+    gil = _Gil(ev, target, dispatcher, app_tids) if sidecar["summary"].get(
+        "trace", {}).get("gil", {}).get("probed") else None
     mine = ev[((ev["event"] == "waking") & (ev["pid"] == target)) |
               ((ev["event"] == "switch") & ((ev["pid"] == target) | (ev["prev_pid"] == target)))]
     if t.size < 2 or mine.empty:
@@ -116,11 +140,163 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
             else:
                 state = "runnable" if str(e.prev_state).startswith("R") else "asleep"
         spent[_part(state, woken)] += start - now
-        rows.append({"frame": int(k) + warmup_frames, "lateness_ms": (start - release) / 1e6,
-                     "deviation_ms": (start - int(t[k - 1]) - period) / 1e6 if k else np.nan,
-                     **{p: v / 1e6 for p, v in spent.items()}, "waker": waker or "already awake",
-                     "displaced": displaced or "(already running)", "blocked_by": blocked_by})
+        held = gil.during(release, start) if gil else {
+            **dict.fromkeys(GIL_TIMES, np.nan), "gil_holder": "", "holder_preempted_by": "",
+            "holder_woken_by": ""}
+        row = {"frame": int(k) + warmup_frames, "lateness_ms": (start - release) / 1e6,
+               "deviation_ms": (start - int(t[k - 1]) - period) / 1e6 if k else np.nan,
+               **{p: v / 1e6 for p, v in spent.items()}, "waker": waker or "already awake",
+               "displaced": displaced or "(already running)", "blocked_by": blocked_by, **held}
+        rows.append({**row, "pattern": classify(row, gil is not None)})
     return pd.DataFrame(rows, columns=columns)
+
+
+# What attribute_run() adds from the GIL probes (NaN, or "", where the run has none).
+GIL_TIMES = ("gil_wait_ms", "holder_running_ms", "holder_preempted_ms", "holder_asleep_ms",
+             "gil_free_ms")
+GIL_COLUMNS = (*GIL_TIMES, "gil_holder", "holder_preempted_by", "holder_woken_by")
+
+
+def classify(frame: dict, gil_probed: bool) -> str:
+    """The mechanism (:data:`PATTERNS` key) of one attributed frame.
+
+    The GIL decides when the worker waited for it at least :data:`GIL_SHARE` of the
+    frame's lateness: then what its holders did over that wait, whichever took longest
+    (preempted, running, asleep, or none held it). Otherwise the largest of
+    :data:`PARTS`; a block that is not a GIL wait is another lock where the GIL was probed.
+    """
+    late = frame["lateness_ms"]
+    if gil_probed and late > 0 and frame["gil_wait_ms"] >= GIL_SHARE * late:
+        held = {"gil_holder_preempted": frame["holder_preempted_ms"],
+                "gil_holder_running": frame["holder_running_ms"],
+                "gil_holder_asleep": frame["holder_asleep_ms"],
+                "gil_handover": frame["gil_free_ms"]}
+        return max(held, key=held.get)
+    part = max(PARTS, key=lambda p: frame[p])
+    if part == "blocked_ms":
+        return "blocked_not_gil" if gil_probed else "blocked"
+    return {"wake_ms": "woken_late", "cpu_wait_ms": "cpu_wait", "running_ms": "running"}[part]
+
+
+class _Gil:
+    """Who held the GIL when, and in which scheduler state each thread was: from one trace.
+
+    The GIL's owner changes at ``gil_taken`` (that thread holds it) and ``gil_drop`` (none
+    does); the target waits for it from its ``gil_take`` to its ``gil_taken``. A thread's
+    state changes at its switches (in: running; out: preempted when it left runnable, else
+    asleep) and wake-ups (asleep → runnable).
+    """
+
+    def __init__(self, ev: pd.DataFrame, target: int, dispatcher: int | None,
+                 app_tids: set[int]):
+        self.target, self.dispatcher, self.app_tids = target, dispatcher, app_tids
+        g = ev[ev["event"].isin(("gil_take", "gil_taken", "gil_drop"))]
+        own = g[g["pid"] == target]
+        self.own_t, self.own_e = own["t_ns"].to_numpy(), own["event"].to_numpy()
+        owners = g[g["event"] != "gil_take"]
+        self.owner_t = owners["t_ns"].to_numpy()
+        self.owner = np.where(owners["event"].to_numpy() == "gil_taken",
+                              owners["pid"].to_numpy(), -1)
+        sched = ev[~ev["event"].isin(("gil_take", "gil_taken", "gil_drop"))]
+        self.sched = sched
+        self.comm = dict(zip(sched["pid"], sched["comm"])) | dict(
+            zip(sched["prev_pid"], sched["prev_comm"]))
+        self._states: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def waits(self, a: int, b: int) -> list[tuple[int, int]]:
+        """The target's GIL waits (take → taken) inside [a, b], clipped to it."""
+        out, since = [], None
+        i = int(np.searchsorted(self.own_t, a, side="right"))
+        if i and self.own_e[i - 1] == "gil_take":
+            since = a  # it was already waiting at a
+        for t, e in zip(self.own_t[i:], self.own_e[i:]):
+            if t > b:
+                break
+            if e == "gil_take":
+                since = t
+            elif e == "gil_taken" and since is not None:
+                out.append((since, t))
+                since = None
+        if since is not None:
+            out.append((since, b))
+        return out
+
+    def owners(self, a: int, b: int) -> list[tuple[int, int, int]]:
+        """(owner, from, to) over [a, b]; owner −1 where nobody held the GIL (or unknown)."""
+        i = int(np.searchsorted(self.owner_t, a, side="right"))
+        who, now, out = (int(self.owner[i - 1]) if i else -1), a, []
+        for t, o in zip(self.owner_t[i:], self.owner[i:]):
+            if t >= b:
+                break
+            out.append((who, now, int(t)))
+            who, now = int(o), int(t)
+        out.append((who, now, b))
+        return out
+
+    def states(self, tid: int, a: int, b: int) -> tuple[dict[str, int], str, str]:
+        """ns of [a, b] ``tid`` spent running, preempted (runnable) and asleep; who first
+        preempted it there and who first woke it there (their readable classes), or ""."""
+        if tid not in self._states:
+            e = self.sched
+            e = e[((e["event"] == "waking") & (e["pid"] == tid))
+                  | ((e["event"] == "switch") & ((e["pid"] == tid) | (e["prev_pid"] == tid)))]
+            kind = np.where(e["event"] == "waking", "wake",
+                            np.where(e["pid"] == tid, "in",
+                                     np.where(e["prev_state"].astype(str).str.startswith("R"),
+                                              "preempted", "out")))
+            self._states[tid] = (e["t_ns"].to_numpy(), kind, e["pid"].to_numpy(),
+                                 e["tid"].to_numpy())
+        times, kind, nxt, ctx = self._states[tid]
+        spent = {"running": 0, "preempted": 0, "asleep": 0}
+        after = {"wake": "preempted", "in": "running", "preempted": "preempted", "out": "asleep"}
+        # Before its first event a thread was asleep if that event wakes it, runnable if it is
+        # switched in, running if it is switched out (no event: it never ran, asleep).
+        before = {"wake": "asleep", "in": "preempted", "preempted": "running", "out": "running"}
+        i = int(np.searchsorted(times, a, side="right"))
+        state = after[kind[i - 1]] if i else before[kind[0]] if kind.size else "asleep"
+        # Already preempted at a: by whoever took its CPU then.
+        by = self.who(int(nxt[i - 1])) if i and kind[i - 1] == "preempted" else ""
+        now, woke = a, ""
+        for j in range(i, times.size):
+            if times[j] >= b:
+                break
+            if kind[j] == "wake" and state != "asleep":
+                continue  # a wake-up of a thread already runnable or running changes nothing
+            if kind[j] == "wake" and not woke:
+                woke = self.who(int(ctx[j]))
+            spent[state] += int(times[j]) - now
+            now = int(times[j])
+            if kind[j] == "preempted" and not by:
+                by = self.who(int(nxt[j]))
+            state = after[kind[j]]
+        spent[state] += b - now
+        return spent, by, woke
+
+    def who(self, pid: int) -> str:
+        """A thread's readable class (:func:`_who`)."""
+        return _who(pid, str(self.comm.get(pid, "")), self.dispatcher, self.app_tids)
+
+    def during(self, a: int, b: int) -> dict:
+        """:data:`GIL_COLUMNS` for a frame released at ``a`` that started compute at ``b`` (ns)."""
+        held = {"running": 0, "preempted": 0, "asleep": 0, "free": 0}
+        holders, preempted_by, woken_by = {}, "", ""
+        for w0, w1 in self.waits(a, b):
+            for who, t0, t1 in self.owners(w0, w1):
+                if who < 0 or who == self.target:
+                    held["free"] += t1 - t0
+                    continue
+                spent, by, woke = self.states(who, t0, t1)
+                for k, v in spent.items():
+                    held[k] += v
+                holders[who] = holders.get(who, 0) + t1 - t0
+                preempted_by, woken_by = preempted_by or by, woken_by or woke
+        main = max(holders, key=holders.get) if holders else None
+        return {"gil_wait_ms": sum(held.values()) / 1e6,
+                "holder_running_ms": held["running"] / 1e6,
+                "holder_preempted_ms": held["preempted"] / 1e6,
+                "holder_asleep_ms": held["asleep"] / 1e6, "gil_free_ms": held["free"] / 1e6,
+                "gil_holder": "" if main is None else self.who(main),
+                "holder_preempted_by": preempted_by, "holder_woken_by": woken_by}
 
 
 def _state_before(mine: pd.DataFrame, i: int, target: int) -> str:
@@ -190,3 +366,80 @@ def attribution_summary(att: pd.DataFrame) -> pd.DataFrame:
                                     if np.isfinite(var) and var > 0 else np.nan)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def mechanism_summary(att: pd.DataFrame, threshold_ms: float) -> pd.DataFrame:
+    """Per traced condition: how many of its late frames each mechanism explains.
+
+    A frame is late as in every E2 statistic: lateness above ``threshold_ms``. Shares are
+    of the condition's late frames over all its traced runs (the runs are listed so a
+    reader sees how many carry them).
+
+    Returns
+    -------
+    DataFrame
+        ``label`` (the traced condition), its factors, ``runs``, ``frames``, ``late``,
+        ``late_runs`` (runs with at least one), ``gil_probed`` (every run had GIL probes),
+        ``gil_wait_ms_mean`` (over all its frames), then per :data:`PATTERNS` key its count
+        of late frames and ``<key>_share``.
+    """
+    if att.empty:
+        return pd.DataFrame()
+    rows = []
+    for label, g in att.groupby("label", sort=False):
+        late = g[g["lateness_ms"] > threshold_ms]
+        row = {"label": label, **{f: g[f].iloc[0] for f in FACTORS},
+               "runs": int(g["cell_id"].nunique()), "frames": int(len(g)),
+               "late": int(len(late)), "late_runs": int(late["cell_id"].nunique()),
+               "gil_probed": bool(g["gil_wait_ms"].notna().all()),
+               "gil_wait_ms_mean": float(g["gil_wait_ms"].mean())}
+        counts = late["pattern"].value_counts()
+        for key in PATTERNS:
+            row[key] = int(counts.get(key, 0))
+            row[f"{key}_share"] = row[key] / len(late) if len(late) else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def tracing_cost(runs: pd.DataFrame, traces: pd.DataFrame, ci: CI) -> pd.DataFrame:
+    """What tracing changes: each traced condition's typical jitter traced vs untraced.
+
+    The period IQR of the traced runs over that of the same condition's untraced runs
+    (:func:`rtstudy.stats.ratio_ci`, CI over runs), and both late-frame counts.
+
+    Returns
+    -------
+    DataFrame
+        ``label`` (untraced), ``runs``/``traced_runs``, ``iqr_us``/``traced_iqr_us`` (means
+        over runs), ``ratio``, ``low``, ``high``, ``late``/``traced_late`` with their frames.
+    """
+    if runs.empty or traces.empty or "period_iqr_us" not in traces:
+        return pd.DataFrame()
+    rows = []
+    for label, t in traces.groupby("label", sort=False):
+        base = runs[runs["label"] == label.removesuffix("-trace")]
+        if base.empty:
+            continue
+        est = ratio_ci(base["period_iqr_us"], t["period_iqr_us"], ci)
+        rows.append({"label": label.removesuffix("-trace"), "runs": len(base),
+                     "traced_runs": len(t), "iqr_us": base["period_iqr_us"].mean(),
+                     "traced_iqr_us": t["period_iqr_us"].mean(), "ratio": est.value,
+                     "low": est.low, "high": est.high, "late": int(base["late"].sum()),
+                     "frames": int(base["n"].sum()), "traced_late": int(t["late"].sum()),
+                     "traced_frames": int(t["n"].sum())})
+    return pd.DataFrame(rows)
+
+
+def mechanism_totals(mechanism: pd.DataFrame, policies) -> dict:
+    """The late frames of the traced conditions whose policy is in ``policies``, pooled:
+    ``late``, ``frames``, ``runs``, ``gil_probed`` (all were), each :data:`PATTERNS` count,
+    ``gil`` (the GIL patterns' sum) and ``top`` (the most frequent pattern, or "")."""
+    m = mechanism[mechanism["policy"].isin(policies)] if len(mechanism) else mechanism
+    if m.empty:
+        return {}
+    out = {"late": int(m["late"].sum()), "frames": int(m["frames"].sum()),
+           "runs": int(m["runs"].sum()), "gil_probed": bool(m["gil_probed"].all()),
+           **{k: int(m[k].sum()) for k in PATTERNS}}
+    out["gil"] = sum(out[k] for k in PATTERNS if k.startswith("gil_"))
+    out["top"] = max(PATTERNS, key=lambda k: out[k]) if out["late"] else ""
+    return out

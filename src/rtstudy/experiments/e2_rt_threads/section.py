@@ -86,7 +86,15 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         section.blocks += [
             Table(lambda: tables.attribution_table(pd.DataFrame(h["attribution"])),
                   words("caption_attribution")),
-            Figure(lambda: figures.e2_attribution(att, PARTS))]
+            Figure(lambda: figures.e2_attribution(att, PARTS)),
+            Markdown(words("mechanism"))]
+        if h["mechanism"]:
+            section.blocks.append(Table(lambda: tables.mechanism_table(
+                pd.DataFrame(h["mechanism"]), h["patterns"], cfg["late_threshold_ms"]),
+                words("caption_mechanism")))
+        if h["tracing_cost"]:
+            section.blocks.append(Table(lambda: tables.tracing_cost_table(
+                pd.DataFrame(h["tracing_cost"])), words("caption_tracing_cost")))
     section.blocks += [Markdown(words("advice")),
                        Figure(lambda: figures.e2_period_histograms(frames)),
                        Figure(lambda: figures.e2_time_series(frames))]

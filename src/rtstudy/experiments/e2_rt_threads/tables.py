@@ -258,3 +258,37 @@ def recommendation_table(recs: pd.DataFrame, changes: dict) -> pd.DataFrame:
                      "CPU the loads got": _ratio(r["cpu_ratio"], r["cpu_low"], r["cpu_high"]),
                      "other costs": cost})
     return pd.DataFrame(rows)
+
+
+def mechanism_table(mechanism: pd.DataFrame, patterns: dict, threshold_ms: float) -> pd.DataFrame:
+    """:func:`.attribution.mechanism_summary` for the report: per traced condition, its late
+    frames and how many each mechanism explains (the mechanisms no frame shows left out)."""
+    if mechanism.empty:
+        return pd.DataFrame()
+    seen = [k for k in patterns if mechanism[k].sum() > 0]
+    rows = []
+    for r in mechanism.to_dict("records"):
+        row = {"traced condition": r["label"].replace("-trace", ""),
+               "runs (with late frames)": f"{r['runs']} ({r['late_runs']})",
+               f"late (> {threshold_ms:g} ms) / frames": f"{r['late']} / {r['frames']:,}",
+               "GIL probed": "yes" if r["gil_probed"] else "no",
+               "mean GIL wait µs": _num(r["gil_wait_ms_mean"] * 1e3) if r["gil_probed"]
+               else "n/a"}
+        for k in seen:
+            row[k.replace("_", " ")] = (f"{r[k]} ({r[k + '_share']:.0%})" if r["late"] else "0")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def tracing_cost_table(cost: pd.DataFrame) -> pd.DataFrame:
+    """:func:`.attribution.tracing_cost` for the report: typical jitter and late frames of each
+    traced condition, untraced → traced."""
+    if cost.empty:
+        return pd.DataFrame()
+    return pd.DataFrame([{
+        "condition": r["label"], "runs: untraced / traced": f"{r['runs']} / {r['traced_runs']}",
+        "period IQR µs: untraced → traced": f"{_num(r['iqr_us'])} → {_num(r['traced_iqr_us'])}",
+        "traced / untraced": _ratio(r["ratio"], r["low"], r["high"]),
+        "late / frames: untraced → traced": f"{r['late']} / {r['frames']:,} → "
+                                            f"{r['traced_late']} / {r['traced_frames']:,}"}
+        for r in cost.to_dict("records")])
