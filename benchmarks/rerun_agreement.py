@@ -68,10 +68,13 @@ def main() -> int:
             if args.sdk:
                 only_versions(clone / "params.yaml", args.sdk)
             start = time.monotonic()
-            subprocess.run(["dvc", "repro", *args.stage], cwd=clone, env=env, check=True,
+            # One session per clone, as `make study` names one (rtstudy.harness.session_record).
+            session = {**env, "RTSTUDY_SESSION": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                       + f"-rerun-{clone.name}"}
+            subprocess.run(["dvc", "repro", *args.stage], cwd=clone, env=session, check=True,
                            stdout=subprocess.DEVNULL)
             if args.stage:
-                subprocess.run(["rtstudy", "report"], cwd=clone, env=env, check=True,
+                subprocess.run(["rtstudy", "report"], cwd=clone, env=session, check=True,
                                stdout=subprocess.DEVNULL)
             minutes.append((time.monotonic() - start) / 60)
             metrics.append(json.loads((clone / "report" / "metrics.json").read_text()))
