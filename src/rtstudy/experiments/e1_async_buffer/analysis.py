@@ -80,6 +80,13 @@ SCHEMA = {
         "stale_reads": ("int", "count", "rx's reads of the producer's message it had read "
                         "already (the async buffer hands back the latest), in the whole run"),
         "duration_s": ("float", "s", "the app's run (`app.run()`)"),
+        "first_wait_ms": ("float", "ms", "the start-up phase: rx's first read of the producer's "
+                          "message − that message's emit (the first message counted)"),
+        "backlog_at_first_read": ("int", "count", "the producer's messages emitted before rx's "
+                                  "first read of it, less the one read: what queued at start-up"),
+        "phase_switches": ("int", "count", "how often, from one kept message to the next, the "
+                           "wait at rx (`latency_emit_ms`) crossed half rx's period: the phase of "
+                           "rx's ticks against the producer's emits changing during the run"),
     }),
 }
 TABLES = tuple(SCHEMA)
@@ -129,6 +136,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
             msg_frames.append(m)
             emits = samples[(samples["event"] == "emit") & (samples["port"] == producer)]
             emit_period = np.diff(np.sort(emits["t_emit_ns"].to_numpy())) / 1e6
+            first = rx.loc[rx["t_rx_ns"].idxmin()] if len(rx) else None
             lat, lat_e, itv = (percentiles(m[c], (50, 99)) for c in
                                ("latency_ms", "latency_emit_ms", "interval_ms"))
             rows.append({**base, "producer": producer, "role": role,
@@ -139,7 +147,14 @@ def load(directory: Path, cfg: dict) -> Dataset:
                          "emit_period_ms": float(np.median(emit_period)) if emit_period.size else np.nan,
                          "nominal_period_ms": cfg[f"{producer}_period_ms"],
                          "stale_reads": cell.sidecar["summary"]["stale_reads"][port],
-                         "duration_s": cell.sidecar["summary"]["duration_s"]})
+                         "duration_s": cell.sidecar["summary"]["duration_s"],
+                         "first_wait_ms": (float(first["t_rx_ns"] - first["t_emit_ns"]) / 1e6
+                                           if first is not None else np.nan),
+                         "backlog_at_first_read": (
+                             max(0, int((emits["t_emit_ns"] < first["t_rx_ns"]).sum()) - 1)
+                             if first is not None else 0),
+                         "phase_switches": int(np.count_nonzero(np.diff(
+                             (m["latency_emit_ms"] > cfg["rx_period_ms"] / 2).to_numpy(int))))})
     messages = pd.concat(msg_frames, ignore_index=True) if msg_frames else pd.DataFrame()
     tables = {"messages": messages, "cells": pd.DataFrame(rows)}
     return Dataset(Path(directory), set_aside_drift(tables, "cells"), missing)
@@ -309,8 +324,78 @@ def buffer_tests(messages: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+# What might decide a run's mode, each a rule on the run's start-up (modes()): key → (what it
+# says, the rule on a fixed producer's row and rx's period in ms).
+MODE_RULES = {
+    "first_wait": ("its first message waited at rx more than half rx's period: at start-up rx's "
+                   "ticks fell just before the producer's emits, not just after",
+                   lambda r, rx_ms: r["first_wait_ms"] > rx_ms / 2),
+    "backlog": ("the producer had queued a message before rx's first read of it",
+                lambda r, rx_ms: r["backlog_at_first_read"] > 0),
+}
+
+
+def modes(cells: pd.DataFrame, rx_period_ms: float) -> pd.DataFrame:
+    """Which runs of each point sit in a slow mode, and whether their start-up said so.
+
+    A run of the fixed producer is *slow* when its median latency lies more than half
+    rx's period above the fastest run's of its point (scenario, buffer, policy, work
+    model, varied period): half a period apart, two runs differ by whether rx's tick
+    caught a message or the next tick did. Each :data:`MODE_RULES` rule classifies each
+    run from its start-up alone; ``<rule>_agree`` counts the runs it classifies as the
+    latencies do.
+
+    Returns
+    -------
+    DataFrame
+        One row per point: its keys, ``runs``, ``slow`` (runs in the slow mode),
+        ``fast_p50_ms`` and ``slow_p50_ms`` (the modes' median latencies; NaN without
+        slow runs), ``slow_max_ms`` (their largest max latency), ``switched`` (runs whose phase
+        changed during the run: ``phase_switches`` > 0), and per rule ``<rule>_agree``.
+    """
+    keys = ["scenario", "buffer", "policy", "work_model", "varied_period_ms"]
+    fixed = cells[cells["role"] == "fixed"] if len(cells) else cells
+    rows = []
+    for key, g in (fixed.groupby(keys) if len(fixed) else []):
+        slow = g["latency_p50_ms"] > g["latency_p50_ms"].min() + rx_period_ms / 2
+        row = {**dict(zip(keys, key)), "runs": int(len(g)), "slow": int(slow.sum()),
+               "fast_p50_ms": float(g.loc[~slow, "latency_p50_ms"].median()),
+               "slow_p50_ms": float(g.loc[slow, "latency_p50_ms"].median()) if slow.any()
+               else np.nan,
+               "slow_max_ms": float(g.loc[slow, "latency_max_ms"].max()) if slow.any()
+               else np.nan,
+               "switched": int((g["phase_switches"] > 0).sum())}
+        for rule, (_, says) in MODE_RULES.items():
+            predicted = np.array([bool(says(r, rx_period_ms)) for r in g.to_dict("records")])
+            row[f"{rule}_agree"] = int((predicted == slow.to_numpy()).sum())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def mode_summary(table: pd.DataFrame) -> dict:
+    """:func:`modes` over the points whose runs split into both modes: ``points`` (of
+    ``all_points``), ``runs``, ``slow``, ``switched`` (those runs whose phase changed during
+    the run), per rule ``<rule>_agree``, and ``decides`` (the rule that classifies every one of
+    those runs, or "" when none does)."""
+    if table.empty:
+        return {}
+    both = table[(table["slow"] > 0) & (table["slow"] < table["runs"])]
+    out = {"points": int(len(both)), "all_points": int(len(table)),
+           "runs": int(both["runs"].sum()), "slow": int(both["slow"].sum()),
+           "switched": int(both["switched"].sum()),
+           **{f"{rule}_agree": int(both[f"{rule}_agree"].sum()) for rule in MODE_RULES}}
+    out["decides"] = next((rule for rule in MODE_RULES
+                           if len(both) and out[f"{rule}_agree"] == out["runs"]), "")
+    out["rules"] = {rule: what for rule, (what, _) in MODE_RULES.items()}
+    out["where"] = [{k: (int(v) if k == "varied_period_ms" else v) for k, v in r.items()
+                     if k in ("scenario", "buffer", "varied_period_ms", "runs", "slow",
+                              "fast_p50_ms", "slow_p50_ms")}
+                    for r in both.to_dict("records")]
+    return out
+
+
 def headline(cells: pd.DataFrame, slope_df: pd.DataFrame,
-             flat_margin: float = FLAT_MARGIN) -> dict:
+             flat_margin: float = FLAT_MARGIN, rx_period_ms: float = np.nan) -> dict:
     """The numbers E1's prose quotes, all computed here from the cells and the slopes."""
     fixed = cells[cells["role"] == "fixed"]
     return {
@@ -328,6 +413,8 @@ def headline(cells: pd.DataFrame, slope_df: pd.DataFrame,
         "flat_margin": flat_margin,
         "min_runs": MIN_RUNS,
         "outlier_factor": OUTLIER_FACTOR, "outlier_min_ms": OUTLIER_MIN_MS,
+        # The bimodal runs and what decides them (modes()).
+        "modes": mode_summary(modes(cells, rx_period_ms)) if np.isfinite(rx_period_ms) else {},
     }
 
 

@@ -22,7 +22,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     """E1's section from its dataset, its parameters and the report's CI settings."""
     messages, cells = ds.tables["messages"], ds.tables["cells"]
     slopes = analysis.slopes(cells, ci.confidence)
-    h = analysis.headline(cells, slopes)
+    h = analysis.headline(cells, slopes, rx_period_ms=cfg["rx_period_ms"])
     far = analysis.outliers(cells, ds.directory)
 
     # Every block of the words sees the headline, the parameters and the CI settings.

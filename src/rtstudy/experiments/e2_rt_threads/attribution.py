@@ -18,8 +18,8 @@ import pandas as pd
 from rtstudy.experiments.e2_rt_threads.conditions import FACTORS
 from rtstudy.experiments.e2_rt_threads.metrics import lateness_ns, release_grid
 from rtstudy.io import CellData, read_samples
-from rtstudy.stats import CI, ratio_ci
 from rtstudy.realtime import DISPATCHER
+from rtstudy.stats import CI, ratio_ci
 
 # The parts of one frame's lateness against its release time (ms), each a kind of time the
 # target's worker thread spent between the release and the start of compute: they add up to
@@ -201,7 +201,8 @@ class _Gil:
         self.sched = sched
         self.comm = dict(zip(sched["pid"], sched["comm"])) | dict(
             zip(sched["prev_pid"], sched["prev_comm"]))
-        self._states: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # Per thread: its events' times, kinds, switched-in (or woken) pid and context tid.
+        self._states: dict[int, tuple[np.ndarray, ...]] = {}
 
     def waits(self, a: int, b: int) -> list[tuple[int, int]]:
         """The target's GIL waits (take → taken) inside [a, b], clipped to it."""
