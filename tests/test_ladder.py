@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rtstudy import params
-from rtstudy.experiments.e2_rt_threads import ladder, plan, plan5
+from rtstudy.experiments.e2_rt_threads import conditions, ladder, plan, plan5
 from rtstudy.stats import CI
 
 CI95 = CI(0.95)
@@ -92,7 +92,7 @@ def runs_of(label: str, iqr: list[float], late: list[int], n: int = 240, cpu: fl
     """Runs as analysis.load gives them, with the columns the ladder reads."""
     base = {"policy": "SCHED_FIFO", "topology": "dedicated", "dispatcher": "other",
             "load_placement": "operators", "load_factor": 3.0, "load_work_model": "native",
-            "switch_interval_ms": 5.0, "loads": 6, "pinned": True, **factors}
+            "switch_interval_ms": 5.0, "wake_mode": "sleep", "loads": 6, "pinned": True, **factors}
     return [{**base, "label": label, "n": n, "duration_s": n / 60, "late": k,
              "period_iqr_us": q, "period_mad_us": q / 2, "lateness_p50_us": q,
              "lateness_p99_us": 3 * q, "lateness_max_ms": 0.1 + k, "period_tail_us": 50.0,
@@ -158,3 +158,21 @@ def test_a_config_whose_ladder_policy_is_not_measured_is_refused():
     data["e2_rt_threads"]["contrast_policies"] = ["SCHED_FIFO"]
     with pytest.raises(params.ParamError, match="ladder_policy = SCHED_RR is not in policies"):
         params.stage_config("e2_rt_threads", "default", data)
+
+
+def test_holoscan_5_busy_polling_is_a_change_of_its_own_never_pooled_with_sleeping():
+    """5.0's BUSY_POLL runs share the plain FIFO condition's other factors: they must stay out of
+    its statistics (they once were pooled into it) and be compared with it as a change."""
+    runs, _ = synthetic_runs()
+    spin = pd.DataFrame(runs_of("head-busy_poll", [12, 13, 11, 12, 14], [180, 200, 170, 190, 185],
+                                wake_mode="busy_poll"))
+    both = pd.concat([runs, spin], ignore_index=True)
+    assert set(conditions.headline_point(both)["label"]) == set(
+        conditions.headline_point(runs)["label"])
+    recs = ladder.recommendations(both, "SCHED_FIFO", CI95).set_index("change")
+    spun = recs.loc["busy_poll"]
+    assert (spun["label"], spun["baseline"]) == ("head-busy_poll", "head")
+    assert (spun["typical"], spun["late_frames"]) == ("lower", "more")
+    # The plain condition's numbers are what they were without the busy-polling runs.
+    assert recs.loc["SCHED_FIFO", "late"] == ladder.recommendations(
+        runs, "SCHED_FIFO", CI95).set_index("change").loc["SCHED_FIFO", "late"]

@@ -137,7 +137,7 @@ def run_rows(label: str, late: list[int], mean_ms: float = 16.667, n: int = 149,
     """One row per run as analysis.load gives them, enough for the summaries and contrasts."""
     base = {"policy": "SCHED_FIFO", "topology": "dedicated", "dispatcher": "other",
             "load_placement": "operators", "load_factor": 3.0, "load_work_model": "native",
-            "loads": 6, "pinned": True, "switch_interval_ms": 5.0, **factors}
+            "loads": 6, "pinned": True, "switch_interval_ms": 5.0, "wake_mode": "sleep", **factors}
     return [{**base, "label": label, "n": n, "duration_s": n * mean_ms / 1e3, "late": k,
              "period_iqr_us": 40.0 + i, "period_mad_us": 20.0, "lateness_p50_us": 30.0,
              "lateness_p99_us": 100.0, "lateness_max_ms": 0.2 + k, "period_tail_us": 50.0,

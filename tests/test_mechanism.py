@@ -153,7 +153,8 @@ def test_mechanism_summary_counts_late_frames_by_mechanism():
     att = attributed().reset_index().assign(
         label="SCHED_FIFO-lf3-native-trace", cell_id="c1", policy="SCHED_FIFO",
         topology="dedicated", dispatcher="other", load_placement="operators", load_factor=3.0,
-        loads=6, load_work_model="native", switch_interval_ms=5.0, fps=60, pinned=True)
+        loads=6, load_work_model="native", switch_interval_ms=5.0, wake_mode="sleep", fps=60,
+        pinned=True)
     (row,) = attribution.mechanism_summary(att, threshold_ms=1.0).to_dict("records")
     assert (row["frames"], row["late"], row["runs"], row["late_runs"]) == (8, 7, 1, 1)
     assert row["gil_probed"]

@@ -80,11 +80,11 @@ def e2_runs(rt_stds, normal_std=1.5, zero_diff=0.0, seed=0, base_mean_ms=16.7):
                 for _ in rt_stds]
         for factor, values in ((0.0, zero), (3.0, top)):
             for v in values:
-                runs.append({"policy": policy, "load_factor": factor, "load_work_model": "native", "switch_interval_ms": 5.0,
+                runs.append({"policy": policy, "load_factor": factor, "load_work_model": "native", "switch_interval_ms": 5.0, "wake_mode": "sleep",
                              "period_std_ms": v, "label": f"{policy}-lf{factor:g}",
                              "period_mean_ms": base_mean_ms if base else 16.7,
                              "nominal_ms": 16.7, **grid})
-                frames += [{"policy": policy, "load_factor": factor, "load_work_model": "native", "switch_interval_ms": 5.0,
+                frames += [{"policy": policy, "load_factor": factor, "load_work_model": "native", "switch_interval_ms": 5.0, "wake_mode": "sleep",
                             "period_ms": x, **grid} for x in 16.7 + v * rng.standard_normal(30)]
     return pd.DataFrame(runs), pd.DataFrame(frames)
 
@@ -257,7 +257,7 @@ def straddling_reductions() -> pd.DataFrame:
     """The reference host's H2 row: FIFO 71 % [42.5, 93.4] straddles the 50 % threshold."""
     rows = [("SCHED_DEADLINE", 0.775, 0.688, 0.874), ("SCHED_FIFO", 0.714, 0.425, 0.934),
             ("SCHED_RR", 0.918, 0.792, 0.980)]
-    return pd.DataFrame([{"policy": p, "load_factor": 3.0, "load_work_model": "native", "switch_interval_ms": 5.0,
+    return pd.DataFrame([{"policy": p, "load_factor": 3.0, "load_work_model": "native", "switch_interval_ms": 5.0, "wake_mode": "sleep",
                           "reduction": v, "low": lo, "high": hi, "n_runs": 5, "n_runs_normal": 5,
                           "std_ms": 0.4, "std_normal_ms": 1.7, "rating": "excellent", "void": ()}
                          for p, v, lo, hi in rows])

@@ -85,6 +85,8 @@ _CONDITION = {
                         "(GIL held)"),
     "switch_interval_ms": ("float", "ms", "the interpreter's GIL switch interval (Python's "
                            "default 5 unless the run set it)"),
+    "wake_mode": ("str", "", "how the target's thread waits between frames: `sleep` (Holoscan "
+                  "4.x; 5.0's SLEEPING_WAITSET) or `busy_poll` (5.0's BUSY_POLL: it spins)"),
     "fps": ("int", "1/s", "the target's frame rate"),
     "pinned": ("bool", "", "whether the target (the floor: cyclictest) was pinned to a CPU"),
     "dispatcher_read": ("str", "", "the dispatcher's policy as read back on its thread "

@@ -9,9 +9,12 @@ from rtstudy import criteria
 
 # The factor columns of every per-run and per-frame table, in the order tables show them.
 FACTORS = ["policy", "topology", "dispatcher", "load_placement", "load_factor", "load_work_model",
-           "switch_interval_ms"]
+           "switch_interval_ms", "wake_mode"]
 # Python's GIL switch interval (ms) where a run set none (plan.DEFAULT_SWITCH_INTERVAL_MS).
 SWITCH_INTERVAL_MS = 5.0
+# How the target's thread waits between frames where a run chose none: sleeping (Holoscan 4.x
+# always; 5.0's default SLEEPING_WAITSET). 5.0's BUSY_POLL spins: a factor of its own.
+WAKE_DEFAULT = "sleep"
 BASELINE = "normal_dedicated"     # H2's baseline: only the policy differs
 SEED_BASELINE = "normal"          # the seed's: target and loads share one pool
 # A condition whose mean frame period (over its runs) is more than this fraction off the
@@ -34,26 +37,30 @@ def factor_levels(config: dict) -> dict:
             "load_placement": config.get("load_placement", "operators"),
             "load_factor": float(config["load_factor"]), "loads": config["loads"],
             "load_work_model": config["load_work_model"],
-            "switch_interval_ms": float(config.get("switch_interval_ms", SWITCH_INTERVAL_MS))}
+            "switch_interval_ms": float(config.get("switch_interval_ms", SWITCH_INTERVAL_MS)),
+            "wake_mode": config.get("wake_mode", WAKE_DEFAULT)}
 
 
 def grid(runs: pd.DataFrame) -> pd.DataFrame:
     """The policy grid's runs: load operators, Holoscan's own dispatcher, the study's topologies,
-    Python's own GIL switch interval."""
+    Python's own GIL switch interval, a sleeping target thread."""
     if runs.empty:
         return runs
     return runs[(runs["dispatcher"] == "other") & (runs["load_placement"] == "operators")
                 & runs["topology"].isin(["dedicated", "shared"])
-                & (runs["switch_interval_ms"] == SWITCH_INTERVAL_MS)]
+                & (runs["switch_interval_ms"] == SWITCH_INTERVAL_MS)
+                & (runs["wake_mode"] == WAKE_DEFAULT)]
 
 
 def headline_point(runs: pd.DataFrame) -> pd.DataFrame:
     """Runs of the dedicated topology at the highest load factor with native loads (and
-    Python's own GIL switch interval: a shorter one is a fix, :mod:`.ladder`)."""
+    Python's own GIL switch interval and a sleeping target thread: a shorter interval and 5.0's
+    busy polling are fixes, :mod:`.ladder`)."""
     if runs.empty:
         return runs
     g = runs[(runs["topology"] == "dedicated") & (runs["load_work_model"] == "native")
-             & (runs["switch_interval_ms"] == SWITCH_INTERVAL_MS)]
+             & (runs["switch_interval_ms"] == SWITCH_INTERVAL_MS)
+             & (runs["wake_mode"] == WAKE_DEFAULT)]
     return g[g["load_factor"] == g["load_factor"].max()] if len(g) else g
 
 

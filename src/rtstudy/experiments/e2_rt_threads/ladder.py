@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads.conditions import BASELINE
+from rtstudy.experiments.e2_rt_threads.conditions import BASELINE, WAKE_DEFAULT
 from rtstudy.experiments.e2_rt_threads.conditions import \
     SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
@@ -36,6 +36,7 @@ FIXES = {
     "operators_pinned": {"load_placement": "operators_pinned"},
     "dispatcher_pinned": {"dispatcher": "fifo_pinned"},
     "switch_interval": {"switch_interval_ms": "shorter"},
+    "busy_poll": {"wake_mode": "busy_poll"},
 }
 # What a reader does for each change, and what it costs beside what the table measures.
 CHANGES = {
@@ -50,6 +51,8 @@ CHANGES = {
                           "a priority-99 thread on that CPU"),
     "switch_interval": ("a shorter GIL switch interval (sys.setswitchinterval)",
                         "more GIL hand-overs in every Python thread"),
+    "busy_poll": ("Holoscan 5.0: the operator's thread busy-polls between frames "
+                  "(WakeMode.BUSY_POLL)", "a CPU spinning at the operator's priority"),
 }
 
 
@@ -60,7 +63,8 @@ def _plain(runs: pd.DataFrame, policy: str) -> pd.DataFrame:
         return runs
     return runs[(runs["policy"] == policy) & (runs["topology"] == "dedicated")
                 & (runs["load_work_model"] == "native") & (runs["dispatcher"] == "other")
-                & (runs["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)]
+                & (runs["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)
+                & (runs["wake_mode"] == WAKE_DEFAULT)]
 
 
 def rung_runs(runs: pd.DataFrame, floor: pd.DataFrame, policy: str) -> dict[str, pd.DataFrame]:
@@ -174,7 +178,8 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI) -> pd.DataFrame:
         return pd.DataFrame()
     top = native[native["load_factor"] == native["load_factor"].max()]
     seeds_layout = top[(top["load_placement"] == "operators") & (top["dispatcher"] == "other")
-                       & (top["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)]
+                       & (top["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)
+                       & (top["wake_mode"] == WAKE_DEFAULT)]
     rows = []
     base = seeds_layout[seeds_layout["policy"] == BASELINE]
     for pol in RT_POLICIES:
@@ -188,9 +193,11 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI) -> pd.DataFrame:
         (column, value), = level.items()
         if column == "switch_interval_ms":
             g = mine[(mine["switch_interval_ms"] < DEFAULT_SWITCH_INTERVAL_MS)
-                     & (mine["load_placement"] == "operators") & (mine["dispatcher"] == "other")]
+                     & (mine["load_placement"] == "operators") & (mine["dispatcher"] == "other")
+                     & (mine["wake_mode"] == WAKE_DEFAULT)]
         else:
-            others = {"load_placement": "operators", "dispatcher": "other"}
+            others = {"load_placement": "operators", "dispatcher": "other",
+                      "wake_mode": WAKE_DEFAULT}
             others.pop(column)
             g = mine[(mine[column] == value)
                      & (mine["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)]
