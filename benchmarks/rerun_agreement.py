@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/rerun_agreement.py [--profile default] [--keep] [--record]
         [--stage e2_rt_threads ...] [--sdk 4.6.0 ...]
+    .venv/bin/python benchmarks/rerun_agreement.py --judge FIRST SECOND [--minutes A B] [--record]
 
 Clones this checkout's HEAD twice into a temporary directory, sets the first
 clone up (``make setup``) and runs the whole pipeline (``dvc repro``) in each,
@@ -15,6 +16,11 @@ report's *Stability* section cites. Takes about twice the profile's study time
 they depend on) and renders the report from them (``rtstudy report``); ``--sdk`` measures only
 those Holoscan versions (``params.yaml: sdk.versions``): e.g. E2's ladder and fixes twice on
 4.6.0 in about 25 minutes. Such a partial pair is never ``--record``\ ed.
+
+``--judge FIRST SECOND`` measures nothing: it renders the report of two kept clones (``--keep``)
+with *this* checkout's code (``RTSTUDY_ROOT``; each clone's own data and parameters) and
+compares them, so two sessions measured once are judged again under the current analysis and
+rules; ``--minutes`` carries their recorded ``dvc repro`` times into the record.
 """
 from __future__ import annotations
 
@@ -47,9 +53,15 @@ def main() -> int:
                         help="measure only this stage (repeatable); the report is rendered from it")
     parser.add_argument("--sdk", action="append", default=[],
                         help="measure only this Holoscan version (repeatable)")
+    parser.add_argument("--judge", nargs=2, type=Path, metavar=("FIRST", "SECOND"),
+                        help="render and compare two kept clones; measure nothing")
+    parser.add_argument("--minutes", nargs=2, type=float, metavar=("A", "B"),
+                        help="with --judge: the two sessions' recorded dvc repro minutes")
     args = parser.parse_args()
     if args.record and (args.stage or args.sdk):
         parser.error("--record keeps whole sessions only: drop --stage / --sdk")
+    if args.judge:
+        return judge(args)
 
     work = Path(tempfile.mkdtemp(prefix="rtstudy-rerun-"))
     clones = [work / "first", work / "second"]
@@ -79,43 +91,72 @@ def main() -> int:
             minutes.append((time.monotonic() - start) / 60)
             metrics.append(json.loads((clone / "report" / "metrics.json").read_text()))
 
-        a, b = metrics
-        record = {"profile": args.profile, "host_id": a["host_id"],
-                  "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=clones[0], text=True,
-                                           capture_output=True, check=True).stdout.strip(),
+        record = {"profile": args.profile, "host_id": metrics[0]["host_id"],
+                  "commit": head(clones[0]),
                   "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  "minutes": [round(m, 1) for m in minutes], "sessions": [a, b]}
-        if args.record:
-            # The report cites this file (its "Stability" section; a dependency of its DVC stage).
-            OUT.write_text(json.dumps(record, indent=2) + "\n")
-            print(f"recorded in {OUT}", file=sys.stderr)
-        print(f"Profile `{args.profile}`, measured twice on host `{a['host_id']}`, one after the "
-              f"other ({minutes[0]:.1f} and {minutes[1]:.1f} min), CIs at {a['confidence']:.0%} "
-              "over runs.\n")
-        table = agreement(a, b)
-        print(agreement_table(table).to_markdown(index=False))
-        judged = table[table["agree"].notna()]
-        print(f"\nBoth estimates inside the other's CI: {int(judged['agree'].sum())} of "
-              f"{len(judged)} quantities with CIs.\n")
-        print("| verdict | first session | second session |")
-        print("|---|---|---|")
-        for claim, (one, two) in verdict_changes(a, b).items():
-            print(f"| {claim} | {one} | {two}{' (differs)' if one != two else ''} |")
-        findings = finding_changes(a, b)
-        if findings:
-            same = sum(one == two for one, two in findings.values())
-            print(f"\nFindings (E2's recommendation table): the same in {same} of "
-                  f"{len(findings)}.\n")
-            print("| finding | first session | second session |")
-            print("|---|---|---|")
-            for name, (one, two) in findings.items():
-                print(f"| {name} | {one} | {two}{' (differs)' if one != two else ''} |")
+                  "minutes": [round(m, 1) for m in minutes], "sessions": metrics}
+        report(record, args.record)
     finally:
         if args.keep:
             print(f"\nclones kept in {work}", file=sys.stderr)
         else:
             shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def head(clone: Path) -> str:
+    """The commit a clone's HEAD is at."""
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, text=True,
+                          capture_output=True, check=True).stdout.strip()
+
+
+def judge(args) -> int:
+    """Render two kept clones' reports with this checkout's code, then compare and record."""
+    metrics = []
+    for clone in args.judge:
+        env = {**os.environ, "RTSTUDY_ROOT": str(clone.resolve())}
+        subprocess.run([str(ROOT / ".venv" / "bin" / "rtstudy"), "report"], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        metrics.append(json.loads((clone / "report" / "metrics.json").read_text()))
+    # When the first session finished measuring: its dvc.lock was last written then.
+    measured = time.gmtime((args.judge[0] / "dvc.lock").stat().st_mtime)
+    record = {"profile": metrics[0].get("profile", "default"), "host_id": metrics[0]["host_id"],
+              "commit": head(args.judge[0]), "judged_with": head(ROOT),
+              "measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", measured),
+              "minutes": list(args.minutes) if args.minutes else [None, None],
+              "sessions": metrics}
+    report(record, args.record)
+    return 0
+
+
+def report(record: dict, write: bool) -> None:
+    """Print the comparison of a record's two sessions (Markdown); ``write``: store the record."""
+    a, b = record["sessions"]
+    if write:
+        # The report cites this file (its "Stability" section; a dependency of its DVC stage).
+        OUT.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"recorded in {OUT}", file=sys.stderr)
+    minutes = " and ".join(f"{m:.1f}" if m is not None else "?" for m in record["minutes"])
+    print(f"Profile `{record['profile']}`, measured twice on host `{a['host_id']}`, one after the "
+          f"other ({minutes} min), CIs at {a['confidence']:.0%} over runs.\n")
+    table = agreement(a, b)
+    print(agreement_table(table).to_markdown(index=False))
+    judged = table[table["agree"].notna()]
+    print(f"\nBoth estimates inside the other's CI: {int(judged['agree'].sum())} of "
+          f"{len(judged)} quantities with CIs.\n")
+    print("| verdict | first session | second session |")
+    print("|---|---|---|")
+    for claim, (one, two) in verdict_changes(a, b).items():
+        print(f"| {claim} | {one} | {two}{' (differs)' if one != two else ''} |")
+    findings = finding_changes(a, b)
+    if findings:
+        same = sum(one == two for one, two in findings.values())
+        print(f"\nFindings (E2's recommendation table): the same in {same} of "
+              f"{len(findings)}.\n")
+        print("| finding | first session | second session |")
+        print("|---|---|---|")
+        for name, (one, two) in findings.items():
+            print(f"| {name} | {one} | {two}{' (differs)' if one != two else ''} |")
 
 
 def only_versions(path: Path, versions: list[str]) -> None:
