@@ -112,9 +112,9 @@ def test_explore_runs_headless_shows_the_headline_run_and_two_host_states_and_me
                      "repetition"].min()
     assert f"repetition={first}," in shown, shown
     states = hosts.set_index("host_id")["state"]
-    assert len(hosts) == 2 and states.nunique() == 2, hosts
-    assert {chosen["host_id"], chosen["other_host_id"]} == set(hosts["host_id"]), shown
-    assert states[chosen["host_id"]] == "untuned"
+    assert states.nunique() == 2, hosts  # untuned and shielded (of several hosts and SDKs)
+    assert states[chosen["host_id"]] == "untuned", shown
+    assert states[chosen["other_host_id"]] != "untuned", shown  # the other state overlaid
     for call in ("explore.run_figure(", "explore.condition_figure(", "explore.hosts_figure("):
         assert any("image/png" in o.get("data", {}) for o in outputs(notebook, call)), call
     widget = outputs(notebook, "explore.Explorer(")

@@ -149,6 +149,9 @@ def pick(experiment: str, tables: dict[str, pd.DataFrame], hosts: pd.DataFrame,
                          + ", ".join(map(str, runs)))
     if other_host is None:
         others = [h for h in order if h != host_id and len(_rows(observed, h, condition))]
+        # Another machine state first (the shielded CPU beside the untuned one), then the rest.
+        state = dict(zip(with_data["host_id"], with_data["state"]))
+        others.sort(key=lambda h: state[h] == state[host_id])
         other_id = others[0] if others else None
     else:
         other_id = _host_id(hosts, other_host) if other_host else None
