@@ -269,6 +269,8 @@ def test_a_fresh_clone_pulls_the_reference_dataset_when_the_default_remote_is_ou
     for host_id, values in states.items():
         claims = {c for label, part in values.items() if isinstance(part, dict)
                   for c in part["verdicts"]}
-        assert {"H1 S1", "H2", "H3", "H4"} <= claims, (host_id, claims)
+        # E4 has no Holoscan: measured once per machine state, not per SDK version.
+        expected = {"H1 S1", "H2", "H3"} | ({"H4"} if "E4" in values else set())
+        assert expected <= claims, (host_id, claims)
     plots = sh([BIN / "dvc", "plots", "show", "-o", tmp_path / "plots"], dest, env)
     assert (tmp_path / "plots" / "index.html").is_file(), plots.stdout
