@@ -78,7 +78,7 @@ sdk: setup
 
 # One `make study` is one measuring session: every stage's cells record its id (rtstudy.harness).
 ifndef RTSTUDY_SESSION
-export RTSTUDY_SESSION := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)-$(shell cut -c1-8 /proc/sys/kernel/random/boot_id 2>/dev/null)
+export RTSTUDY_SESSION := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 endif
 
 study: setup sdk

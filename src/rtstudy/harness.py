@@ -53,7 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from rtstudy import atomic, paths, shield
+from rtstudy import atomic, kernelfs, paths, shield
 from rtstudy.paths import (FAILED_DIR, HOST_FILE, LOG_FILE, PLAN_FILE, RAW_SAMPLES_FILE,
                            RESULT_FILE, SAMPLES_FILE, SIDECAR_FILE, SPEC_FILE)
 from rtstudy.host import STORAGE_FIXES, canonical
@@ -187,10 +187,7 @@ def session_record() -> dict:
     ``boot_id`` (the kernel's, new at every boot) and ``stage_started_utc``. Sessions are the
     level above runs: what varies between two studies of one host state.
     """
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        boot = ""
+    boot = kernelfs.text(kernelfs.ROOT, "/proc/sys/kernel/random/boot_id") or ""
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return {"id": os.environ.get(SESSION_VARIABLE) or f"{started}-{boot[:8]}",
             "boot_id": boot, "stage_started_utc": started}
@@ -209,7 +206,7 @@ class SweepContext:
     # The SDK's environment (rtstudy.sdk): the cell's command is built by it; None: this venv.
     environment: Environment | None = None
     # The measuring session the sweep belongs to (session_record()).
-    session: dict = field(default_factory=lambda: session_record())
+    session: dict = field(default_factory=session_record)
 
     @classmethod
     def from_fingerprint(cls, fp: dict, profile: str, where: Placement | None = None,

@@ -19,7 +19,7 @@ tracing does.
 
 Where this process's interpreter carries its symbol table (pyenv's and python.org's
 builds do; Debian's stripped ``python3.X`` does not), three user-space probes on
-CPython's GIL are recorded beside the scheduler events (``gil=True``): ``gil_take``
+CPython's GIL are recorded beside the scheduler events: ``gil_take``
 (a thread enters ``take_gil``: it wants the GIL), ``gil_taken`` (``take_gil``
 returns: it holds it) and ``gil_drop`` (``drop_gil``: it gives it up). They tell a
 wait for the GIL from a wait on any other lock of the app, and who held the GIL
@@ -39,6 +39,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rtstudy import kernelfs
 from rtstudy.process import die_with_parent
 
 EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_switch")
@@ -108,7 +109,7 @@ def parse(text: str) -> dict[str, list]:
 
 
 @contextlib.contextmanager
-def sched_trace(limit_s: float, record: dict, gil: bool = True):
+def sched_trace(limit_s: float, record: dict):
     """Trace the scheduler on every CPU while the block runs (at most ``limit_s`` seconds).
 
     ``record`` is filled in: ``tool``, ``events``, ``gil`` (the GIL probes: whether they
@@ -127,9 +128,7 @@ def sched_trace(limit_s: float, record: dict, gil: bool = True):
         os.mkfifo(ack)
         # O_RDWR: opening a FIFO this way never blocks, even before perf has opened its end.
         ctl_fd, ack_fd = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR | os.O_NONBLOCK)
-        probes = add_gil_probes(perf, record) if gil else []
-        if not gil:
-            record["gil"] = {"probed": False, "why": "not asked for"}
+        probes = add_gil_probes(perf, record)
         events = [*EVENTS, *probes]
         cmd = [perf, "record", "-a", "-k", "CLOCK_MONOTONIC", "-D", "-1",
                "--control", f"fifo:{ctl},{ack}", "-o", str(data)]
@@ -176,11 +175,10 @@ def sched_trace(limit_s: float, record: dict, gil: bool = True):
 
 def interpreter_file() -> Path:
     """The file holding this process's CPython: its mapped libpython, else the executable."""
-    with open("/proc/self/maps") as f:
-        for line in f:
-            fields = line.split(maxsplit=5)
-            if len(fields) == 6 and os.path.basename(fields[5].strip()).startswith("libpython3"):
-                return Path(fields[5].strip())
+    for line in (kernelfs.text(kernelfs.ROOT, "/proc/self/maps") or "").splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and os.path.basename(fields[5]).startswith("libpython3"):
+            return Path(fields[5])
     return Path(os.path.realpath(sys.executable))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rtstudy.experiments.e2_rt_threads.conditions import WAKE_DEFAULT
 from rtstudy.harness import Cell, with_drift_check
 
 MODULE = "rtstudy.experiments.e2_rt_threads.app5"
@@ -28,7 +29,6 @@ MODULE4 = "rtstudy.experiments.e2_rt_threads.app"
 # The load placements app5 runs (5.0 pins no partition but the target's; the GIL switch
 # interval fix is not carried over either: 5.0's measured fixes are its wake modes).
 PLACEMENTS5 = ("operators", "process", "threads", "outside")
-WAKE_DEFAULT = "sleep"
 
 
 def cells(cells4: list[Cell], cfg: dict, headline) -> list[Cell]:
