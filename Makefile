@@ -34,13 +34,15 @@ $(error $(VENV) holds Python $(VENV_VERSION), but PYTHON=$(PYTHON) is Python $(P
 endif
 endif
 
-.PHONY: study study-tuned test setup sysdeps sdk report profile push pull publish-reference lab lock lock-all clean-venv help
+.PHONY: study study-tuned new-session test setup sysdeps sdk report profile push pull publish-reference lab lock lock-all clean-venv help
 
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
 	@echo "make study-tuned    the study on this host as it is, then on a runtime-shielded CPU, always"
 	@echo "                    reverted (CPUS=LIST, default the last CPU; METHOD=cpuset|affinity, default"
 	@echo "                    a cgroup v1 cpuset where writable, else affinity; YES=1 skips the question)"
+	@echo "make new-session    close the measured sessions (kept in data/raw/.../sessions/): the next"
+	@echo "                    make study measures every cell again, as another session beside them"
 	@echo "make test           set up, then run every test (real Holoscan runs at smoke size)"
 	@echo "make sdk            build the environments of the Holoscan versions that need one (5.0.0's root; the seed profile's 3.5.0 venv)"
 	@echo "make report         render report/report.html from the data present (measures nothing)"
@@ -99,6 +101,11 @@ study-tuned: setup sdk
 	$(BIN)/rtstudy host study $(if $(CPUS),--cpus $(CPUS)) $(if $(METHOD),--method $(METHOD)) $(if $(YES),--yes) -- $(BIN)/dvc repro
 	$(BIN)/dvc repro
 	@echo "Report (both host states): $(CURDIR)/report/report.html"
+
+# Sessions are the level above runs (rtstudy.sessions): `make study` resumes the current one,
+# this closes it so that the next `make study` measures a new one beside it.
+new-session: $(STAMP)
+	$(BIN)/rtstudy session new
 
 test: setup
 	$(BIN)/python -m pytest

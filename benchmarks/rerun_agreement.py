@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/rerun_agreement.py [--profile default] [--keep] [--record]
         [--stage e2_rt_threads ...] [--sdk 4.6.0 ...]
     .venv/bin/python benchmarks/rerun_agreement.py --judge FIRST SECOND [--minutes A B] [--record]
+    .venv/bin/python benchmarks/rerun_agreement.py --sessions [--profile default]
 
 Clones this checkout's HEAD twice into a temporary directory, sets the first
 clone up (``make setup``) and runs the whole pipeline (``dvc repro``) in each,
@@ -21,6 +22,11 @@ those Holoscan versions (``params.yaml: sdk.versions``): e.g. E2's ladder and fi
 with *this* checkout's code (``RTSTUDY_ROOT``; each clone's own data and parameters) and
 compares them, so two sessions measured once are judged again under the current analysis and
 rules; ``--minutes`` carries their recorded ``dvc repro`` times into the record.
+
+``--sessions`` measures nothing either: in this checkout, for every host whose dataset holds
+three sessions or more (``make new-session``, then ``make study``: :mod:`rtstudy.sessions`), it
+judges the latest session against the session-aware intervals of the earlier ones, headline by
+headline: inside their prediction interval for a next session, and inside their CI of the mean.
 """
 from __future__ import annotations
 
@@ -57,7 +63,11 @@ def main() -> int:
                         help="render and compare two kept clones; measure nothing")
     parser.add_argument("--minutes", nargs=2, type=float, metavar=("A", "B"),
                         help="with --judge: the two sessions' recorded dvc repro minutes")
+    parser.add_argument("--sessions", action="store_true",
+                        help="judge this checkout's latest session against its earlier ones")
     args = parser.parse_args()
+    if args.sessions:
+        return judge_sessions(args.profile)
     if args.record and (args.stage or args.sdk):
         parser.error("--record keeps whole sessions only: drop --stage / --sdk")
     if args.judge:
@@ -127,6 +137,60 @@ def judge(args) -> int:
               "sessions": metrics}
     report(record, args.record)
     return 0
+
+
+def judge_sessions(profile: str) -> int:
+    """Print, per host with ≥ 3 sessions, how its latest session lands against the earlier
+    ones' session-aware intervals (Markdown for docs/benchmarks.md)."""
+    from rtstudy import data
+    from rtstudy.report.stability import format_quantity
+    from rtstudy.report.study import Study
+
+    study = Study.load(profile)
+    hosts = data.hosts(profile)
+    judged_any = False
+    for host_id in hosts["host_id"]:
+        tidy = study.session_quantities(host_id)
+        est = study.session_estimates(host_id)
+        if len(est) == 0 or est["latest_inside"].isna().all():
+            continue
+        judged_any = True
+        ids = list(dict.fromkeys(tidy["session"]))
+        latest = tidy[tidy["session"] == ids[-1]].set_index(["experiment", "quantity"])
+        earlier = estimates_without(tidy, ids[-1], study.ci.confidence)
+        print(f"\nHost `{host_id}`: the latest session ({ids[-1]}) against the "
+              f"{len(ids) - 1} earlier ({', '.join(ids[:-1])}).\n")
+        print("| experiment | quantity | latest session | earlier: mean [CI] | earlier: a next "
+              "session | inside |")
+        print("|---|---|---|---|---|---|")
+        judged = est[est["latest_inside"].notna()]
+        for r in judged.itertuples():
+            q = latest.loc[(r.experiment, r.quantity)]
+            e = earlier.loc[(r.experiment, r.quantity)]
+            print(f"| {r.experiment} | {r.quantity} | "
+                  f"{format_quantity({**q.to_dict(), 'low': none(q.low), 'high': none(q.high)})} | "
+                  f"{e.value:.3g} [{e.low:.3g}, {e.high:.3g}] | [{e.next_low:.3g}, "
+                  f"{e.next_high:.3g}] | {'yes' if r.latest_inside else '**no**'} |")
+        print(f"\nInside the earlier sessions' prediction interval: "
+              f"{int(judged['latest_inside'].sum())} of {len(judged)}; inside their CI of the "
+              f"mean: {int(judged['latest_inside_ci'].sum())} of {len(judged)}.")
+    if not judged_any:
+        print("no host here has 3 sessions with a spread to judge by (make new-session, then "
+              "make study, measures another)")
+    return 0
+
+
+def estimates_without(tidy, session: str, confidence: float):
+    """The session-level estimates of every session but ``session``, by experiment and quantity."""
+    from rtstudy.report.stability import session_estimates
+
+    return session_estimates(tidy[tidy["session"] != session], confidence).set_index(
+        ["experiment", "quantity"])
+
+
+def none(x):
+    """NaN → None, as metrics.json holds a missing bound."""
+    return None if x != x else float(x)
 
 
 def report(record: dict, write: bool) -> None:

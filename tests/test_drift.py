@@ -185,7 +185,7 @@ def test_agreement_between_sessions_and_the_words_that_say_so(agrees, tmp_path):
 
     verdict = Verdict("H3", "~1 µs", "2.0 µs", "reproduced")
     summary = words("summary", verdicts=[verdict], ci=CI_SETTINGS, second=changes, rerun=rec,
-                    earlier=[])
+                    earlier=[], over={}, k=0)
     assert ("**differed**: reproduced then inconclusive" in summary) is not agrees
     assert ("| same |" in summary) is agrees
 

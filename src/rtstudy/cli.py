@@ -256,6 +256,27 @@ def _data_hosts(args) -> int:
     return 0
 
 
+def _session_new(args) -> int:
+    from rtstudy import sessions
+
+    closed = sessions.new(args.profile)
+    if not closed:
+        print("no measured dataset to close here: `make study` measures the first session")
+        return 0
+    for folder in closed:
+        print(f"closed: {folder}")
+    print(f"{len(closed)} dataset(s) closed; `make study` now measures a new session of this "
+          "host state beside them")
+    return 0
+
+
+def _session_list(args) -> int:
+    from rtstudy import sessions
+
+    print(sessions.describe(args.profile))
+    return 0
+
+
 def _data_import(args) -> int:
     from rtstudy import sharing
 
@@ -386,6 +407,16 @@ def build_parser() -> argparse.ArgumentParser:
     how.add_argument("--update-readme", action="store_true",
                      help="regenerate data/README.md's schema blocks from the code")
     sc.set_defaults(func=_data_schema)
+
+    se = sub.add_parser("session", help="measuring sessions: list them, or close the current "
+                        "one so that `make study` measures a new one beside it")
+    sesub = se.add_subparsers(dest="session_command", required=True)
+    for name, func, text in (("new", _session_new, "close every dataset's current session "
+                              "(data/raw/<experiment>/<host>/<profile>/sessions/<session>/)"),
+                             ("list", _session_list, "every session of every dataset")):
+        one = sesub.add_parser(name, help=text)
+        one.add_argument("--profile", choices=params.PROFILES)
+        one.set_defaults(func=func)
 
     r = sub.add_parser("run", help="run a measuring stage (papermill)")
     r.add_argument("stage")

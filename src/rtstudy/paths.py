@@ -15,6 +15,7 @@ from pathlib import Path
 PLAN_FILE = "plan.json"  # which cells make up the sweep's configuration
 HOST_FILE = "host.json"  # the fingerprint of the host that measured the dataset
 FAILED_DIR = "_failed"  # failed cells, each with its log and the reason
+SESSIONS_DIR = "sessions"  # the closed measuring sessions, each a dataset folder (rtstudy.sessions)
 # The files of one cell's folder (``<cell id>/``): its sidecar, samples and log.
 SIDECAR_FILE = "cell.json"
 SAMPLES_FILE = "samples.parquet"

@@ -41,7 +41,7 @@ import yaml
 
 from rtstudy import data, params, paths, registry
 from rtstudy.io import DataError
-from rtstudy.paths import FAILED_DIR, HOST_FILE, PLAN_FILE
+from rtstudy.paths import FAILED_DIR, HOST_FILE, PLAN_FILE, SESSIONS_DIR
 
 GIT_TIMEOUT_S = 600
 DVC_ADD_TIMEOUT_S = 600
@@ -429,8 +429,9 @@ def import_dataset(text: str, name: str | None = None, remote: str | None = None
             if repo is not None:
                 repo.close()
         _check(fetched)
-        # Cells: the folders of a dataset but its failed cells' (paths.FAILED_DIR).
-        result.added = {key: sum(1 for p in folder.iterdir() if p.is_dir() and p.name != FAILED_DIR)
+        # Cells: the folders of a dataset but its failed cells' and closed sessions'.
+        result.added = {key: sum(1 for p in folder.iterdir()
+                                 if p.is_dir() and p.name not in (FAILED_DIR, SESSIONS_DIR))
                         for key, folder in fetched.items()}
         target = imported / name
         if target.exists():

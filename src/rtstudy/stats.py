@@ -538,3 +538,112 @@ def drift_check(runs, drift, value: str) -> dict | None:
             "low": float(same.min()) if same.size else np.nan,
             "high": float(same.max()) if same.size else np.nan,
             "moved": None if same.size < 2 else bool(abs(difference) > same.max() - same.min())}
+
+
+@dataclass(frozen=True)
+class SessionEstimate:
+    """One quantity estimated at the session level (:func:`over_sessions`).
+
+    Attributes
+    ----------
+    value, low, high : float
+        The mean of the sessions' estimates and its CI (t over sessions, k − 1 df).
+    next_low, next_high : float
+        The prediction interval of one more session's estimate: where a new session of the
+        same host state should land (half-width t·s·√(1 + 1/k), against the CI's t·s/√k).
+    sessions : int
+        k, the sessions with an estimate.
+    between_sessions, between_runs : float
+        Variance components (the quantity's unit squared): τ², the variance of a session's
+        true value around the host state's; σ², the variance of one run's value within a
+        session. NaN where a session's runs gave no CI.
+    confidence : float
+        The level of both intervals.
+    """
+
+    value: float
+    low: float
+    high: float
+    next_low: float
+    next_high: float
+    sessions: int
+    between_sessions: float
+    between_runs: float
+    confidence: float
+
+    @property
+    def share_between_sessions(self) -> float:
+        """τ² / (τ² + σ²): how much of a run's variation is the session's (NaN if unknown)."""
+        total = self.between_sessions + self.between_runs
+        return self.between_sessions / total if np.isfinite(total) and total > 0 else np.nan
+
+
+def over_sessions(values, lows, highs, runs, confidence: float) -> SessionEstimate:
+    """A quantity estimated at the highest level that has variance: the measuring session.
+
+    Kalibera & Jones (2013) replicate at every level and estimate at the highest: each
+    session's estimate (from its runs) is one observation. The estimate is their plain mean,
+    its CI Student's t over sessions (k − 1 df), and a new session is predicted to land in
+    mean ± t·s·√(1 + 1/k). With 2 sessions t has 1 df (12.7 at 95 %): the interval is honest
+    about how little two sessions say. Below 2 sessions there is no session-level interval.
+
+    The variance components come from the method of moments. Each session's CI over its
+    ``runs`` gives its standard error, SE = (high − low) / (2 t(n − 1)) (exact for the
+    t-intervals of :func:`over_runs`; for an asymmetric interval, a rate's or a ratio's, the
+    average half-width), so σ² (between runs) = mean(n × SE²) and τ² (between sessions)
+    = max(0, s² − mean(SE²)), s² being the sessions' estimates' variance. A run's
+    within-run variation (frame to frame) is inside its value and so inside σ²: the
+    headlines are per-run statistics (an IQR, a slope, a rate), not means of frames.
+
+    Parameters
+    ----------
+    values, lows, highs : array_like of float
+        Each session's estimate and CI bounds (NaN bounds: that session had no CI).
+    runs : array_like of int
+        The runs behind each session's estimate.
+    confidence : float
+        The level, in (0, 1); also the level the sessions' CIs were made at.
+    """
+    _check_confidence(confidence)
+    v = np.asarray(values, dtype=float)
+    lo, hi = np.asarray(lows, dtype=float), np.asarray(highs, dtype=float)
+    n = np.asarray(runs, dtype=float)
+    keep = np.isfinite(v)
+    v, lo, hi, n = v[keep], lo[keep], hi[keep], n[keep]
+    k = int(v.size)
+    nan = np.nan
+    if k == 0:
+        return SessionEstimate(nan, nan, nan, nan, nan, 0, nan, nan, confidence)
+    mean = float(v.mean())
+    s2 = float(v.var(ddof=1)) if k >= 2 else nan
+    if not s2 > 0:
+        # One session, or sessions that all gave one value (no late frame in any): no spread
+        # to judge an interval from, as over_runs() with runs of one value.
+        return SessionEstimate(mean, nan, nan, nan, nan, k, nan, nan, confidence)
+    t = float(sps.t.ppf(0.5 + confidence / 2, k - 1))
+    half, ahead = t * np.sqrt(s2 / k), t * np.sqrt(s2 * (1 + 1 / k))
+    tau2 = sigma2 = nan
+    if np.isfinite(lo).all() and np.isfinite(hi).all() and (n >= 2).all():
+        se2 = ((hi - lo) / (2 * sps.t.ppf(0.5 + confidence / 2, n - 1))) ** 2
+        sigma2 = float((n * se2).mean())
+        tau2 = max(0.0, s2 - float(se2.mean()))
+    return SessionEstimate(mean, mean - half, mean + half, mean - ahead, mean + ahead, k,
+                           tau2, sigma2, confidence)
+
+
+def verdict_over_sessions(verdicts) -> str:
+    """A claim's verdict over the sessions of one host state, each judged on its own runs.
+
+    The verdict every session gave; ``inconclusive`` when they differ: a verdict that a
+    shift between sessions can change is not established by the host state, whichever
+    session is shown. One session's verdict stands as it is.
+
+    Parameters
+    ----------
+    verdicts : sequence of str
+        The claim's verdict in each session (at least one).
+    """
+    verdicts = list(verdicts)
+    if not verdicts:
+        raise ValueError("no session's verdict to combine")
+    return verdicts[0] if len(set(verdicts)) == 1 else "inconclusive"

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import registry
+from rtstudy import registry, stats
 
 
 def drift_rows(datasets: dict) -> list[dict]:
@@ -146,3 +146,96 @@ def agreement_table(table: pd.DataFrame) -> pd.DataFrame:
         "second session": table["second"].map(format_quantity),
         "first inside second's CI": table["first_inside_second"].map(yes),
         "second inside first's CI": table["second_inside_first"].map(yes)})
+
+
+# ---------------------------------------------------------------------------
+# Sessions of one host state kept side by side (rtstudy.sessions)
+
+
+def session_quantities(by_session: dict[str, dict]) -> pd.DataFrame:
+    """Every headline quantity of every session of one host, tidy.
+
+    Parameters
+    ----------
+    by_session : dict of str to dict of str to Section
+        Session id (oldest first) → its sections (:func:`rtstudy.report.study.build_sections`).
+
+    Returns
+    -------
+    DataFrame
+        ``session``, ``experiment`` (label), ``quantity``, ``value``, ``low``, ``high``,
+        ``unit``, ``n``; one row per session and quantity.
+    """
+    return pd.DataFrame([{"session": session, "experiment": s.label, **q.__dict__}
+                         for session, sections in by_session.items()
+                         for s in sections.values() for q in s.quantities],
+                        columns=["session", "experiment", "quantity", "value", "low", "high",
+                                 "unit", "n"])
+
+
+def session_estimates(tidy: pd.DataFrame, confidence: float) -> pd.DataFrame:
+    """Each headline quantity at the session level (:func:`rtstudy.stats.over_sessions`).
+
+    With 3 sessions or more, also whether the latest session lands where the earlier ones
+    predict: ``latest_inside``, inside their prediction interval for a next session (the
+    yardstick for one session's estimate); ``latest_inside_ci``, inside their CI of the mean
+    (narrower: it bounds the host state's value, not a session's). None with fewer than 2
+    earlier sessions or no spread between them.
+
+    Returns
+    -------
+    DataFrame
+        ``experiment``, ``quantity``, ``unit``, ``sessions`` (k), ``value``, ``low``,
+        ``high``, ``next_low``, ``next_high``, ``between_sessions`` (τ²), ``between_runs``
+        (σ²), ``share`` (τ² / (τ² + σ²)), ``latest_inside``, ``latest_inside_ci``.
+    """
+    rows = []
+    order = list(dict.fromkeys(tidy["session"])) if len(tidy) else []
+    for (experiment, quantity), g in tidy.groupby(["experiment", "quantity"], sort=False):
+        g = g.set_index("session").reindex([s for s in order if s in set(g["session"])])
+        est = stats.over_sessions(g["value"], g["low"], g["high"], g["n"], confidence)
+        latest = latest_ci = None
+        earlier, last = g.iloc[:-1], g["value"].iloc[-1]
+        if len(earlier.dropna(subset=["value"])) >= 2 and np.isfinite(last):
+            before = stats.over_sessions(earlier["value"], earlier["low"], earlier["high"],
+                                         earlier["n"], confidence)
+            if np.isfinite(before.next_low):
+                latest = bool(before.next_low <= last <= before.next_high)
+                latest_ci = bool(before.low <= last <= before.high)
+        rows.append({"experiment": experiment, "quantity": quantity,
+                     "unit": str(g["unit"].iloc[0]), "sessions": est.sessions,
+                     "value": est.value, "low": est.low, "high": est.high,
+                     "next_low": est.next_low, "next_high": est.next_high,
+                     "between_sessions": est.between_sessions, "between_runs": est.between_runs,
+                     "share": est.share_between_sessions, "latest_inside": latest,
+                     "latest_inside_ci": latest_ci})
+    return pd.DataFrame(rows)
+
+
+def sessions_table(tidy: pd.DataFrame, estimates: pd.DataFrame) -> pd.DataFrame:
+    """The report's table: each session's estimate, then the session-level one."""
+    if estimates.empty:
+        return estimates
+
+    def fmt(value, low, high) -> str:
+        if not np.isfinite(value):
+            return "n/a"
+        ci = f" [{low:.3g}, {high:.3g}]" if np.isfinite(low) and np.isfinite(high) else ""
+        return f"{value:.3g}{ci}"
+
+    per = {(r.experiment, r.quantity, r.session): fmt(r.value, r.low, r.high)
+           for r in tidy.itertuples()}
+    sessions = list(dict.fromkeys(tidy["session"]))
+    rows = []
+    for r in estimates.itertuples():
+        row = {"experiment": r.experiment, "quantity": f"{r.quantity} ({r.unit})"}
+        for i, s in enumerate(sessions, 1):
+            row[f"session {i}"] = per.get((r.experiment, r.quantity, s), "—")
+        row["all sessions"] = fmt(r.value, r.low, r.high)
+        row["a next session"] = (f"[{r.next_low:.3g}, {r.next_high:.3g}]"
+                                 if np.isfinite(r.next_low) else "—")
+        row["between sessions"] = (f"{r.share * 100:.0f} %" if np.isfinite(r.share) else "—")
+        row["latest where the earlier predict"] = ("—" if r.latest_inside is None else
+                                                   "yes" if r.latest_inside else "no")
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -18,12 +18,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy import atomic, criteria, data, host, params, paths, placement, registry, shield
+from rtstudy import (atomic, criteria, data, host, params, paths, placement, registry, sessions,
+                     shield)
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures, sdks, stability
 from rtstudy.report.section import TEMPLATES, Figure, Markdown, Section, Table, render
-from rtstudy.stats import CI, MIN_RUNS
+from rtstudy.stats import CI, MIN_RUNS, verdict_over_sessions
 
 
 def words(block: str, **context) -> str:
@@ -109,6 +110,7 @@ class Study:
     datasets: dict = field(default_factory=dict)
     _by_host: dict | None = field(default=None, repr=False)  # sections_by_host(), built once
     _described: pd.DataFrame | None = field(default=None, repr=False)  # described(), read once
+    _sessions: dict = field(default_factory=dict, repr=False)  # sessions_of(), per host
 
     @classmethod
     def load(cls, profile: str | None = None) -> "Study":
@@ -152,7 +154,8 @@ class Study:
         earlier = [v.claim for v in verdicts if v.claim in second
                    and recorded.get(v.claim) != v.criterion]
         return words("summary", verdicts=verdicts, ci=self.ci, second=second, rerun=rerun,
-                     earlier=earlier)
+                     earlier=earlier, over=self.verdicts_over_sessions(),
+                     k=len(self.sessions_of()))
 
     def rerun(self) -> dict | None:
         """The recorded re-run agreement (``benchmarks/rerun_agreement.json``), or None."""
@@ -171,7 +174,76 @@ class Study:
                                profile=self.profile, n_ci=len(with_ci), off=off,
                                n_agree=len(with_ci) - len(off), changed=changed)),
                 Table(lambda: stability.drift_table(drift), words("caption_drift")),
-                Table(lambda: stability.agreement_table(agree), words("caption_rerun", rerun=rerun))]
+                Table(lambda: stability.agreement_table(agree), words("caption_rerun", rerun=rerun)),
+                *self.sessions_blocks()]
+
+    def sessions_of(self, host_id: str | None = None) -> dict[str, dict[str, Section]]:
+        """Every session of ``host_id`` (default: the shown host) → its sections, oldest first;
+        empty when no experiment of it has two sessions (:mod:`rtstudy.sessions`). Each
+        session's sections are built from that session's data alone, as the shown ones are."""
+        host_id = host_id or self.host_id
+        if host_id not in self._sessions:
+            found = {name: sessions.folders(name, host_id, self.profile)
+                     for name in registry.REGISTRY}
+            by_session: dict = {}
+            if any(len(f) >= 2 for f in found.values()):
+                loaded = {name: sessions.load(name, host_id, self.profile)
+                          for name, f in found.items() if f}
+                # Each experiment lists its sessions oldest first; one `make study` is one
+                # session of every experiment, so their union keeps that order.
+                order = list(dict.fromkeys(s for f in found.values() for s in f))
+                by_session = {s: build_sections({n: d[s] for n, d in loaded.items() if s in d},
+                                                self.configs, self.ci) for s in order}
+            self._sessions[host_id] = by_session
+        return self._sessions[host_id]
+
+    def session_quantities(self, host_id: str | None = None) -> pd.DataFrame:
+        """Every headline quantity of every session (:meth:`sessions_of`), tidy
+        (:func:`rtstudy.report.stability.session_quantities`)."""
+        return stability.session_quantities(self.sessions_of(host_id))
+
+    def verdicts_over_sessions(self, host_id: str | None = None) -> dict[str, dict]:
+        """Claim → ``verdict`` over the sessions and ``sessions`` (each one's, oldest first);
+        empty with fewer than two sessions."""
+        return {r["claim"]: {"verdict": r["over sessions"],
+                             "sessions": [v for c, v in r.items() if c.startswith("session ")]}
+                for r in self.session_verdicts(host_id).to_dict("records")}
+
+    def session_verdicts(self, host_id: str | None = None) -> pd.DataFrame:
+        """Each claim's verdict per session and over them (:func:`rtstudy.stats.verdict_over_sessions`)."""
+        by_session = self.sessions_of(host_id)
+        per = {s: {v.claim: v.verdict for sec in sections.values() for v in sec.verdicts}
+               for s, sections in by_session.items()}
+        claims = list(dict.fromkeys(c for v in per.values() for c in v))
+        rows = []
+        for claim in claims:
+            given = [per[s][claim] for s in per if claim in per[s]]
+            rows.append({"claim": claim, **{f"session {i}": per[s].get(claim, "—")
+                                            for i, s in enumerate(per, 1)},
+                         "over sessions": verdict_over_sessions(given)})
+        return pd.DataFrame(rows)
+
+    def session_estimates(self, host_id: str | None = None) -> pd.DataFrame:
+        """:func:`rtstudy.report.stability.session_estimates` of :meth:`session_quantities`."""
+        tidy = self.session_quantities(host_id)
+        return (stability.session_estimates(tidy, self.ci.confidence) if len(tidy)
+                else pd.DataFrame())
+
+    def sessions_blocks(self) -> list:
+        """Between the sessions of the shown host state: each headline per session, the
+        session-level estimate with its CI, where a next session should land, the share of
+        the variance that is the session's."""
+        tidy, est = self.session_quantities(), self.session_estimates()
+        judged = est[est["latest_inside"].notna()] if len(est) else est
+        return [Markdown(words("sessions", k=tidy["session"].nunique() if len(tidy) else 0,
+                               ids=list(dict.fromkeys(tidy["session"])) if len(tidy) else [],
+                               shown=self.host_id, ci=self.ci, est=est, n_judged=len(judged),
+                               n_inside=int(judged["latest_inside"].sum()) if len(judged) else 0,
+                               outside=[f"{r.experiment} {r.quantity}" for r in judged.itertuples()
+                                        if not r.latest_inside])),
+                Table(lambda: stability.sessions_table(tidy, est), words("caption_sessions",
+                                                                         ci=self.ci)),
+                Table(self.session_verdicts, words("caption_session_verdicts"))]
 
     def placement(self) -> str:
         """Where this host's data ran its threads: the cpus group on the measuring host's state."""
@@ -332,8 +404,31 @@ class Study:
                 **({"findings": dict(s.findings)} if s.findings else {})}
                 for s in sections.values()}
 
+        def over_sessions(host_id: str) -> dict:
+            """Per experiment label: quantity → its session-level estimate (hosts with two
+            sessions or more)."""
+            out: dict = {}
+            for r in self.session_estimates(host_id).itertuples():
+                out.setdefault(r.experiment, {})[r.quantity] = {
+                    "value": number(r.value), "low": number(r.low), "high": number(r.high),
+                    "next_low": number(r.next_low), "next_high": number(r.next_high),
+                    "unit": r.unit, "sessions": int(r.sessions),
+                    "between_sessions_var": number(r.between_sessions),
+                    "between_runs_var": number(r.between_runs)}
+            return out
+
+        def with_sessions(block: dict, host_id: str) -> dict:
+            for label, quantities in over_sessions(host_id).items():
+                block.setdefault(label, {})["sessions"] = quantities
+            for claim, over in self.verdicts_over_sessions(host_id).items():
+                for part in block.values():
+                    if isinstance(part, dict) and claim in part.get("verdicts", {}):
+                        part.setdefault("verdicts_over_sessions", {})[claim] = over
+            return block
+
         out: dict = {"profile": self.profile, "host_id": self.host_id,
-                     "confidence": self.ci.confidence, **verdicts_and_headlines(self.sections)}
+                     "confidence": self.ci.confidence,
+                     **with_sessions(verdicts_and_headlines(self.sections), self.host_id)}
         for row in stability.drift_rows(self.datasets):
             out[row["experiment"]]["drift"] = {
                 "condition": row["label"], "quantity": row["quantity"], "unit": row["unit"],
@@ -341,7 +436,7 @@ class Study:
                 "moved": row["moved"]}
         described = self.described()
         out["hosts"] = {host_id: {**{k: described.at[host_id, k] for k in ("label", "state", "sdk")},
-                                  **verdicts_and_headlines(sections)}
+                                  **with_sessions(verdicts_and_headlines(sections), host_id)}
                         for host_id, sections in self.sections_by_host().items()}
         return out
 

@@ -1,0 +1,182 @@
+"""Sessions as the level above runs: kept side by side, estimated at their level, verdicts
+that a shift between sessions cannot make "reproduced" (rtstudy.sessions, stats.over_sessions)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from rtstudy import sessions, stats
+from rtstudy.io import DataError
+from rtstudy.paths import PLAN_FILE, SESSIONS_DIR, SIDECAR_FILE
+
+from conftest import BIN
+
+
+def fake_dataset(folder, session_id: str | None, cells=3, finished="2026-11-26T10:00:00Z"):
+    """A dataset folder whose cells carry only what sessions read (their sidecars)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / PLAN_FILE).write_text(json.dumps({"cells": []}))
+    for i in range(cells):
+        cell = folder / f"c-r{i}-abc"
+        cell.mkdir()
+        sidecar = {"cell_id": cell.name, "finished_utc": finished}
+        if session_id is not None:
+            sidecar["session"] = {"id": session_id}
+        (cell / SIDECAR_FILE).write_text(json.dumps(sidecar))
+    return folder
+
+
+def test_closing_a_session_moves_it_whole_and_names_it(tmp_path):
+    d = fake_dataset(tmp_path / "e1_async_buffer" / "vm-x" / "default", "2026-11-26T13:48:23Z")
+    (d / "audit.json").write_text("{}")
+    assert sessions.session_of(d) == "2026-11-26T13:48:23Z"
+    closed = sessions.close(d)
+    assert closed == d / SESSIONS_DIR / "2026-11-26T134823Z"
+    assert sorted(p.name for p in closed.iterdir()) == [
+        "audit.json", "c-r0-abc", "c-r1-abc", "c-r2-abc", PLAN_FILE]
+    assert [p.name for p in d.iterdir()] == [SESSIONS_DIR]
+    # Nothing left to close; closing the same session twice is refused.
+    assert sessions.close(d) is None
+    fake_dataset(d, "2026-11-26T13:48:23Z")
+    with pytest.raises(DataError, match="closed before"):
+        sessions.close(d)
+
+
+def test_cells_from_before_sessions_get_a_dated_name(tmp_path):
+    d = fake_dataset(tmp_path / "d", None, finished="2026-11-23T08:00:00Z")
+    assert sessions.session_of(d) == "before-sessions-2026-11-23"
+    assert sessions.folder_name("a:b c") == "abc"
+    with pytest.raises(ValueError):
+        sessions.folder_name("::")
+
+
+def test_a_live_run_is_never_split_and_a_broken_close_is_redone(tmp_path):
+    d = fake_dataset(tmp_path / "d", "s1")
+    live = d / f".tmp-c-r9-abc-{os.getpid()}"
+    live.mkdir()
+    with pytest.raises(DataError, match="measuring into it"):
+        sessions.close(d)
+    live.rmdir()
+    # A close interrupted before its rename leaves a staging folder: the next one starts over.
+    (d / SESSIONS_DIR / ".closing-s1").mkdir(parents=True)
+    assert sessions.close(d).name == "s1"
+    assert not (d / SESSIONS_DIR / ".closing-s1").exists()
+
+
+def test_new_closes_every_dataset_of_the_checkout_and_folders_lists_them_oldest_first(tmp_path):
+    raw = tmp_path / "data" / "raw"
+    for exp in ("e1_async_buffer", "e3_overhead"):
+        fake_dataset(raw / exp / "vm-x" / "default", "old", finished="2026-11-26T09:00:00Z")
+    fake_dataset(raw / "e1_async_buffer" / "vm-x" / "smoke", "other profile")
+    closed = sessions.new("default", root=tmp_path / "data")
+    assert sorted(p.parts[-5] for p in closed) == ["e1_async_buffer", "e3_overhead"]
+    assert (raw / "e1_async_buffer" / "vm-x" / "smoke" / PLAN_FILE).exists()  # not this profile
+    # The next study's cells: a second session beside the closed one.
+    fake_dataset(raw / "e1_async_buffer" / "vm-x" / "default", "new",
+                 finished="2026-11-26T11:00:00Z")
+    found = sessions.folders("e1_async_buffer", "vm-x", "default", root=tmp_path / "data")
+    assert list(found) == ["old", "new"]
+    assert found["new"] == raw / "e1_async_buffer" / "vm-x" / "default"
+
+
+def test_over_sessions_fixes_the_estimate_its_intervals_and_variance_components():
+    # Three sessions, each from 5 runs with a standard error of exactly 1.
+    t4 = sps.t.ppf(0.975, 4)
+    values = np.array([10.0, 12.0, 14.0])
+    est = stats.over_sessions(values, values - t4, values + t4, [5, 5, 5], 0.95)
+    t2 = sps.t.ppf(0.975, 2)
+    assert est.value == pytest.approx(12.0) and est.sessions == 3
+    assert (est.low, est.high) == pytest.approx((12 - t2 * np.sqrt(4 / 3), 12 + t2 * np.sqrt(4 / 3)))
+    assert (est.next_low, est.next_high) == pytest.approx(
+        (12 - t2 * np.sqrt(4 * (1 + 1 / 3)), 12 + t2 * np.sqrt(4 * (1 + 1 / 3))))
+    assert est.between_runs == pytest.approx(5.0)      # n × SE² = 5 × 1
+    assert est.between_sessions == pytest.approx(3.0)  # s² − SE² = 4 − 1
+    assert est.share_between_sessions == pytest.approx(3 / 8)
+    # One session, or sessions that agree exactly (no late frame in any): no interval.
+    one = stats.over_sessions([5.0], [4.0], [6.0], [5], 0.95)
+    assert one.value == 5.0 and np.isnan(one.low) and np.isnan(one.next_high)
+    zero = stats.over_sessions([0.0, 0.0, 0.0], [0, 0, 0], [25.1] * 3, [5] * 3, 0.95)
+    assert zero.value == 0 and np.isnan(zero.low) and np.isnan(zero.high)
+
+
+def test_the_session_level_interval_covers_what_one_sessions_interval_does_not():
+    """Coverage at k = 3 and 5 sessions of a host state whose sessions differ (τ = 2σ/√n)."""
+    rng = np.random.default_rng(20261126)
+    sims, n, mu, tau, sigma = 4000, 5, 0.0, 1.0, 1.0
+    t_runs = sps.t.ppf(0.975, n - 1)
+    for k in (3, 5):
+        session_means = mu + tau * rng.standard_normal((sims, k))
+        runs = session_means[..., None] + sigma * rng.standard_normal((sims, k, n))
+        v, se = runs.mean(-1), runs.std(-1, ddof=1) / np.sqrt(n)
+        covered_sessions = covered_one = 0
+        for i in range(sims):
+            est = stats.over_sessions(v[i], v[i] - t_runs * se[i], v[i] + t_runs * se[i],
+                                      [n] * k, 0.95)
+            covered_sessions += est.low <= mu <= est.high
+            covered_one += abs(v[i, 0] - mu) <= t_runs * se[i, 0]
+        assert 0.935 <= covered_sessions / sims <= 0.965, (k, covered_sessions / sims)
+        # One session's CI over its runs misses the host state's value far more often.
+        assert covered_one / sims < 0.75, (k, covered_one / sims)
+
+
+def test_a_shift_between_sessions_is_never_called_reproduced():
+    # Session 1 clears a 50 % threshold with its whole CI; session 2, shifted, straddles it.
+    first = stats.Estimate(70.0, 60.0, 80.0, 5, 0.95)
+    second = stats.Estimate(52.0, 40.0, 64.0, 5, 0.95)
+    per = [stats.effect_verdict(first, 50.0), stats.effect_verdict(second, 50.0)]
+    assert per == ["shown", "inconclusive"]
+    assert stats.verdict_over_sessions(per) == "inconclusive"
+    # Judged on the session-level estimate, the shift widens the CI across the threshold too.
+    est = stats.over_sessions([first.value, second.value], [first.low, second.low],
+                              [first.high, second.high], [5, 5], 0.95)
+    pooled = stats.Estimate(est.value, est.low, est.high, 2, 0.95)
+    assert est.low < 50 < est.high and stats.effect_verdict(pooled, 50.0) == "inconclusive"
+    # Sessions that agree keep their verdict.
+    assert stats.verdict_over_sessions(["shown", "shown", "shown"]) == "shown"
+    with pytest.raises(ValueError):
+        stats.verdict_over_sessions([])
+
+
+def test_the_summary_states_the_verdict_over_sessions_beside_the_latest():
+    from rtstudy.report.section import Verdict
+    from rtstudy.report.study import words
+
+    verdicts = [Verdict("H2", "−83.6 %", "71 % [55, 80]", "reproduced"),
+                Verdict("H3", "~60 µs", "21 µs [18, 24]", "partly reproduced")]
+    over = {"H2": {"verdict": "inconclusive", "sessions": ["reproduced", "inconclusive",
+                                                             "reproduced"]},
+            "H3": {"verdict": "partly reproduced", "sessions": ["partly reproduced"] * 3}}
+    text = words("summary", verdicts=verdicts, ci=stats.CI(0.95), second={}, rerun=None,
+                 earlier=[], over=over, k=3)
+    assert "over 3 sessions" in text
+    assert "| reproduced | **inconclusive**: reproduced, inconclusive, reproduced |" in text
+    assert "**partly reproduced** (every session)" in text
+
+
+def test_new_session_makes_dvc_measure_again(measured_project, tmp_path):
+    """After `rtstudy session new` in a measured checkout, the measuring stages are out of
+    date (their outputs moved), so `make study` measures a new session; nothing is lost."""
+    src, env, _ = measured_project
+    dest = tmp_path / "copy"
+    shutil.copytree(src, dest, symlinks=True)
+    env = {**env, "RTSTUDY_ROOT": str(dest)}  # never the shared project's data
+    before = sorted(p.relative_to(dest) for p in (dest / "data" / "raw").rglob(SIDECAR_FILE))
+    out = subprocess.run([str(BIN / "rtstudy"), "session", "new"], cwd=dest, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "closed:" in out.stdout
+    after = sorted(p.relative_to(dest) for p in (dest / "data" / "raw").rglob(SIDECAR_FILE))
+    assert len(after) == len(before) and all(SESSIONS_DIR in p.parts for p in after)
+    status = subprocess.run([str(BIN / "dvc"), "status"], cwd=dest, env=env,
+                            capture_output=True, text=True, timeout=300)
+    for stage in ("e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host"):
+        assert f"{stage}:" in status.stdout, status.stdout
+    listing = subprocess.run([str(BIN / "rtstudy"), "session", "list"], cwd=dest, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert listing.returncode == 0
