@@ -198,6 +198,13 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "frame-period std and E4's P99.99"),
          Change("2026-11-25T05:46Z", "b8ca390", "robust quantities: E2's std spans 0.03–1.44 ms "
                 "over one condition's runs, so no drift could exceed it"))),
+    Criterion(
+        "over_sessions", "every claim", None, "",
+        "with two sessions or more of a host state, a claim's verdict is the one every session "
+        "gave (each judged on its own runs), else inconclusive; each headline is estimated "
+        "over sessions (t over sessions, k − 1 df)",
+        (Change("2026-11-26T16:54Z", "fa37c46", "sessions as a level, after data of two "
+                "sessions existed"),)),
 )}
 
 
