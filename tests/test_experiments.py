@@ -15,7 +15,7 @@ from rtstudy import paths, registry
 SRC = Path(registry.__file__).resolve().parent
 # The layers that read the registry (and through it the experiments' modules); every other
 # module of src/rtstudy outside experiments/ is a shared layer below them.
-ABOVE = ("registry", "params", "data", "sharing", "stage", "cli", "report/study",
+ABOVE = ("registry", "params", "data", "sessions", "sharing", "stage", "cli", "report/study",
          "report/stability", "explore")
 # What an experiment folder must provide (the protocol in rtstudy/registry.py): each member,
 # with its arguments where it is a function.
