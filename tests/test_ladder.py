@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rtstudy import params
-from rtstudy.experiments.e2_rt_threads import conditions, ladder, plan, plan5
+from rtstudy.experiments.e2_rt_threads import conditions, ladder, plan, plan5, tables
 from rtstudy.stats import CI
 
 CI95 = CI(0.95)
@@ -42,7 +42,7 @@ def test_every_rung_and_fix_is_planned_long_with_the_headline_runs(default_plan)
     rungs = ["floor-cyclictest-lf0", f"python_thread-{rt}-lf0", f"{rt}-lf0-native",
              *(f"{head}-{p}" for p in ("outside", "threads", "operators_pinned")), head]
     fixes = [f"{head}-operators_pinned", f"{head}-dfifo_pinned",
-             f"{head}-si{cfg['switch_interval_ms']:g}"]
+             f"{head}-si{cfg['switch_interval_ms']:g}", f"{head}-fragment"]
     long = cfg["warmup_frames"] + int(cfg["headline_duration_s"] * cfg["fps"])
     for label in rungs + fixes:
         assert label in by, label
@@ -51,9 +51,14 @@ def test_every_rung_and_fix_is_planned_long_with_the_headline_runs(default_plan)
         assert all(c.config["frames"] == long for c in runs), label
     # One factor away: the fixes' configurations differ from the headline's in their factor only.
     base = by[head][0].config
-    for label, key in ((fixes[0], "load_placement"), (fixes[1], "dispatcher")):
-        diff = {k for k, v in by[label][0].config.items() if base.get(k) != v} - {"load_cpus"}
+    for label, key in ((fixes[0], "load_placement"), (fixes[1], "dispatcher"),
+                       (fixes[3], "load_placement")):
+        # load_cpus and warmup_frames say how, not what: where the loads are pinned, and
+        # which messages the fragment's summary leaves out.
+        diff = {k for k, v in by[label][0].config.items() if base.get(k) != v} - {
+            "load_cpus", "warmup_frames"}
         assert diff == {key}, (label, diff)
+    assert by[fixes[3]][0].config["load_placement"] == "fragment"
     assert by[fixes[2]][0].config["switch_interval_ms"] == cfg["switch_interval_ms"]
     # Short runs elsewhere: the grid without contention.
     assert by["normal_dedicated-lf0-native"][0].config["frames"] < long
@@ -84,7 +89,15 @@ def test_holoscan_5_plans_only_what_its_app_runs():
     assert cells5 and all(c.module == plan5.MODULE for c in cells5)
     assert {c.config["load_placement"] for c in cells5} <= set(plan5.PLACEMENTS5)
     assert not [c for c in cells5 if "switch_interval_ms" in c.config]
-    assert "outside" in {c.config["load_placement"] for c in cells5}
+    # The ladder's loaded rungs are 4.x's only since the budget cut (plan5's docstring).
+    assert "outside" not in {c.config["load_placement"] for c in cells5}
+    assert {"outside", "threads"} <= {c.config["load_placement"] for c in cells4}
+    # app5 has no distributed fragments: the fragment fix is a 4.6 cell only.
+    assert "fragment" in {c.config["load_placement"] for c in cells4}
+    assert "fragment" not in {c.config["load_placement"] for c in cells5}
+    seed_sdk = plan.plan({**cfg, "drift_check": False}, {**host(), "sdk": {"version": "3.5.0"}},
+                         {})
+    assert seed_sdk and "fragment" not in {c.config["load_placement"] for c in seed_sdk}
 
 
 def runs_of(label: str, iqr: list[float], late: list[int], n: int = 240, cpu: float = 1.8,
@@ -176,3 +189,32 @@ def test_holoscan_5_busy_polling_is_a_change_of_its_own_never_pooled_with_sleepi
     # The plain condition's numbers are what they were without the busy-polling runs.
     assert recs.loc["SCHED_FIFO", "late"] == ladder.recommendations(
         runs, "SCHED_FIFO", CI95).set_index("change").loc["SCHED_FIFO", "late"]
+
+
+def test_the_fragment_fix_is_recommended_with_its_message_latency():
+    """The fragment fix is one more FIXES level: its row compares it with the headline
+    condition, and its cost carries the measured message latency (mean per-run P50 with its
+    CI, P99); no other change gets one."""
+    runs, _ = synthetic_runs()
+    frag = pd.DataFrame(runs_of("head-fragment", [40, 41, 39, 42, 40], [0] * 5,
+                                load_placement="fragment", cpu=1.9))
+    frag["cell_id"] = [f"fragment-r{i}" for i in range(5)]
+    messages = pd.DataFrame({"cell_id": frag["cell_id"], "messages": 240, "lost": [0, 0, 1, 0, 0],
+                             "message_p50_us": [700.0, 650, 720, 680, 690],
+                             "message_p99_us": [5000.0] * 5, "message_max_us": [9000.0] * 5})
+    recs = ladder.recommendations(pd.concat([runs, frag], ignore_index=True), "SCHED_FIFO",
+                                  CI95, messages)
+    by = recs.set_index("change")
+    r = by.loc["fragment"]
+    assert (r["label"], r["baseline"], r["typical"], r["late_frames"]) == (
+        "head-fragment", "head", "lower", "fewer")
+    assert r["message_p50_us"] == pytest.approx(688)
+    assert r["message_p50_low"] < 688 < r["message_p50_high"]
+    assert (r["messages"], r["lost"], r["message_runs"]) == (1200, 1, 5)
+    assert np.isnan(by.loc["operators_pinned", "message_p50_us"])
+    table = tables.recommendation_table(recs, ladder.CHANGES).set_index("change")
+    cost = table.loc[ladder.CHANGES["fragment"][0], "other costs"]
+    assert cost.startswith(ladder.CHANGES["fragment"][1])
+    assert "message latency P50 688 µs [" in cost
+    assert "], P99 5,000 µs (1,200 messages, 1 lost, 5 runs)" in cost
+    assert "message latency" not in table.loc[ladder.CHANGES["operators_pinned"][0], "other costs"]

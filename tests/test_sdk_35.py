@@ -132,7 +132,8 @@ def test_the_native_module_is_built_for_the_venvs_python_where_missing(env35, tm
 
 
 def test_e2_on_3_5_leaves_out_only_the_real_time_dispatcher(fingerprint, tmp_path):
-    """3.5.0's GXF has no GXF_EBS_DISPATCHER_* settings; the other cells are 4.6's, same ids."""
+    """3.5.0's GXF has no GXF_EBS_DISPATCHER_* settings; the other cells are 4.6's, same ids,
+    but the fragment fix's (verified on 4.6.0 only: plan.FRAGMENT_SDKS)."""
     from rtstudy.experiments.e2_rt_threads import plan
 
     fp = sdk.Environment(sdk.KNOWN[VERSION], own_venv=tmp_path).fingerprint(fingerprint)
@@ -141,7 +142,9 @@ def test_e2_on_3_5_leaves_out_only_the_real_time_dispatcher(fingerprint, tmp_pat
     on46 = plan.plan(cfg, fingerprint, configs)
     on35 = plan.plan(cfg, fp, configs)
     fifo = [c for c in on46 if any(r.operator == DISPATCHER for r in c.realtime)]
-    assert fifo and [c.cell_id for c in on35] == [c.cell_id for c in on46 if c not in fifo]
+    fragment = [c for c in on46 if c.config["load_placement"] == "fragment"]
+    assert fifo and fragment and [c.cell_id for c in on35] == [
+        c.cell_id for c in on46 if c not in fifo + fragment]
 
 
 @pytest.fixture()

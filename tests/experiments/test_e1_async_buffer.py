@@ -127,3 +127,17 @@ def test_the_section_reads_its_numbers_from_the_data(e1_data, e1_cfg):
     assert f"{analysis.DEFAULT_MIN_SLOPE:g} ms/ms (the CI's lower bound" in " ".join(text.split())
     assert [v.claim for v in sec.verdicts] == ["H1 S1"]
     assert sec.verdicts[0].verdict == "inconclusive"
+
+
+def test_holoscan_5_runs_only_its_periods_and_they_must_be_among_4xs(fingerprint):
+    from rtstudy.experiments.e1_async_buffer import params as e1_params, plan5
+
+    cfg = params.stage_config("e1_async_buffer", "default")
+    cells4 = plan.plan({**cfg, "drift_check": False}, fingerprint, params.configs("default"))
+    cells5 = plan5.cells(cells4, {**cfg, "drift_check": False})
+    assert {plan5.varied_ms(c) for c in cells4} == set(cfg["periods_ms"])
+    assert {plan5.varied_ms(c) for c in cells5} == set(cfg["periods_ms_sdk5"])
+    # Every 5.0 cell is a 4.x condition at one of its periods: both are compared at each.
+    assert {c.label for c in cells5} < {c.label for c in cells4}
+    wrong = {**cfg, "periods_ms_sdk5": [20, 70]}
+    assert any("periods_ms_sdk5 has [70]" in e for e in e1_params.cross_checks(wrong))

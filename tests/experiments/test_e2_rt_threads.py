@@ -406,3 +406,50 @@ def test_an_override_keeps_loads_on_the_housekeeping_cpu_as_read_back(tmp_path, 
     # Only the real-time target's thread ran on the real-time CPU; loads and pools stayed off it.
     assert seen["held"] and len(seen["outside"]) == 1, seen
     assert sum(t["cpus"] == [hk] and t["samples"] > 1 for t in seen["threads"]) >= 2
+
+
+def test_the_fragment_fix_runs_the_target_in_a_process_of_its_own(tmp_path, fingerprint):
+    """The fragment fix at smoke size (1 s, 1 run): the target's policy is read back in the
+    cell's process, the same loads ran in the load fragment's process, and every frame's
+    message reached the receiver there, its latency recorded."""
+    require_policy(fingerprint, "SCHED_FIFO")
+    cfg = smoke_cfg(policies=["normal_dedicated", "SCHED_FIFO"], dispatchers=["other"],
+                    load_placements=["operators"], seed_topologies=[], floor=False,
+                    trace_seconds=0, ladder=False, fixes=["fragment"], headline_duration_s=1)
+    cells = plan.plan(cfg, fingerprint, {})
+    (cell,) = [c for c in cells if c.config["load_placement"] == "fragment"]
+    head = next(c for c in cells if c.label == cell.label.removesuffix("-fragment"))
+    assert cell.config["loads"] == head.config["loads"] > 0
+    with open("/dev/null", "w") as devnull:
+        run_sweep([cell], tmp_path, SweepContext.from_fingerprint(fingerprint, "smoke"), 1,
+                  progress=devnull)
+    sc = sidecar(tmp_path, cell)
+    got = sc["operators"]["target"]["sched"]
+    assert sc["realtime_verified"] and POLICY_BY_NUMBER[got["policy"]] == "SCHED_FIFO"
+    assert got["cpus"] == cell.config["target_cpus"]
+    summary, frames = sc["summary"], cell.config["frames"]
+    assert summary["frames"] == frames
+    far = summary["fragment"]["load_process"]
+    assert far["exit_code"] == 0 and not os.path.exists(f"/proc/{far['pid']}")
+    assert len(summary["load_ticks"]) == cell.config["loads"] and min(summary["load_ticks"]) > 0
+    # The samples keep the experiment's schema; the messages are a table of their own.
+    samples = pd.read_parquet(tmp_path / cell.cell_id / "samples.parquet")
+    assert set(samples.columns) == set(analysis.SAMPLES)
+    messages = pd.read_parquet(tmp_path / cell.cell_id / analysis.MESSAGES_FILE)
+    assert messages["frame"].tolist() == list(range(frames))
+    latency_ms = (messages["t_recv_ns"] - messages["t_send_ns"]) / 1e6
+    assert (latency_ms > 0).all() and latency_ms.max() < 1000
+    warmup = cfg["warmup_frames"]
+    assert summary["messages"]["count"] == frames - warmup
+    assert 0 < summary["messages"]["p50_us"] < 100_000  # plausible on one host: under 100 ms
+    assert summary["messages"]["p50_us"] <= summary["messages"]["p99_us"] <= \
+        summary["messages"]["max_us"]
+    # The analysis reads them beside the runs.
+    ds = analysis.load(tmp_path, cfg)
+    (row,) = ds.extra["messages"].to_dict("records")
+    assert (row["cell_id"], row["messages"], row["lost"]) == (cell.cell_id, frames - warmup, 0)
+    assert row["message_p50_us"] == pytest.approx(summary["messages"]["p50_us"])
+    assert ds.tables["runs"]["load_placement"].tolist() == ["fragment"]
+    # The CPU both processes used between the first frame and the last: the loads' share.
+    (load_cpu,) = ds.tables["runs"]["load_cpu"]
+    assert 0.5 < load_cpu < len(fingerprint["cpu"]["online"]) + 0.25

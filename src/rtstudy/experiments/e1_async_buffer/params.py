@@ -10,6 +10,8 @@ SCHEMA: dict[str, Rule] = {
     "work_models": Rule(list_of(choice("native", "python"))),
     "fixed_period_ms": Rule(integer(5, 1000)),
     "periods_ms": Rule(list_of(integer(5, 1000))),
+    # Holoscan 5.0's periods, a subset of periods_ms (None: all of them).
+    "periods_ms_sdk5": Rule(list_of(integer(5, 1000), min_len=2), required=False),
     "rx_period_ms": Rule(integer(2, 1000)),
     "tx1_work_ms": Rule(number(0, 500)),
     "tx2_work_ms": Rule(number(0, 500)),
@@ -41,6 +43,10 @@ def cross_checks(cfg: dict) -> list[str]:
         if runtime <= work:
             errors.append(f"{op}_runtime_ms = {runtime} must exceed {op}_work_ms = {work}, or "
                           "every tick overruns its reservation")
+    extra = sorted(set(cfg.get("periods_ms_sdk5") or []) - set(cfg["periods_ms"]))
+    if extra:
+        errors.append(f"periods_ms_sdk5 has {extra}, which periods_ms lacks: Holoscan 5.0's "
+                      "periods must be among 4.x's, so that both are compared at each")
     if cfg["discard_head"] + cfg["discard_tail"] >= cfg["messages"]:
         errors.append(f"discard_head + discard_tail = {cfg['discard_head'] + cfg['discard_tail']} "
                       f"must be below messages = {cfg['messages']}")

@@ -37,13 +37,17 @@ from rtstudy.experiments.e2_rt_threads.ladder import ladder, recommendations
 from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
-from rtstudy.io import CellData, Dataset, read_cells, set_aside_drift, wide
+from rtstudy.io import CellData, Dataset, read_cells, read_samples, set_aside_drift, wide
 from rtstudy.realtime import DISPATCHER, POLICY_BY_NUMBER
 from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
                            equivalence_verdict)
 
 # The columns and Arrow types of samples.parquet, as app.py and floor.py write them (data/README.md).
 SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
+# The fragment fix's messages, beside its samples (app.py's "messages" table): per message the
+# target's frame, when it left the target and when the load fragment's receiver got it (ns,
+# CLOCK_MONOTONIC).
+MESSAGES_FILE = "messages.parquet"
 # H2's verdict (rtstudy.criteria): at the highest native load factor every real-time policy
 # must cut the frame-period std by at least MIN_REDUCTION, its whole CI at or above it.
 MIN_REDUCTION = criteria.value("h2_min_reduction")
@@ -76,8 +80,9 @@ _CONDITION = {
     "load_placement": ("str", "", "where the loads ran: `operators` (in the app), "
                        "`operators_pinned` (the same, pinned off the target's CPU), `process` "
                        "(stress-ng processes), `threads` (plain threads of the app's process), "
-                       "`outside` (the same threads in a process of their own); `none` for an "
-                       "unloaded floor or Python thread"),
+                       "`outside` (the same threads in a process of their own), `fragment` "
+                       "(load operators in a Holoscan fragment of their own, another process); "
+                       "`none` for an unloaded floor or Python thread"),
     "load_factor": ("float", "loads/CPU", "loads per CPU the loads may use (the housekeeping "
                     "CPUs)"),
     "loads": ("int", "count", "the loads"),
@@ -195,11 +200,13 @@ def load(directory: Path, cfg: dict) -> Dataset:
     -------
     Dataset
         ``tables`` (:data:`SCHEMA`; ``runs`` from :func:`.metrics.run_metrics`,
-        ``attribution`` from :func:`.attribution.attribute_run`), ``missing`` cell ids.
+        ``attribution`` from :func:`.attribution.attribute_run`), ``missing`` cell ids, and
+        ``extra["messages"]``: one row per run of the fragment fix, its message latencies
+        (:func:`message_latency`) beside the columns of ``runs``' conditions.
     """
     warmup_frames, late_threshold_ms = cfg["warmup_frames"], cfg["late_threshold_ms"]
     cells, missing = read_cells(directory, SAMPLES)
-    frame_tables, rows, floor_rows, attributed, traces = [], [], [], [], []
+    frame_tables, rows, floor_rows, attributed, traces, messages = [], [], [], [], [], []
     for cell in cells:
         config = cell.config
         samples = cell.samples().sort_values("frame")
@@ -226,6 +233,9 @@ def load(directory: Path, cfg: dict) -> Dataset:
             continue
         frame_tables.append(frames.table().assign(**base))
         rows.append(row)
+        if (cell.folder / MESSAGES_FILE).is_file() and not base["drift"]:
+            messages.append({**base, **message_latency(read_samples(cell.folder / MESSAGES_FILE),
+                                                       warmup_frames, config["frames"])})
     frames = pd.concat(frame_tables, ignore_index=True) if frame_tables else pd.DataFrame()
     tables = {"frames": frames, "runs": pd.DataFrame(rows), "floor": pd.DataFrame(floor_rows),
               "traces": pd.DataFrame(traces),
@@ -234,15 +244,48 @@ def load(directory: Path, cfg: dict) -> Dataset:
                   {"frame": int, **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS,
                                                        *GIL_TIMES]}})
                   if attributed else pd.DataFrame())}
-    return Dataset(Path(directory), set_aside_drift(tables, "runs"), missing)
+    # Not a table of SCHEMA: only the fragment fix's runs have messages.
+    return Dataset(Path(directory), set_aside_drift(tables, "runs"), missing,
+                   extra={"messages": pd.DataFrame(messages)})
+
+
+def message_latency(messages: pd.DataFrame, warmup_frames: int, frames: int) -> dict:
+    """One run's message latencies (receipt − send, µs) over the frames after the warm-up.
+
+    Parameters
+    ----------
+    messages : DataFrame
+        The run's ``messages.parquet``: ``frame``, ``t_send_ns``, ``t_recv_ns``.
+    warmup_frames : int
+        Frames at the start whose messages are left out (the connection's start-up).
+    frames : int
+        The run's frames, the warm-up included.
+
+    Returns
+    -------
+    dict
+        ``messages`` (received), ``lost`` (frames after the warm-up whose message never came),
+        ``message_p50_us``, ``message_p99_us``, ``message_max_us`` (NaN without messages).
+    """
+    kept = messages[messages["frame"] >= warmup_frames]
+    latency_us = (kept["t_recv_ns"] - kept["t_send_ns"]).to_numpy() / 1e3
+    p50, p99, top = np.percentile(latency_us, [50, 99, 100]) if len(kept) else (np.nan,) * 3
+    return {"messages": int(len(kept)), "lost": int(frames - warmup_frames - len(kept)),
+            "message_p50_us": float(p50), "message_p99_us": float(p99),
+            "message_max_us": float(top)}
 
 
 def _load_cpu(cell: CellData) -> float:
     """The CPUs' worth a loaded run's process and loads used (``runs``' ``load_cpu``).
 
     CPU time, not the loads' completed calls: a load busy for 20 ms of wall time completes its
-    call whether or not it had a CPU meanwhile."""
+    call whether or not it had a CPU meanwhile. The fragment fix's: each of its two processes'
+    from the first frame to the last (app.py ``frames_window``), summed; its whole run holds
+    the fragments' start-up."""
     summary = cell.sidecar.get("summary", {})
+    window = summary.get("fragment", {}).get("frames_window")
+    if window:
+        return sum(w["cpu_s"] / w["seconds"] for w in window.values())
     seconds = summary.get("duration_s") or 0
     if not (cell.config.get("loads") and seconds and "cpu_s" in summary):
         return float("nan")
@@ -339,7 +382,8 @@ def null_verdict(red: pd.DataFrame, margin_ms: float) -> dict:
     return {**out, "verdict": verdict, "each": each}
 
 
-def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI) -> dict:
+def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI,
+             messages: pd.DataFrame | None = None) -> dict:
     """The numbers E2's prose quotes, all computed here, one step per part.
 
     Parameters
@@ -352,6 +396,8 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI) -> dict:
         :func:`.contrasts.reductions` against ``normal_dedicated``.
     ci : CI
         How CIs over runs are made.
+    messages : DataFrame, optional
+        :func:`load`'s ``extra["messages"]``: the fragment fix's message latencies per run.
 
     Returns
     -------
@@ -375,7 +421,7 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI) -> dict:
     policy = cfg["ladder_policy"]
     return {**_design(runs), "ladder_policy": policy,
             "ladder": ladder(runs, ds_tables["floor"], policy, ci).to_dict("records"),
-            "recommendations": recommendations(runs, policy, ci).to_dict("records"),
+            "recommendations": recommendations(runs, policy, ci, messages).to_dict("records"),
             "late_threshold_ms": cfg["late_threshold_ms"], "verdict": h2_verdict(red), "min_reduction": MIN_REDUCTION,
             "min_runs": MIN_RUNS, "baseline": BASELINE, "seed_baseline": SEED_BASELINE,
             "conditions": conditions.to_dict("records"), "late": _typical_and_late(conditions),

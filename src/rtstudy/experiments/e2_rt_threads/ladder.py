@@ -19,7 +19,7 @@ from rtstudy.experiments.e2_rt_threads.conditions import \
     SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
-from rtstudy.stats import CI, ratio_ci
+from rtstudy.stats import CI, over_runs, ratio_ci
 
 # The rungs in order: (key, what the rung adds). The report's figure and table name them so.
 RUNGS = (
@@ -37,6 +37,7 @@ FIXES = {
     "dispatcher_pinned": {"dispatcher": "fifo_pinned"},
     "switch_interval": {"switch_interval_ms": "shorter"},
     "busy_poll": {"wake_mode": "busy_poll"},
+    "fragment": {"load_placement": "fragment"},
 }
 # What a reader does for each change, and what it costs beside what the table measures.
 CHANGES = {
@@ -53,6 +54,9 @@ CHANGES = {
                         "more GIL hand-overs in every Python thread"),
     "busy_poll": ("Holoscan 5.0: the operator's thread busy-polls between frames "
                   "(WakeMode.BUSY_POLL)", "a CPU spinning at the operator's priority"),
+    "fragment": ("put the operator in a Holoscan fragment of its own (a distributed "
+                 "application: the other operators in a second process, no GIL shared)",
+                 "a second process; every message between the fragments crosses UCX"),
 }
 
 
@@ -160,16 +164,49 @@ def _direction(low: float, high: float) -> str:
     return "lower" if high < 1 else "higher" if low > 1 else "no clear change"
 
 
-def recommendations(runs: pd.DataFrame, policy: str, ci: CI) -> pd.DataFrame:
+def _message_cost(g: pd.DataFrame, messages: pd.DataFrame | None, ci: CI) -> dict:
+    """What the messages of ``g``'s runs cost (the fragment fix's; analysis.message_latency):
+    ``message_runs``, ``messages`` and ``lost`` (summed over runs), the mean per-run P50
+    (``message_p50_us`` with ``message_p50_low`` / ``_high``, a t-interval over runs) and
+    P99 (``message_p99_us``) of the latency, its largest (``message_max_us``); NaN and 0
+    where its runs sent none."""
+    m = messages[messages["cell_id"].isin(g["cell_id"])] \
+        if messages is not None and len(messages) and "cell_id" in g else pd.DataFrame()
+    if m.empty:
+        return {"message_runs": 0, "messages": 0, "lost": 0, "message_p50_us": np.nan,
+                "message_p50_low": np.nan, "message_p50_high": np.nan,
+                "message_p99_us": np.nan, "message_max_us": np.nan}
+    p50 = over_runs(m["message_p50_us"], ci)
+    return {"message_runs": int(len(m)), "messages": int(m["messages"].sum()),
+            "lost": int(m["lost"].sum()), "message_p50_us": p50.value,
+            "message_p50_low": p50.low, "message_p50_high": p50.high,
+            "message_p99_us": float(m["message_p99_us"].mean()),
+            "message_max_us": float(m["message_max_us"].max())}
+
+
+def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
+                    messages: pd.DataFrame | None = None) -> pd.DataFrame:
     """At the headline point: each real-time policy against ``normal_dedicated``, then each
     fix against the ladder policy's headline condition (:func:`_compare`'s columns).
+
+    Parameters
+    ----------
+    runs : DataFrame
+        E2's ``runs`` table.
+    policy : str
+        The ladder's policy, the fixes' (``params.yaml: e2_rt_threads.ladder_policy``).
+    ci : CI
+        How CIs over runs are made.
+    messages : DataFrame, optional
+        The fragment fix's message latencies per run (``analysis.load``'s ``extra``).
 
     Returns
     -------
     DataFrame
         One row per measured change: ``change`` (the policy, or the :data:`FIXES` key),
         ``kind`` (``policy`` or ``fix``), ``label`` and ``baseline`` (the two conditions),
-        then :func:`_compare`'s columns.
+        then :func:`_compare`'s columns and :func:`_message_cost`'s (what the fragment's
+        messages cost; NaN for every other change).
     """
     if runs.empty:
         return pd.DataFrame()
@@ -186,7 +223,8 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI) -> pd.DataFrame:
         g = seeds_layout[seeds_layout["policy"] == pol]
         if len(g) and len(base):
             rows.append({"change": pol, "kind": "policy", "label": str(g["label"].iloc[0]),
-                         "baseline": str(base["label"].iloc[0]), **_compare(base, g, ci)})
+                         "baseline": str(base["label"].iloc[0]), **_compare(base, g, ci),
+                         **_message_cost(g, None, ci)})
     head = seeds_layout[seeds_layout["policy"] == policy]
     mine = top[top["policy"] == policy]
     for fix, level in FIXES.items():
@@ -205,5 +243,6 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI) -> pd.DataFrame:
                 g = g[g[k] == v]
         if len(g) and len(head):
             rows.append({"change": fix, "kind": "fix", "label": str(g["label"].iloc[0]),
-                         "baseline": str(head["label"].iloc[0]), **_compare(head, g, ci)})
+                         "baseline": str(head["label"].iloc[0]), **_compare(head, g, ci),
+                         **_message_cost(g, messages, ci)})
     return pd.DataFrame(rows)

@@ -13,8 +13,9 @@ PLACEMENTS = ("operators", "operators_pinned", "process", "threads", "outside")
 DISPATCHERS = ("other", "fifo", "fifo_pinned")
 # The fixes for late frames measured at the headline point, each one factor away from it
 # (plan.py): loads pinned off the target's CPU, a FIFO dispatcher pinned beside the worker,
-# a shorter GIL switch interval.
-FIXES = ("operators_pinned", "dispatcher_pinned", "switch_interval")
+# a shorter GIL switch interval, the target in a distributed fragment of its own (the loads in
+# another process: no shared GIL; load_placement "fragment", a fix only, not in PLACEMENTS).
+FIXES = ("operators_pinned", "dispatcher_pinned", "switch_interval", "fragment")
 SEED_TOPOLOGIES = ("seed_python", "seed_cpp")
 # Holoscan 5.0's ThreadPlacement wake modes: sleep on a wait set (5.0's default) or spin.
 WAKE_MODES = ("sleep", "busy_poll")

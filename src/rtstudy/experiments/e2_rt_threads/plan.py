@@ -21,7 +21,8 @@ which work model. ``design: focused`` (the default profile) runs
   CPU (``operators_pinned``) → + load operators free to use it (the headline point);
 - the *fixes* (``fixes``), each one factor away from the headline point with
   ``ladder_policy``: the loads pinned off the target's CPU, a FIFO dispatcher pinned to a
-  housekeeping CPU (``fifo_pinned``), a shorter GIL switch interval;
+  housekeeping CPU (``fifo_pinned``), a shorter GIL switch interval, the target in a
+  Holoscan distributed fragment of its own (``fragment``: the loads in another process);
 - ``trace_repetitions`` traced runs of the headline point's operator-load conditions of
   every real-time policy (and of the seeds' real-time topologies whose target has a thread
   of its own, the one the trace can follow).
@@ -33,7 +34,7 @@ The headline point, the ladder and the fixes run ``headline_duration_s``, the re
 
 On Holoscan 5.0 the plan is :mod:`.plan5`'s; on an SDK whose dispatcher takes no real-time
 policy (3.5.0: ``rtstudy.sdk.Sdk.realtime_dispatcher``) the ``fifo`` dispatcher's cells are
-left out.
+left out, and the fragment fix runs only where it was verified (:data:`FRAGMENT_SDKS`).
 """
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ PYTHREAD_MODULE = "rtstudy.experiments.e2_rt_threads.pythread"
 # The ladder's loaded rungs in order (after the target alone): the placement of the same load.
 LADDER_PLACEMENTS = ("outside", "threads", "operators_pinned", "operators")
 RT_POLICIES = ("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
+# The SDKs whose app runs the fragment fix: verified with holoscan-cu12 4.6.0 (app.py's calls,
+# EventBasedScheduler's network_connection_timeout among them, are 4.6's); app5 has none.
+FRAGMENT_SDKS = ("4.6.0",)
 SDK_APIS = (4, 5)  # Holoscan 4.x (app) and 5.x (app5, planned by plan5)
 
 
@@ -182,6 +186,8 @@ class _Planner:
         cpus = target_cpus(c, self.fp, self.where, policy, topology)
         if placement == "operators_pinned" and not (cpus and self.load_cpus(cpus)):
             return  # an unpinned target, or no other CPU: nothing to pin the loads off
+        if placement == "fragment" and not n:
+            return  # no loads: nothing to move to a fragment (and nothing keeps it running)
         long = long or (not seed and self.headline(factor, model))
         frames = self.long_frames if long else self.frames
         if trace:
@@ -198,6 +204,9 @@ class _Planner:
         }
         if placement == "operators_pinned":
             config["load_cpus"] = self.load_cpus(cpus)
+        if placement == "fragment":
+            # The app summarizes the messages' latencies after the warm-up.
+            config["warmup_frames"] = c["warmup_frames"]
         if switch_interval_ms != DEFAULT_SWITCH_INTERVAL_MS:
             config["switch_interval_ms"] = switch_interval_ms
         if trace:
@@ -278,7 +287,8 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     # The fixes, each one factor away from the headline point.
     fix_factors = {"operators_pinned": {"placement": "operators_pinned"},
                    "dispatcher_pinned": {"dispatcher": "fifo_pinned"},
-                   "switch_interval": {"switch_interval_ms": c["switch_interval_ms"]}}
+                   "switch_interval": {"switch_interval_ms": c["switch_interval_ms"]},
+                   "fragment": {"placement": "fragment"}}
     for fix in c["fixes"]:
         p.holoscan(rt, p.top, p.native, **fix_factors[fix])
     # The policy grid (and, in the full design, every dispatcher and placement with it).
@@ -329,6 +339,8 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     cells = p.cells
     if sdk.api_of(fp) == 5:
         return plan5.cells(cells, c, p.headline)  # what of it Holoscan 5.0 can express
+    if sdk.version_of(fp) not in FRAGMENT_SDKS:
+        cells = [x for x in cells if x.config["load_placement"] != "fragment"]
     if not sdk.realtime_dispatcher(fp):
         # An SDK without the dispatcher's real-time settings (3.5.0) would run every `fifo`
         # dispatcher cell SCHED_OTHER, and the read-back would fail each one: left out.

@@ -34,7 +34,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     t = ds.tables
     frames, runs, floor, att = t["frames"], t["runs"], t["floor"], t["attribution"]
     red = contrasts.reductions(runs, frames, ci)
-    h = analysis.headline(cfg, t, red, ci)
+    h = analysis.headline(cfg, t, red, ci, ds.extra.get("messages"))
     # The tables show what the headline computed (its intervals computed once).
     eff = pd.DataFrame(h["effects"])
     ratios = pd.DataFrame(h["floor"]["rows"] if h["floor"] else [])
@@ -43,7 +43,8 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     # Every block of the words sees the headline, the parameters and the CI settings, and
     # formats a number with its CI as the tables do.
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci, change=tables.std_change,
-                    rate=tables.late_rate, iqr=tables.iqr, flow=published.FLOW_BENCHMARKING.cite())
+                    rate=tables.late_rate, iqr=tables.iqr, message_cost=tables.message_cost,
+                    flow=published.FLOW_BENCHMARKING.cite())
     no_trace = words("no_trace", traces=traced_runs(ds)) if not len(att) else ""
 
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
@@ -146,6 +147,10 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
                                            r["iqr_low"], r["iqr_high"], "×",
                                            min(r["runs"], r["runs_base"])))
         section.findings[name] = f"typical jitter {r['typical']}; late frames {r['late_frames']}"
+        if r["message_runs"]:
+            section.quantities.append(Quantity(f"{name}: message latency P50", r["message_p50_us"],
+                                               r["message_p50_low"], r["message_p50_high"], "µs",
+                                               r["message_runs"]))
     section.measured = words("measured", n_runs=len(runs),
                              n_frames=int(runs["n"].sum()) if len(runs) else 0,
                              n_floor=len(floor), n_traced=att["label"].nunique() if len(att) else 0)

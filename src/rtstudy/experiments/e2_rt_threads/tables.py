@@ -236,15 +236,29 @@ def ladder_table(ladder: pd.DataFrame, threshold_ms: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def message_cost(r: dict) -> str:
+    """What a change's messages cost (the fragment fix's): the latency's mean per-run P50 with
+    its CI and mean per-run P99 (µs), the messages and runs; "" for a change without them."""
+    if not r.get("message_runs"):
+        return ""
+    lost = f", {r['lost']:,} lost" if r["lost"] else ""
+    runs = f"{r['message_runs']} run{'s' if r['message_runs'] != 1 else ''}"
+    return (f"message latency P50 {_num(r['message_p50_us'])} µs"
+            f"{_ci(r['message_p50_low'], r['message_p50_high'], '{:,.0f}')}, P99 "
+            f"{_num(r['message_p99_us'])} µs ({r['messages']:,} messages{lost}, {runs})")
+
+
 def recommendation_table(recs: pd.DataFrame, changes: dict) -> pd.DataFrame:
     """Each change at the headline point against its baseline: typical jitter, late frames and
     the CPU the loads got, each with its CI and what it shows; ``changes``: key → (what to do,
-    what it costs)."""
+    what it costs), the measured message latency added where a change sends messages
+    (:func:`message_cost`)."""
     if recs.empty:
         return pd.DataFrame()
     rows = []
     for r in recs.to_dict("records"):
         what, cost = changes.get(r["change"], (r["change"], ""))
+        cost = "; ".join(part for part in (cost, message_cost(r)) if part)
         base = {"late": r["late_base"], "late_rate": r["late_base_rate"],
                 "late_low": r["late_base_low"], "late_high": r["late_base_high"],
                 "frames": r["frames_base"], "runs": r["runs_base"],
