@@ -228,3 +228,10 @@ def test_findings_are_compared_between_sessions_where_both_have_them():
         "E2: pin": ("typical jitter lower; late frames fewer",
                     "typical jitter no clear change; late frames fewer")}
     assert stability.finding_changes(two, {"E3": {}}) == {}
+
+
+def test_a_rule_is_the_same_when_only_its_data_derived_numbers_differ():
+    a = "std difference at the lowest load factor: whole CI within ±0.025 ms (1× the floor's std)"
+    b = "std difference at the lowest load factor: whole CI within ±0.030 ms (1× the floor's std)"
+    assert stability.same_rule(a, b)
+    assert not stability.same_rule(a, "whole CI within ±0.1 ms")

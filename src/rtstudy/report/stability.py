@@ -12,6 +12,7 @@ quantity, whether each session's estimate lies inside the other's CI, and
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -123,6 +124,16 @@ def criteria_of(session: dict) -> dict[str, str]:
     """Claim → the criterion (in words) a recorded session's verdict was judged by."""
     return {claim: v.get("criterion", "") for label in session if isinstance(session[label], dict)
             for claim, v in session[label].get("verdicts", {}).items() if isinstance(v, dict)}
+
+
+def same_rule(one: str, other: str) -> bool:
+    """Whether two criteria in words state the same rule: equal but for their numbers (a margin
+    computed from each session's own data, like H2 control's floor, differs between sessions
+    judged by one rule)."""
+    def shape(text: str) -> str:
+        return re.sub(r"[-+−±]?\d[\d.,]*", "#", text)
+
+    return shape(one) == shape(other)
 
 
 def format_quantity(q: dict) -> str:

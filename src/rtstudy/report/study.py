@@ -152,7 +152,7 @@ class Study:
         # A session judged by another rule than today's says nothing about today's verdict.
         recorded = stability.criteria_of(rerun["sessions"][0]) if second else {}
         earlier = [v.claim for v in verdicts if v.claim in second
-                   and recorded.get(v.claim) != v.criterion]
+                   and not stability.same_rule(recorded.get(v.claim, ""), v.criterion)]
         return words("summary", verdicts=verdicts, ci=self.ci, second=second, rerun=rerun,
                      earlier=earlier, over=self.verdicts_over_sessions(),
                      k=len(self.sessions_of()))
