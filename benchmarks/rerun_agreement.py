@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/rerun_agreement.py [--profile default] [--keep] [--record]
         [--stage e2_rt_threads ...] [--sdk 4.6.0 ...]
     .venv/bin/python benchmarks/rerun_agreement.py --judge FIRST SECOND [--minutes A B] [--record]
-    .venv/bin/python benchmarks/rerun_agreement.py --sessions [--profile default]
+    .venv/bin/python benchmarks/rerun_agreement.py --sessions [--profile default] [--record]
 
 Clones this checkout's HEAD twice into a temporary directory, sets the first
 clone up (``make setup``) and runs the whole pipeline (``dvc repro``) in each,
@@ -27,6 +27,8 @@ rules; ``--minutes`` carries their recorded ``dvc repro`` times into the record.
 three sessions or more (``make new-session``, then ``make study``: :mod:`rtstudy.sessions`), it
 judges the latest session against the session-aware intervals of the earlier ones, headline by
 headline: inside their prediction interval for a next session, and inside their CI of the mean.
+With ``--record`` it also writes how far the shown host's sessions moved each headline to
+``benchmarks/session_spread.json``, which the report cites beside a host of one session.
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ from rtstudy.report.stability import (agreement, agreement_table, finding_change
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = paths.rerun_file()
+SPREAD = paths.session_spread_file()
 
 
 def main() -> int:
@@ -67,7 +70,7 @@ def main() -> int:
                         help="judge this checkout's latest session against its earlier ones")
     args = parser.parse_args()
     if args.sessions:
-        return judge_sessions(args.profile)
+        return judge_sessions(args.profile, args.record)
     if args.record and (args.stage or args.sdk):
         parser.error("--record keeps whole sessions only: drop --stage / --sdk")
     if args.judge:
@@ -139,14 +142,26 @@ def judge(args) -> int:
     return 0
 
 
-def judge_sessions(profile: str) -> int:
+def judge_sessions(profile: str, write: bool) -> int:
     """Print, per host with ≥ 3 sessions, how its latest session lands against the earlier
-    ones' session-aware intervals (Markdown for docs/benchmarks.md)."""
+    ones' session-aware intervals (Markdown for docs/benchmarks.md); ``write``: record how far
+    the shown host's sessions moved each headline (:data:`SPREAD`)."""
     from rtstudy import data
-    from rtstudy.report.stability import format_quantity
+    from rtstudy.report.stability import format_quantity, session_spread
     from rtstudy.report.study import Study
 
     study = Study.load(profile)
+    if write:
+        tidy = study.session_quantities()
+        if tidy.empty:  # no experiment of the shown host has two sessions
+            print(f"host {study.host_id} has one session: nothing to record", file=sys.stderr)
+            return 1
+        SPREAD.write_text(json.dumps({
+            "host_id": study.host_id, "profile": profile, "commit": head(ROOT),
+            "recorded_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "sessions": list(dict.fromkeys(tidy["session"])),
+            "quantities": session_spread(tidy)}, indent=2) + "\n")
+        print(f"recorded in {SPREAD}", file=sys.stderr)
     hosts = data.hosts(profile)
     judged_any = False
     for host_id in hosts["host_id"]:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 
@@ -180,3 +181,36 @@ def test_new_session_makes_dvc_measure_again(measured_project, tmp_path):
     listing = subprocess.run([str(BIN / "rtstudy"), "session", "list"], cwd=dest, env=env,
                              capture_output=True, text=True, timeout=120)
     assert listing.returncode == 0
+
+
+def test_one_session_is_set_beside_how_far_the_reference_hosts_sessions_moved(
+        tmp_path, monkeypatch):
+    from rtstudy.report import stability
+    from rtstudy.report.section import Quantity, Section
+    from rtstudy.report.study import Study
+
+    for name in ("params.yaml", "dvc.yaml"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "src" / "rtstudy").mkdir(parents=True)
+    monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))
+    tidy = pd.DataFrame({"session": ["s1", "s2", "s3"], "experiment": "E2",
+                         "quantity": "FIFO: period IQR", "value": [19.0, 32.6, 25.0],
+                         "low": np.nan, "high": np.nan, "unit": "µs", "n": 5})
+    moved = stability.session_spread(tidy)
+    assert moved == [{"experiment": "E2", "quantity": "FIFO: period IQR", "unit": "µs",
+                      "sessions": 3, "low": 19.0, "high": 32.6,
+                      "sd": pytest.approx(float(np.std([19.0, 32.6, 25.0], ddof=1)))}]
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "session_spread.json").write_text(json.dumps(
+        {"host_id": "vm-ref", "profile": "default", "recorded_utc": "2026-11-26T18:00:00Z",
+         "sessions": ["s1", "s2", "s3"], "quantities": moved}))
+    section = Section(name="e2_rt_threads", label="E2", hypothesis="H2", claim="c")
+    section.quantities.append(Quantity("FIFO: period IQR", 40.0, 35.0, 45.0, "µs", 5))
+    study = Study("default", stats.CI(0.95), {}, "vm-mine", None,
+                  sections={"e2_rt_threads": section})
+    text, table = study.sessions_blocks()
+    assert "holds one measuring session" in text.text and "`vm-ref`, 3 sessions" in text.text
+    shown = table.make()
+    assert shown["this session"].tolist() == ["40 [35, 45]"]
+    assert shown["reference: vm-ref's sessions"].tolist() == ["19 – 32.6"]
+    assert shown["inside that range"].tolist() == ["no"]

@@ -132,3 +132,9 @@ def plots_dir() -> Path:
 def rerun_file() -> Path:
     """The last re-run agreement measured (``benchmarks/rerun_agreement.py``), which the report cites."""
     return root() / "benchmarks" / "rerun_agreement.json"
+
+
+def session_spread_file() -> Path:
+    """How far the reference host's sessions moved each headline (``benchmarks/rerun_agreement.py
+    --sessions --record``), which the report cites beside a host of one session."""
+    return root() / "benchmarks" / "session_spread.json"

@@ -250,3 +250,49 @@ def sessions_table(tidy: pd.DataFrame, estimates: pd.DataFrame) -> pd.DataFrame:
                                                    "yes" if r.latest_inside else "no")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def session_spread(tidy: pd.DataFrame) -> list[dict]:
+    """Per headline quantity of one host's sessions (:func:`session_quantities`): how far the
+    sessions' estimates moved: ``experiment``, ``quantity``, ``unit``, ``sessions`` (k),
+    ``low`` and ``high`` (the smallest and largest session estimate), ``sd`` (their standard
+    deviation, NaN below 2)."""
+    rows = []
+    for (experiment, quantity), g in tidy.groupby(["experiment", "quantity"], sort=False):
+        v = g["value"].to_numpy(dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size:
+            rows.append({"experiment": experiment, "quantity": quantity,
+                         "unit": str(g["unit"].iloc[0]), "sessions": int(v.size),
+                         "low": float(v.min()), "high": float(v.max()),
+                         "sd": float(v.std(ddof=1)) if v.size > 1 else None})
+    return rows
+
+
+def read_spread(path: Path) -> dict | None:
+    """The recorded session spread of the reference host, or None (none recorded, unreadable)."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return record if isinstance(record.get("quantities"), list) and record["quantities"] else None
+
+
+def spread_table(quantities, record: dict) -> pd.DataFrame:
+    """This host's headline quantities (one session) beside how far the reference host's sessions
+    moved each (``record``: :func:`read_spread`), and whether this estimate lies in that range."""
+    moved = {(q["experiment"], q["quantity"]): q for q in record["quantities"]}
+    rows = []
+    for experiment, q in quantities:
+        ref = moved.get((experiment, q.quantity))
+        if ref is None or not np.isfinite(q.value):
+            continue
+        ci = (f" [{q.low:.3g}, {q.high:.3g}]" if np.isfinite(q.low) and np.isfinite(q.high)
+              else "")
+        rows.append({"experiment": experiment, "quantity": f"{q.quantity} ({q.unit})",
+                     "this session": f"{q.value:.3g}{ci}",
+                     f"reference: {record['host_id']}'s sessions": f"{ref['low']:.3g} – "
+                                                                    f"{ref['high']:.3g}",
+                     "sessions": ref["sessions"],
+                     "inside that range": "yes" if ref["low"] <= q.value <= ref["high"] else "no"})
+    return pd.DataFrame(rows)

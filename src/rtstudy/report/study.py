@@ -232,10 +232,21 @@ class Study:
     def sessions_blocks(self) -> list:
         """Between the sessions of the shown host state: each headline per session, the
         session-level estimate with its CI, where a next session should land, the share of
-        the variance that is the session's."""
+        the variance that is the session's. With one session, how far the reference host's
+        sessions moved each headline (``benchmarks/session_spread.json``), where recorded."""
         tidy, est = self.session_quantities(), self.session_estimates()
         judged = est[est["latest_inside"].notna()] if len(est) else est
-        return [Markdown(words("sessions", k=tidy["session"].nunique() if len(tidy) else 0,
+        k = tidy["session"].nunique() if len(tidy) else 0
+        spread = stability.read_spread(paths.session_spread_file()) if k < 2 else None
+        if spread and spread.get("profile") != self.profile:
+            spread = None
+        if spread:
+            # One session here: how far the reference host's sessions moved each headline.
+            mine = [(s.label, q) for s in self.sections.values() for q in s.quantities]
+            return [Markdown(words("sessions", k=k, shown=self.host_id, spread=spread, ci=self.ci)),
+                    Table(lambda: stability.spread_table(mine, spread),
+                          words("caption_spread", spread=spread))]
+        return [Markdown(words("sessions", k=k, spread=None,
                                ids=list(dict.fromkeys(tidy["session"])) if len(tidy) else [],
                                shown=self.host_id, ci=self.ci, est=est, n_judged=len(judged),
                                n_inside=int(judged["latest_inside"].sum()) if len(judged) else 0,

@@ -55,7 +55,7 @@ CHANGES = {
     "busy_poll": ("Holoscan 5.0: the operator's thread busy-polls between frames "
                   "(WakeMode.BUSY_POLL)", "a CPU spinning at the operator's priority"),
     "fragment": ("put the operator in a Holoscan fragment of its own (a distributed "
-                 "application: the other operators in a second process, no GIL shared)",
+                 "application: the other operators in a second process, sharing no GIL with it)",
                  "a second process; every message between the fragments crosses UCX"),
 }
 
