@@ -37,12 +37,10 @@ def folder_name(session_id: str) -> str:
     return name
 
 
-def session_of(directory: Path) -> str:
-    """The session that measured the cells in ``directory`` (a dataset folder).
-
-    The id most of its cells' sidecars record; cells measured before sessions were recorded
-    give ``before-sessions-<first cell's finish date>``. Empty when the folder holds no cell.
-    """
+def _read(directory: Path) -> tuple[str, str]:
+    """``(session, first)`` of the cells in a dataset folder, from one pass over their sidecars:
+    the session most of them record (``before-sessions-<date>`` for cells measured before
+    sessions were recorded, empty with no cell) and the first one's finish time (UTC)."""
     ids: collections.Counter = collections.Counter()
     finished = []
     for sidecar in Path(directory).glob(f"*/{SIDECAR_FILE}"):
@@ -52,13 +50,20 @@ def session_of(directory: Path) -> str:
             continue  # a damaged cell: the loaders name it; it does not decide the session
         ids[(sc.get("session") or {}).get("id", "")] += 1
         finished.append(sc.get("finished_utc", ""))
+    first = min((f for f in finished if f), default="")
     if not ids:
-        return ""
+        return "", first
     best = ids.most_common(1)[0][0]
-    if best:
-        return best
-    first = min((f for f in finished if f), default="unknown")
-    return f"before-sessions-{first[:10]}"
+    return best or f"before-sessions-{first[:10] or 'unknown'}", first
+
+
+def session_of(directory: Path) -> str:
+    """The session that measured the cells in ``directory`` (a dataset folder).
+
+    The id most of its cells' sidecars record; cells measured before sessions were recorded
+    give ``before-sessions-<first cell's finish date>``. Empty when the folder holds no cell.
+    """
+    return _read(directory)[0]
 
 
 def folders(experiment: str, host_id: str, profile: str | None = None,
@@ -71,24 +76,15 @@ def folders(experiment: str, host_id: str, profile: str | None = None,
     directory = data.dataset_dir(experiment, host_id, profile, root)
     if directory is None:
         return {}
-    found = {}
+    found = {}  # session → (first cell's finish, folder)
     for plan in sorted((directory / SESSIONS_DIR).glob(f"*/{PLAN_FILE}")):
-        found[session_of(plan.parent) or plan.parent.name] = plan.parent
-    current = session_of(directory)
+        session, first = _read(plan.parent)
+        found[session or plan.parent.name] = (first, plan.parent)
+    current, first = _read(directory)
     if current:
-        found[current] = directory
+        found[current] = (first, directory)
     # Oldest first: by the first cell's finish time of each session.
-    return dict(sorted(found.items(), key=lambda item: _started(item[1])))
-
-
-def _started(folder: Path) -> str:
-    times = []
-    for sidecar in folder.glob(f"*/{SIDECAR_FILE}"):
-        try:
-            times.append(json.loads(sidecar.read_text()).get("finished_utc", ""))
-        except (OSError, json.JSONDecodeError):
-            continue
-    return min((t for t in times if t), default="")
+    return {s: folder for s, (_, folder) in sorted(found.items(), key=lambda item: item[1][0])}
 
 
 def load(experiment: str, host_id: str, profile: str | None = None,
@@ -171,17 +167,6 @@ def new(profile: str | None = None, root: Path | None = None) -> list[Path]:
             if folder is not None:
                 closed.append(folder)
     return closed
-
-
-def counts(profile: str | None = None, root: Path | None = None) -> dict[str, dict[str, int]]:
-    """Host id → experiment → how many sessions its dataset holds (every source)."""
-    out: dict[str, dict[str, int]] = {}
-    for experiment in registry.REGISTRY:
-        for directory in data.datasets(experiment, profile, root):
-            host_id = directory.parent.name
-            out.setdefault(host_id, {})[experiment] = len(
-                folders(experiment, host_id, profile, root))
-    return out
 
 
 def describe(profile: str | None = None, root: Path | None = None) -> str:
