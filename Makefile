@@ -78,11 +78,6 @@ sysdeps: $(STAMP)
 sdk: setup
 	$(BIN)/rtstudy sdk build
 
-# One `make study` is one measuring session: every stage's cells record its id (rtstudy.harness).
-ifndef RTSTUDY_SESSION
-export RTSTUDY_SESSION := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-endif
-
 study: setup sdk
 	$(BIN)/rtstudy params check
 	$(BIN)/dvc repro

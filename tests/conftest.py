@@ -75,9 +75,12 @@ def copy_checkout(dest: Path) -> dict:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / rel, dest / rel)
     (dest / "dvc.lock").unlink(missing_ok=True)
-    return dict(os.environ, RTSTUDY_ROOT=str(dest), PATH=f"{BIN}:{os.environ['PATH']}",
-                GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@localhost", GIT_COMMITTER_NAME="t",
-                GIT_COMMITTER_EMAIL="t@localhost")
+    env = dict(os.environ, RTSTUDY_ROOT=str(dest), PATH=f"{BIN}:{os.environ['PATH']}",
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@localhost", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@localhost")
+    # A plain `dvc repro`, as a user runs it: the pipeline names its own session.
+    env.pop("RTSTUDY_SESSION", None)
+    return env
 
 
 @pytest.fixture(scope="session")

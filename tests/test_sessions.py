@@ -183,6 +183,38 @@ def test_new_session_makes_dvc_measure_again(measured_project, tmp_path):
     assert listing.returncode == 0
 
 
+def test_one_dvc_repro_is_one_session_across_its_stages_and_sdks(measured_project):
+    """A plain `dvc repro` (no RTSTUDY_SESSION): its first stage starts the session and every
+    cell of every stage and Holoscan version records that one id, so the report can line up
+    the experiments of one study (each stage once named a session of its own)."""
+    src, env, _ = measured_project
+    assert "RTSTUDY_SESSION" not in env
+    record = json.loads((src / "data" / "host" / "session.json").read_text())
+    boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    assert record["boot_id"] == boot and record["id"].endswith(boot[:8])
+    ids = {}
+    for sidecar in (src / "data" / "raw").rglob(SIDECAR_FILE):
+        if SESSIONS_DIR not in sidecar.parts:
+            ids.setdefault(json.loads(sidecar.read_text())["session"]["id"], set()).add(
+                sidecar.relative_to(src / "data" / "raw").parts[0])
+    assert list(ids) == [record["id"]]
+    assert ids[record["id"]] == {"e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host"}
+
+
+def test_a_session_record_of_another_boot_is_not_reused(tmp_path, monkeypatch):
+    from rtstudy import harness
+
+    monkeypatch.delenv("RTSTUDY_SESSION", raising=False)
+    path = tmp_path / "session.json"
+    started = harness.start_session(path)
+    assert harness.session_record(path)["id"] == started["id"]
+    path.write_text(json.dumps({**started, "id": "old", "boot_id": "another-boot"}))
+    assert harness.session_record(path)["id"] != "old"
+    monkeypatch.setenv("RTSTUDY_SESSION", "named")
+    assert harness.session_record(path)["id"] == "named"
+    assert harness.start_session(path)["id"] == "named"
+
+
 def test_one_session_is_set_beside_how_far_the_reference_hosts_sessions_moved(
         tmp_path, monkeypatch):
     from rtstudy.report import stability
@@ -214,3 +246,24 @@ def test_one_session_is_set_beside_how_far_the_reference_hosts_sessions_moved(
     assert shown["this session"].tolist() == ["40 [35, 45]"]
     assert shown["reference: vm-ref's sessions"].tolist() == ["19 – 32.6"]
     assert shown["inside that range"].tolist() == ["no"]
+
+
+def test_a_rate_over_sessions_is_never_given_a_bound_below_zero():
+    """Late frames per 10 000 in three sessions (0, 8.4, 41.8): the t-interval over sessions is
+    symmetric and reaches below 0; the session-level estimate cuts both intervals at 0 and
+    leaves a quantity that can be negative (a % reduction) as it is."""
+    from rtstudy.report import stability
+
+    rates = [0.0, 8.4, 41.8]
+    tidy = pd.DataFrame({"session": ["s1", "s2", "s3"] * 2, "experiment": "E2",
+                         "quantity": ["late"] * 3 + ["reduction"] * 3,
+                         "value": rates + [-10.0, 5.0, 30.0], "low": np.nan, "high": np.nan,
+                         "unit": ["per 10 000 frames"] * 3 + ["%"] * 3, "n": 5})
+    raw = stats.over_sessions(np.array(rates), [np.nan] * 3, [np.nan] * 3, [5] * 3, 0.95)
+    assert raw.low < 0 and raw.next_low < 0
+    est = stability.session_estimates(tidy, 0.95).set_index("quantity")
+    late = est.loc["late"]
+    assert (late["low"], late["next_low"]) == (0.0, 0.0)
+    assert (late["value"], late["high"], late["next_high"]) == pytest.approx(
+        (raw.value, raw.high, raw.next_high))
+    assert est.loc["reduction", "low"] < 0

@@ -69,6 +69,10 @@ def _params_use(args) -> int:
 def _host_fingerprint(args) -> int:
     record = host.write_fingerprint(Path(args.out) if args.out else None)
     print(f"host id {record['host_id']}; fingerprint in {args.out or paths.fingerprint_file()}")
+    if not args.out:
+        # The pipeline's first stage: the stages of this `dvc repro` are one session.
+        from rtstudy.harness import start_session
+        print(f"measuring session {start_session()['id']}")
     return 0
 
 

@@ -179,17 +179,44 @@ def with_drift_check(cells: list[Cell], cfg: dict, label: str | None = None) -> 
 SESSION_VARIABLE = "RTSTUDY_SESSION"
 
 
-def session_record() -> dict:
-    """The measuring session a sweep belongs to: one ``make study`` (its whole ``dvc repro``).
-
-    ``id`` is :data:`SESSION_VARIABLE` where the caller set it (the Makefile does, once for
-    all the stages of one ``make study``), else this stage's own start and the boot; with
-    ``boot_id`` (the kernel's, new at every boot) and ``stage_started_utc``. Sessions are the
-    level above runs: what varies between two studies of one host state.
-    """
+def _boot_and_now() -> tuple[str, str]:
     boot = kernelfs.text(kernelfs.ROOT, "/proc/sys/kernel/random/boot_id") or ""
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return {"id": os.environ.get(SESSION_VARIABLE) or f"{started}-{boot[:8]}",
+    return boot, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def start_session(path: Path | None = None) -> dict:
+    """Start a measuring session: write its record to ``data/host/session.json``
+    (:func:`rtstudy.paths.session_file`), which every stage of the same ``dvc repro`` reads.
+
+    The pipeline's first stage (``rtstudy host fingerprint``) calls it; DVC runs that stage in
+    every ``dvc repro``, before any measuring stage, so one ``dvc repro`` is one session.
+    ``id`` is :data:`SESSION_VARIABLE` where the caller set it (``benchmarks/rerun_agreement.py``
+    names its clones' sessions so), else the start time and the boot.
+    """
+    boot, started = _boot_and_now()
+    record = {"id": os.environ.get(SESSION_VARIABLE) or f"{started}-{boot[:8]}",
+              "boot_id": boot, "started_utc": started}
+    atomic.write_text(path or paths.session_file(), json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def session_record(path: Path | None = None) -> dict:
+    """The measuring session a sweep belongs to: one ``dvc repro`` (``make study`` runs one).
+
+    ``id`` is :data:`SESSION_VARIABLE` where set, else the one :func:`start_session` wrote in
+    this boot, else (a stage run outside the pipeline) this stage's own start and the boot;
+    with ``boot_id`` (the kernel's, new at every boot) and ``stage_started_utc``. Sessions are
+    the level above runs: what varies between two studies of one host state.
+    """
+    boot, started = _boot_and_now()
+    written = ""
+    try:
+        record = json.loads((path or paths.session_file()).read_text())
+        # A session never outlives a reboot: a record of an earlier boot is stale.
+        written = record.get("id", "") if record.get("boot_id") == boot else ""
+    except (OSError, ValueError, AttributeError):
+        pass
+    return {"id": os.environ.get(SESSION_VARIABLE) or written or f"{started}-{boot[:8]}",
             "boot_id": boot, "stage_started_utc": started}
 
 

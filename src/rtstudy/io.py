@@ -40,7 +40,7 @@ CELL_COLUMNS = {
               "empty here, as the loaders set those runs aside"),
     "finished_utc": ("str", "", "when the cell was written: UTC, ISO 8601 (wall clock, for "
                      "people only)"),
-    "session": ("str", "", "the measuring session (one `make study`: harness.session_record); "
+    "session": ("str", "", "the measuring session (one `dvc repro`: harness.session_record); "
                 "empty for a cell measured before sessions were recorded"),
 }
 

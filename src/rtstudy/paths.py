@@ -87,6 +87,12 @@ def fingerprint_file() -> Path:
     return data_dir() / "host" / "fingerprint.json"
 
 
+def session_file() -> Path:
+    """The measuring session of the latest ``dvc repro``: its first stage writes it
+    (``rtstudy host fingerprint``), every measuring stage reads it (harness.session_record)."""
+    return data_dir() / "host" / "session.json"
+
+
 def raw_root(experiment: str) -> Path:
     """The DVC output of one experiment: every host's and profile's cells."""
     return data_dir() / "raw" / experiment

@@ -1,7 +1,8 @@
 """Measuring sessions: the level above runs, kept side by side in one host's dataset.
 
-A *session* is one ``make study`` (its whole ``dvc repro``; :func:`rtstudy.harness.session_record`
-names it in every cell's sidecar). ``make study`` resumes the current session: cells already
+A *session* is one ``dvc repro`` (``make study`` runs one): its first stage starts it
+(:func:`rtstudy.harness.start_session`) and every cell's sidecar records its id
+(:func:`rtstudy.harness.session_record`). ``make study`` resumes the current session: cells already
 measured are skipped. ``rtstudy session new`` (``make new-session``) closes it: every dataset
 of this checkout for the profile moves, whole, into its own folder
 

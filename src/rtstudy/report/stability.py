@@ -11,6 +11,7 @@ quantity, whether each session's estimate lies inside the other's CI, and
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -19,6 +20,11 @@ import numpy as np
 import pandas as pd
 
 from rtstudy import registry, stats
+
+# Units of quantities that cannot be below zero (spreads and costs in µs, rates, ratios): an
+# interval over sessions is cut at 0 there. A t-interval over few sessions is symmetric, so
+# a rare-event rate's would reach below 0; the cut drops only values no session can have.
+NONNEGATIVE_UNITS = ("µs", "per 10 000 frames", "×")
 
 
 def drift_rows(datasets: dict) -> list[dict]:
@@ -184,6 +190,11 @@ def session_quantities(by_session: dict[str, dict]) -> pd.DataFrame:
                                  "unit", "n"])
 
 
+def cut_at_zero(est: stats.SessionEstimate) -> stats.SessionEstimate:
+    """``est`` with its CI's and prediction interval's lower bounds at 0 at the lowest."""
+    return dataclasses.replace(est, low=max(est.low, 0.0), next_low=max(est.next_low, 0.0))
+
+
 def session_estimates(tidy: pd.DataFrame, confidence: float) -> pd.DataFrame:
     """Each headline quantity at the session level (:func:`rtstudy.stats.over_sessions`).
 
@@ -191,7 +202,8 @@ def session_estimates(tidy: pd.DataFrame, confidence: float) -> pd.DataFrame:
     predict: ``latest_inside``, inside their prediction interval for a next session (the
     yardstick for one session's estimate); ``latest_inside_ci``, inside their CI of the mean
     (narrower: it bounds the host state's value, not a session's). None with fewer than 2
-    earlier sessions or no spread between them.
+    earlier sessions or no spread between them. Both intervals of a quantity in
+    :data:`NONNEGATIVE_UNITS` start at 0 at the lowest.
 
     Returns
     -------
@@ -204,17 +216,22 @@ def session_estimates(tidy: pd.DataFrame, confidence: float) -> pd.DataFrame:
     order = list(dict.fromkeys(tidy["session"])) if len(tidy) else []
     for (experiment, quantity), g in tidy.groupby(["experiment", "quantity"], sort=False):
         g = g.set_index("session").reindex([s for s in order if s in set(g["session"])])
+        unit = str(g["unit"].iloc[0])
         est = stats.over_sessions(g["value"], g["low"], g["high"], g["n"], confidence)
+        if unit in NONNEGATIVE_UNITS:
+            est = cut_at_zero(est)
         latest = latest_ci = None
         earlier, last = g.iloc[:-1], g["value"].iloc[-1]
         if len(earlier.dropna(subset=["value"])) >= 2 and np.isfinite(last):
             before = stats.over_sessions(earlier["value"], earlier["low"], earlier["high"],
                                          earlier["n"], confidence)
+            if unit in NONNEGATIVE_UNITS:
+                before = cut_at_zero(before)
             if np.isfinite(before.next_low):
                 latest = bool(before.next_low <= last <= before.next_high)
                 latest_ci = bool(before.low <= last <= before.high)
         rows.append({"experiment": experiment, "quantity": quantity,
-                     "unit": str(g["unit"].iloc[0]), "sessions": est.sessions,
+                     "unit": unit, "sessions": est.sessions,
                      "value": est.value, "low": est.low, "high": est.high,
                      "next_low": est.next_low, "next_high": est.next_high,
                      "between_sessions": est.between_sessions, "between_runs": est.between_runs,
