@@ -218,3 +218,71 @@ def test_the_fragment_fix_is_recommended_with_its_message_latency():
     assert "message latency P50 688 µs [" in cost
     assert "], P99 5,000 µs (1,200 messages, 1 lost, 5 runs)" in cost
     assert "message latency" not in table.loc[ladder.CHANGES["operators_pinned"][0], "other costs"]
+
+
+def test_a_conclusion_stands_over_sessions_only_where_every_session_gave_it():
+    """Two sessions agree that pinning the loads off lowers typical jitter but not on its late
+    frames; a change one session alone measured is not settled either. The opening, the table's
+    last column and the counts say exactly that."""
+    from rtstudy.experiments.e2_rt_threads.section import FOLDER
+    from rtstudy.experiments.e2_rt_threads.tables import late_rate, message_cost
+    from rtstudy.report.section import render
+
+    runs, _ = synthetic_runs()
+    first = ladder.recommendations(runs, "SCHED_FIFO", CI95).to_dict("records")
+    # The second session: pinned runs as late as the headline's, and the fragment measured.
+    again = runs[runs["label"] != "pinned"]
+    late_pinned = pd.DataFrame(runs_of("pinned", [61, 60, 62, 59, 61], [6, 4, 5, 7, 3],
+                                       load_placement="operators_pinned", cpu=0.9))
+    frag = pd.DataFrame(runs_of("head-fragment", [40, 41, 39, 42, 40], [0] * 5,
+                                load_placement="fragment", cpu=1.9))
+    second = ladder.recommendations(pd.concat([again, late_pinned, frag], ignore_index=True),
+                                    "SCHED_FIFO", CI95).to_dict("records")
+    assert ladder.over_sessions([{"recommendations": first}]) == {}
+    over = ladder.over_sessions([{"recommendations": first}, {"recommendations": second}])
+    pinned = over["operators_pinned"]
+    assert pinned["held"] == {"typical": "lower", "late_frames": None}
+    assert ladder.tally(pinned["typical"], pinned["sessions"], pinned["of"]) == \
+        "lower in both sessions"
+    assert ladder.tally(pinned["late_frames"], pinned["sessions"], pinned["of"]) == \
+        "fewer in 1, not distinguishable in 1 of 2 sessions"
+    frag_over = over["fragment"]
+    assert frag_over["held"] == {"typical": None, "late_frames": None}
+    assert ladder.tally(frag_over["typical"], 1, 2) == \
+        "lower in the one session that measured it (of 2)"
+    assert ladder.tally(pinned["typical"], 2, 3) == \
+        "lower in both sessions (of 3: the others did not measure it)"
+
+    c = ladder.conclusions(second, over)
+    names = {k: [r["change"] for r in v] for k, v in c.items()}
+    assert names == {"fewer": ["SCHED_FIFO"], "lower": ["SCHED_FIFO", "operators_pinned"],
+                     "worse": [], "neither": ["switch_interval"],
+                     "unsettled": ["operators_pinned", "fragment"]}
+    # One session alone: its own words decide (the fragment's fewer late frames count).
+    assert [r["change"] for r in ladder.conclusions(second, {})["fewer"]] == \
+        ["SCHED_FIFO", "fragment"]
+
+    table = tables.recommendation_table(pd.DataFrame(second), ladder.CHANGES, over)
+    row = table.set_index("change").loc[ladder.CHANGES["operators_pinned"][0]]
+    assert row["over the sessions"] == ("typical jitter lower in both sessions; late frames "
+                                        "fewer in 1, not distinguishable in 1 of 2 sessions")
+    assert "over the sessions" not in tables.recommendation_table(pd.DataFrame(second),
+                                                                  ladder.CHANGES).columns
+
+    h = {"recommendations": second, "factors": [3.0], "ladder_policy": "SCHED_FIFO"}
+    text = render(FOLDER, "opening", h=h, cfg={"fps": 60, "late_threshold_ms": 1.0,
+                                               "warmup_frames": 10}, ci=CI95,
+                  changes=ladder.CHANGES, over=over, conclusions=ladder.conclusions,
+                  tally=ladder.tally, rate=late_rate, message_cost=message_cost)
+    what = {k: v[0] for k, v in ladder.CHANGES.items()}
+    assert "This host has 2 sessions" in text
+    assert f"**Fewer late frames in every session**: {what['SCHED_FIFO']} (" in text
+    assert (f"**Not settled between sessions**: {what['operators_pinned']} (late frames fewer in"
+            f" 1, not distinguishable in 1 of 2 sessions); {what['fragment']} (typical jitter "
+            "lower in the one session that measured it (of 2); late frames fewer in the one "
+            "session that measured it (of 2))") in text
+    alone = render(FOLDER, "opening", h=h, cfg={"fps": 60, "late_threshold_ms": 1.0,
+                                                "warmup_frames": 10}, ci=CI95,
+                   changes=ladder.CHANGES, over={}, conclusions=ladder.conclusions,
+                   tally=ladder.tally, rate=late_rate, message_cost=message_cost)
+    assert "sessions" not in alone and "**Fewer late frames**:" in alone

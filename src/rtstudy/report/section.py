@@ -54,6 +54,14 @@ class Markdown:
 
 
 @dataclass(frozen=True)
+class LazyMarkdown:
+    """Words made when shown: ``make()`` returns the Markdown. For words that depend on what
+    the report learns after the section is built (its host's other sessions)."""
+
+    make: Callable[[], str]
+
+
+@dataclass(frozen=True)
 class Table:
     """A table made when shown: ``make()`` returns the DataFrame, shown under ``caption``."""
 
@@ -99,6 +107,10 @@ class Section:
         Conclusions that are not verdicts on a published claim (e.g. E2's "what to do"):
         name → conclusion in words; in ``report/metrics.json`` where there are any, so two
         sessions can be compared on them.
+    session_headlines : callable
+        ``session_headlines()`` gives the ``headline`` of this experiment in every session of
+        the shown host, oldest first (empty with one session); the report sets it, so that a
+        table drawn later can say what held in every session.
     """
 
     name: str
@@ -112,6 +124,7 @@ class Section:
     limitations: list[str] = field(default_factory=list)
     headline: dict = field(default_factory=dict)
     findings: dict[str, str] = field(default_factory=dict)
+    session_headlines: Callable[[], list[dict]] = field(default=lambda: [], repr=False)
 
 
 # The report's own templates: shared macros (``macros.j2``) every experiment's words may import.

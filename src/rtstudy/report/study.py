@@ -12,6 +12,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -23,7 +24,8 @@ from rtstudy import (atomic, criteria, data, host, params, paths, placement, reg
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures, sdks, stability
-from rtstudy.report.section import TEMPLATES, Figure, Markdown, Section, Table, render
+from rtstudy.report.section import (TEMPLATES, Figure, LazyMarkdown, Markdown, Section, Table,
+                                    render)
 from rtstudy.stats import CI, MIN_RUNS, verdict_over_sessions
 
 
@@ -47,6 +49,8 @@ def show(blocks: list) -> None:
     for block in blocks:
         if isinstance(block, Markdown):
             display(MarkdownText(block.text))
+        elif isinstance(block, LazyMarkdown):
+            display(MarkdownText(block.make()))
         elif isinstance(block, Table):
             display(HTML(table_html(block.make(), block.caption)))
         elif isinstance(block, Figure):
@@ -136,7 +140,10 @@ class Study:
                             "problem(s); fix them all, then run `make report` again):\n- "
                             + "\n- ".join(problems))
         fp = data_fingerprint(profile, host_id)
-        return cls(profile, ci, configs, host_id, fp, build_sections(loaded, configs, ci), loaded)
+        study = cls(profile, ci, configs, host_id, fp, build_sections(loaded, configs, ci), loaded)
+        for name, section in study.sections.items():
+            section.session_headlines = partial(study.session_headlines, name)
+        return study
 
     # -- the report's own parts ---------------------------------------------------------
 
@@ -196,6 +203,12 @@ class Study:
                                                 self.configs, self.ci) for s in order}
             self._sessions[host_id] = by_session
         return self._sessions[host_id]
+
+    def session_headlines(self, name: str, host_id: str | None = None) -> list[dict]:
+        """Experiment ``name``'s ``headline`` in every session of ``host_id`` (default: the
+        shown host), oldest first; empty when it has fewer than two sessions."""
+        return [sections[name].headline for sections in self.sessions_of(host_id).values()
+                if name in sections]
 
     def session_quantities(self, host_id: str | None = None) -> pd.DataFrame:
         """Every headline quantity of every session (:meth:`sessions_of`), tidy
@@ -352,8 +365,10 @@ class Study:
 
     def host_states(self) -> list[dict]:
         """Per host with data: ``host_id``, ``fp`` (its fingerprint, None if not recorded),
-        ``label`` and ``source`` (:func:`rtstudy.data.hosts`), ``shield`` (its runtime shield, None when untuned) and ``verdicts`` (claim → verdict).
-        The same machine untuned and shielded is two host ids."""
+        ``label`` and ``source`` (:func:`rtstudy.data.hosts`), ``shield`` (its runtime shield,
+        None when untuned), ``verdicts`` (claim → verdict), ``sessions`` (how many it has) and
+        ``over`` (claim → its verdict over them, where it has two or more:
+        :meth:`verdicts_over_sessions`). The same machine untuned and shielded is two host ids."""
         states = []
         described = self.described()
         for host_id, sections in self.sections_by_host().items():
@@ -362,7 +377,10 @@ class Study:
                            "source": described.at[host_id, "source"],
                            "shield": shield.of(fp), "sdk": sdks.label(fp),
                            "verdicts": {v.claim: v.verdict for s in sections.values()
-                                        for v in s.verdicts}})
+                                        for v in s.verdicts},
+                           "sessions": max(len(self.sessions_of(host_id)), 1),
+                           "over": {c: o["verdict"] for c, o in
+                                    self.verdicts_over_sessions(host_id).items()}})
         return states
 
     def hosts_blocks(self) -> list:
@@ -371,7 +389,14 @@ class Study:
         xh = self.cross_host()
         states = self.host_states() if len(xh) else []
         hosts = sorted(xh["host_id"].unique()) if len(xh) else []
-        verdicts = pd.DataFrame([{"claim": claim, **{st["host_id"]: st["verdicts"].get(claim, "—")
+
+        def verdict(st: dict, claim: str) -> str:
+            # A host with several sessions is judged over them (the summary's rule).
+            if claim in st["over"]:
+                return f"{st['over'][claim]} (over {st['sessions']} sessions)"
+            return st["verdicts"].get(claim, "—")
+
+        verdicts = pd.DataFrame([{"claim": claim, **{st["host_id"]: verdict(st, claim)
                                                      for st in states}}
                                  for claim in dict.fromkeys(c for st in states for c in st["verdicts"])])
         return [Markdown(words("hosts", hosts=hosts, profile=self.profile, shown=self.host_id,
@@ -396,7 +421,9 @@ class Study:
 
         Per experiment label: ``verdicts`` (claim → verdict, runs, criterion), ``headline``
         (quantity → value, CI bounds, unit, N; a bound that does not exist is null) and,
-        where a section has any, ``findings`` (name → conclusion in words). At the top level for the host the sections show (with the drift check of
+        where a section has any, ``findings`` (name → conclusion in words); for a host with
+        several sessions, ``sessions`` (each headline over them), ``verdicts_over_sessions`` and
+        ``findings_over_sessions`` (name → each session's conclusion, oldest first). At the top level for the host the sections show (with the drift check of
         each sweep); under ``hosts``, the same for every host with data for the profile
         (each host state and SDK version is a host id), with its ``label``, ``state`` and
         ``sdk`` (:func:`rtstudy.data.hosts`). Read with ``dvc metrics show``;
@@ -435,6 +462,13 @@ class Study:
                 for part in block.values():
                     if isinstance(part, dict) and claim in part.get("verdicts", {}):
                         part.setdefault("verdicts_over_sessions", {})[claim] = over
+            # Each finding in every session that has it, oldest first: `dvc metrics show`
+            # says whether a conclusion held.
+            for sections in self.sessions_of(host_id).values():
+                for s in sections.values():
+                    for name, finding in s.findings.items():
+                        block.setdefault(s.label, {}).setdefault(
+                            "findings_over_sessions", {}).setdefault(name, []).append(finding)
             return block
 
         out: dict = {"profile": self.profile, "host_id": self.host_id,

@@ -11,6 +11,8 @@ late frames, with CIs over runs, and what it costs.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 
@@ -246,3 +248,87 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
                          "baseline": str(head["label"].iloc[0]), **_compare(head, g, ci),
                          **_message_cost(g, messages, ci)})
     return pd.DataFrame(rows)
+
+
+def over_sessions(headlines: list[dict]) -> dict[str, dict]:
+    """What each change concluded in every session of the host: the recommendations'
+    ``typical`` and ``late_frames`` words counted over the sessions that measured the change.
+
+    Parameters
+    ----------
+    headlines : list of dict
+        E2's ``headline`` per session, oldest first (``Section.session_headlines``).
+
+    Returns
+    -------
+    dict
+        change → ``typical`` and ``late_frames`` (word → in how many sessions), ``held``
+        (each part's word where two sessions or more measured the change and every one gave
+        that word, else None), ``sessions`` (how many measured it) and ``of`` (how many
+        sessions there are). Empty with fewer than two sessions: one has nothing to agree with.
+    """
+    if len(headlines) < 2:
+        return {}
+    out: dict[str, dict] = {}
+    for h in headlines:
+        for r in h.get("recommendations", []):
+            o = out.setdefault(r["change"], {"typical": Counter(), "late_frames": Counter(),
+                                             "sessions": 0, "of": len(headlines)})
+            o["typical"][r["typical"]] += 1
+            o["late_frames"][r["late_frames"]] += 1
+            o["sessions"] += 1
+    for o in out.values():
+        # Settled: measured in two sessions or more, all saying the same.
+        o["held"] = {part: next(iter(o[part])) if len(o[part]) == 1 and o["sessions"] >= 2
+                     else None for part in ("typical", "late_frames")}
+    return out
+
+
+def tally(counts: Counter, sessions: int, of: int) -> str:
+    """What the sessions that measured a change said, counted: ``lower in all 4 sessions``,
+    ``lower in 2, no clear change in 2 of 4 sessions``, ``lower in the one session that
+    measured it (of 4)``."""
+    if len(counts) == 1:
+        word = next(iter(counts))
+        if sessions == 1:
+            return f"{word} in the one session that measured it (of {of})"
+        text = f"{word} in {'both' if sessions == 2 else f'all {sessions}'} sessions"
+    else:
+        text = ", ".join(f"{word} in {n}" for word, n in counts.most_common()) + \
+            f" of {sessions} sessions"
+    return text + (f" (of {of}: the others did not measure it)" if sessions < of else "")
+
+
+def conclusions(recs: list[dict], over: dict) -> dict[str, list[dict]]:
+    """The recommendations sorted by what they showed, for the section's opening.
+
+    Without sessions (``over`` empty) each change's own ``typical`` and ``late_frames``
+    decide; with them (:func:`over_sessions`) a part counts only where every session that
+    measured the change gave it (two at least), and a change with a part not settled so is
+    also listed under ``unsettled``.
+
+    Returns
+    -------
+    dict
+        ``fewer`` (fewer late frames), ``lower`` (less typical jitter), ``worse`` (more of
+        either), ``neither`` (neither shown, in every session), ``unsettled``: lists of
+        ``recs`` rows, in their order.
+    """
+    out: dict[str, list[dict]] = {k: [] for k in ("fewer", "lower", "worse", "neither",
+                                                  "unsettled")}
+    for r in recs:
+        o = over.get(r["change"])
+        typical, late = (o["held"]["typical"], o["held"]["late_frames"]) if o else \
+            (r["typical"], r["late_frames"])
+        unsettled = o is not None and None in (typical, late)
+        if late == "fewer":
+            out["fewer"].append(r)
+        if typical == "lower":
+            out["lower"].append(r)
+        if late == "more" or typical == "higher":
+            out["worse"].append(r)
+        if unsettled:
+            out["unsettled"].append(r)
+        elif late not in ("fewer", "more") and typical not in ("lower", "higher"):
+            out["neither"].append(r)
+    return out

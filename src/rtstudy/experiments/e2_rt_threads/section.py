@@ -10,7 +10,8 @@ from rtstudy.experiments.e2_rt_threads import analysis, contrasts, figures, ladd
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import Dataset, read_plan
-from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, render
+from rtstudy.report.section import (Figure, LazyMarkdown, Markdown, Quantity, Section, Table,
+                                    Verdict, render)
 from rtstudy.stats import CI
 
 FOLDER = Path(__file__).resolve().parent
@@ -44,15 +45,22 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     # formats a number with its CI as the tables do.
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci, change=tables.std_change,
                     rate=tables.late_rate, iqr=tables.iqr, message_cost=tables.message_cost,
-                    flow=published.FLOW_BENCHMARKING.cite())
+                    flow=published.FLOW_BENCHMARKING.cite(), conclusions=ladder.conclusions,
+                    tally=ladder.tally)
     no_trace = words("no_trace", traces=traced_runs(ds)) if not len(att) else ""
 
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
                       headline=h)
     recs, rungs = pd.DataFrame(h["recommendations"]), pd.DataFrame(h["ladder"])
-    section.blocks = [Markdown(words("opening", changes=ladder.CHANGES))]
+
+    def over() -> dict:
+        # Made when shown: the report sets the host's other sessions after this is built.
+        return ladder.over_sessions(section.session_headlines())
+
+    section.blocks = [LazyMarkdown(lambda: words("opening", changes=ladder.CHANGES, over=over()))]
     if len(recs):
-        section.blocks.append(Table(lambda: tables.recommendation_table(recs, ladder.CHANGES),
+        section.blocks.append(Table(lambda: tables.recommendation_table(recs, ladder.CHANGES,
+                                                                        over()),
                                     words("caption_recommendations")))
     if len(rungs):
         section.blocks += [

@@ -12,6 +12,7 @@ import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
+from rtstudy.experiments.e2_rt_threads.ladder import tally
 from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
 from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS, POLICY_NAMES
 from rtstudy.stats import format_p
@@ -248,11 +249,13 @@ def message_cost(r: dict) -> str:
             f"{_num(r['message_p99_us'])} µs ({r['messages']:,} messages{lost}, {runs})")
 
 
-def recommendation_table(recs: pd.DataFrame, changes: dict) -> pd.DataFrame:
+def recommendation_table(recs: pd.DataFrame, changes: dict, over: dict | None = None
+                         ) -> pd.DataFrame:
     """Each change at the headline point against its baseline: typical jitter, late frames and
     the CPU the loads got, each with its CI and what it shows; ``changes``: key → (what to do,
     what it costs), the measured message latency added where a change sends messages
-    (:func:`message_cost`)."""
+    (:func:`message_cost`); with ``over`` (:func:`.ladder.over_sessions`, several sessions), a
+    last column counting what the sessions concluded."""
     if recs.empty:
         return pd.DataFrame()
     rows = []
@@ -271,6 +274,11 @@ def recommendation_table(recs: pd.DataFrame, changes: dict) -> pd.DataFrame:
                      f"{r['late_frames']}",
                      "CPU the loads got": _ratio(r["cpu_ratio"], r["cpu_low"], r["cpu_high"]),
                      "other costs": cost})
+        o = (over or {}).get(r["change"])
+        if o:
+            rows[-1]["over the sessions"] = (
+                f"typical jitter {tally(o['typical'], o['sessions'], o['of'])}; late frames "
+                f"{tally(o['late_frames'], o['sessions'], o['of'])}")
     return pd.DataFrame(rows)
 
 
