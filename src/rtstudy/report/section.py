@@ -36,6 +36,13 @@ class Verdict:
     criterion: str = ""
 
 
+# The unit of a rate of rare frames (E2's late frames), and the units a Quantity may carry
+# that cannot be below zero (durations and spreads, rates, ratios): intervals over sessions
+# start at 0 for them (stability.session_estimates).
+RATE_UNIT = "per 10 000 frames"
+NONNEGATIVE_UNITS = ("µs", RATE_UNIT, "×")
+
+
 @dataclass(frozen=True)
 class Quantity:
     """A headline number of one dataset, for comparing hosts: value, CI (NaN if none), unit, N."""

@@ -20,11 +20,9 @@ import numpy as np
 import pandas as pd
 
 from rtstudy import registry, stats
-
-# Units of quantities that cannot be below zero (spreads and costs in µs, rates, ratios): an
-# interval over sessions is cut at 0 there. A t-interval over few sessions is symmetric, so
-# a rare-event rate's would reach below 0; the cut drops only values no session can have.
-NONNEGATIVE_UNITS = ("µs", "per 10 000 frames", "×")
+# A t-interval over few sessions is symmetric, so a rare-event rate's would reach below 0: for
+# these units it is cut at 0, which drops only values no session can have.
+from rtstudy.report.section import NONNEGATIVE_UNITS
 
 
 def drift_rows(datasets: dict) -> list[dict]:

@@ -10,8 +10,8 @@ from rtstudy.experiments.e2_rt_threads import analysis, contrasts, figures, ladd
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import Dataset, read_plan
-from rtstudy.report.section import (Figure, LazyMarkdown, Markdown, Quantity, Section, Table,
-                                    Verdict, render)
+from rtstudy.report.section import (RATE_UNIT, Figure, LazyMarkdown, Markdown, Quantity,
+                                    Section, Table, Verdict, render)
 from rtstudy.stats import CI
 
 FOLDER = Path(__file__).resolve().parent
@@ -127,7 +127,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
             Quantity(f"{r['policy']}: period IQR {at}", r["iqr_us"], r["iqr_low"], r["iqr_high"],
                      "µs", r["runs"]),
             Quantity(f"{r['policy']}: late frames (> {cfg['late_threshold_ms']:g} ms) per 10 000 "
-                     f"{at}", r["late_rate"], r["late_low"], r["late_high"], "per 10 000 frames",
+                     f"{at}", r["late_rate"], r["late_low"], r["late_high"], RATE_UNIT,
                      r["runs"])]
     for b in (h["floor"] or {}).get("prespecified", []):
         section.quantities.append(Quantity(
@@ -148,7 +148,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
             Quantity(f"{rung}: period IQR", r["iqr_us"], r["iqr_low"], r["iqr_high"], "µs",
                      r["runs"]),
             Quantity(f"{rung}: late frames per 10 000", r["late_rate"], r["late_low"],
-                     r["late_high"], "per 10 000 frames", r["runs"])]
+                     r["late_high"], RATE_UNIT, r["runs"])]
     for r in h["recommendations"]:
         name = f"{r['change']} against {r['baseline']}"
         section.quantities.append(Quantity(f"{name}: period IQR ratio", r["iqr_ratio"],
