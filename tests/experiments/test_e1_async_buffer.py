@@ -81,8 +81,18 @@ def test_slopes_and_verdict_are_computed(e1_data, e1_cfg):
     cells = analysis.load(out, e1_cfg).tables["cells"]
     slopes = analysis.slopes(cells, 0.95)
     default = slopes[slopes["buffer"] == "default"].iloc[0]
-    asyn = slopes[slopes["buffer"] == "async"].iloc[0]
-    assert default["slope"] > 0.5 and abs(asyn["slope"]) < 0.2
+    assert default["slope"] > 0.5 and "async" in set(slopes["buffer"])
+    # Not the async slope itself: with one run per period, each run sits in the fast or the
+    # slow start-up mode (one rx tick, 10 ms, apart: analysis.modes), so two runs can give
+    # 0.25 ms/ms (CI, stop 30). At any phase, async's latency stays under one fixed period
+    # plus one rx period whatever the varied period; at the longest, the default buffer's
+    # waits for the varied producer, past that ceiling.
+    fixed = cells[cells["role"] == "fixed"]
+    ceiling = e1_cfg["fixed_period_ms"] + e1_cfg["rx_period_ms"]
+    assert max(e1_cfg["periods_ms"]) > ceiling
+    longest = fixed[fixed["varied_period_ms"] == max(e1_cfg["periods_ms"])]
+    assert (fixed[fixed["buffer"] == "async"]["latency_p50_ms"] < ceiling).all()
+    assert (longest[longest["buffer"] == "default"]["latency_p50_ms"] > ceiling).all()
     assert analysis.h1_verdict(slopes, 0.1)["S1"]["verdict"] == "inconclusive"  # one run per point
 
 
