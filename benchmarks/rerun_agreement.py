@@ -26,8 +26,9 @@ rules; ``--minutes`` carries their recorded ``dvc repro`` times into the record.
 ``--sessions`` measures nothing either: in this checkout, for every host whose dataset holds
 three sessions or more (``make new-session``, then ``make study``: :mod:`rtstudy.sessions`), it
 judges the latest session against the session-aware intervals of the earlier ones, headline by
-headline: inside their prediction interval for a next session, and inside their CI of the mean.
-With ``--record`` it also writes how far the shown host's sessions moved each headline to
+headline: inside their prediction interval for a next session, and inside their CI of the mean;
+then, over all its sessions, which variance component (between sessions, between runs, within a
+run) is the largest for how many headlines. With ``--record`` it also writes how far the shown host's sessions moved each headline to
 ``benchmarks/session_spread.json``, which the report cites beside a host of one session.
 """
 from __future__ import annotations
@@ -189,10 +190,30 @@ def judge_sessions(profile: str, write: bool) -> int:
         print(f"\nInside the earlier sessions' prediction interval: "
               f"{int(judged['latest_inside'].sum())} of {len(judged)}; inside their CI of the "
               f"mean: {int(judged['latest_inside_ci'].sum())} of {len(judged)}.")
+        print(components_line(est, len(ids)))
     if not judged_any:
         print("no host here has 3 sessions with a spread to judge by (make new-session, then "
               "make study, measures another)")
     return 0
+
+
+def components_line(est, k: int) -> str:
+    """Which variance component is largest, over all ``k`` sessions, for how many headlines,
+    and the median shares per experiment of those split three ways."""
+    import numpy as np
+
+    from rtstudy.report.stability import largest_components
+
+    c = largest_components(est)
+    split = est[np.isfinite(est["share_within"].astype(float))]
+    medians = "; ".join(
+        f"{name} {g['share'].median():.0%} / {g['share_runs'].median():.0%} / "
+        f"{g['share_within'].median():.0%}" for name, g in split.groupby("experiment"))
+    return (f"\nVariance components over the {k} sessions: of {c['split']} headlines split three "
+            f"ways, the largest part is between sessions for {c['sessions']}, between runs for "
+            f"{c['runs']}, within a run for {c['within']} ({c['unsplit']} more have no within-run "
+            f"part of their own). Per experiment, the median of each share (sessions / runs / within "
+            f"a run): {medians}.")
 
 
 def estimates_without(tidy, session: str, confidence: float):

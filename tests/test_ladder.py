@@ -107,7 +107,8 @@ def runs_of(label: str, iqr: list[float], late: list[int], n: int = 240, cpu: fl
             "load_placement": "operators", "load_factor": 3.0, "load_work_model": "native",
             "switch_interval_ms": 5.0, "wake_mode": "sleep", "loads": 6, "pinned": True, **factors}
     return [{**base, "label": label, "n": n, "duration_s": n / 60, "late": k,
-             "period_iqr_us": q, "period_mad_us": q / 2, "lateness_p50_us": q,
+             "period_iqr_us": q, "period_iqr_within_us2": q / 10, "period_mad_us": q / 2,
+             "lateness_p50_us": q,
              "lateness_p99_us": 3 * q, "lateness_max_ms": 0.1 + k, "period_tail_us": 50.0,
              "period_flatness_us": 80.0, "period_std_ms": 0.05 + 0.3 * k,
              "std_top2_share": 0.5, "period_mean_ms": 16.667, "nominal_ms": 16.667,

@@ -271,3 +271,54 @@ def test_a_rate_over_sessions_is_never_given_a_bound_below_zero():
     assert (late["value"], late["high"], late["next_high"]) == pytest.approx(
         (raw.value, raw.high, raw.next_high))
     assert est.loc["reduction", "low"] < 0
+
+
+def test_the_variation_between_runs_splits_into_the_runs_own_and_their_frames():
+    """100 sessions of 5 runs of 400 frames, with τ² = σ² = ω² = 0.04 built in: a run's value
+    is its frames' mean, ω² its block-bootstrap variance; the method of moments gives each
+    back, and the shares add up to 1."""
+    rng = np.random.default_rng(20261127)
+    k, n, m, tau, sigma, frame_sd = 100, 5, 400, 0.2, 0.2, 4.0   # ω² = 4² / 400 = 0.04
+    t_runs = sps.t.ppf(0.975, n - 1)
+    values, lows, highs, within = [], [], [], []
+    for _ in range(k):
+        truth = tau * rng.standard_normal() + sigma * rng.standard_normal(n)
+        frames = truth[:, None] + frame_sd * rng.standard_normal((n, m))
+        runs = frames.mean(axis=1)
+        se = runs.std(ddof=1) / np.sqrt(n)
+        values.append(runs.mean())
+        lows.append(runs.mean() - t_runs * se)
+        highs.append(runs.mean() + t_runs * se)
+        within.append(np.mean([stats.within_run_variance(f, lambda a: a.mean(axis=1))
+                               for f in frames]))
+    est = stats.over_sessions(values, lows, highs, [n] * k, 0.95, within)
+    assert est.within_run == pytest.approx(0.04, rel=0.1)
+    assert est.between_runs == pytest.approx(0.04, rel=0.35)
+    assert est.between_sessions == pytest.approx(0.04, rel=0.35)
+    assert sum(est.shares) == pytest.approx(1.0)
+    # Without ω², σ² holds it, and the within-run share is unknown, not 0.
+    whole = stats.over_sessions(values, lows, highs, [n] * k, 0.95)
+    assert whole.between_runs == pytest.approx(est.between_runs + est.within_run)
+    assert np.isnan(whole.within_run) and np.isnan(whole.shares[2])
+
+
+def test_the_sessions_table_gives_three_shares_or_says_which_is_unknown():
+    from rtstudy.report import stability
+
+    t4 = sps.t.ppf(0.975, 4)
+    values = [10.0, 13.0, 16.0]
+    tidy = pd.DataFrame({"session": ["s1", "s2", "s3"] * 2, "experiment": "E2",
+                         "quantity": ["iqr"] * 3 + ["ratio"] * 3, "value": values * 2,
+                         "low": [v - t4 for v in values] * 2,
+                         "high": [v + t4 for v in values] * 2, "unit": ["µs"] * 3 + ["×"] * 3,
+                         "n": 5, "within": [2.0] * 3 + [np.nan] * 3})
+    est = stability.session_estimates(tidy, 0.95).set_index("quantity")
+    # s² = 9, SE² = 1: τ² = 8; n × SE² = 5 holds σ² = 3 and ω² = 2.
+    assert est.loc["iqr", ["between_sessions", "between_runs", "within_run"]].tolist() == \
+        pytest.approx([8.0, 3.0, 2.0])
+    shown = stability.sessions_table(tidy, est.reset_index()).set_index("quantity")
+    column = "variance: sessions / runs / within a run"
+    assert shown.loc["iqr (µs)", column] == "62 / 23 / 15 %"
+    assert shown.loc["ratio (×)", column] == "62 / 38 / — %"
+    assert stability.largest_components(est.reset_index()) == {
+        "split": 1, "sessions": 1, "runs": 0, "within": 0, "unsplit": 1}

@@ -540,6 +540,115 @@ def drift_check(runs, drift, value: str) -> dict | None:
             "moved": None if same.size < 2 else bool(abs(difference) > same.max() - same.min())}
 
 
+WITHIN_BOOT = 200  # bootstrap replicates of one run's statistic: a variance, not a tail
+MIN_BEYOND = 10    # samples past a quantile for its bootstrap (quantile_bootstrappable)
+
+
+def within_run_variance(samples, statistic, n_boot: int = WITHIN_BOOT, seed: int = 0) -> float:
+    """The sampling variance of one run's statistic from the run's own samples (unit²).
+
+    A circular block bootstrap (Politis & Romano 1992) with blocks of ⌈n^(1/3)⌉ successive
+    samples, the usual length for a variance: frame periods are not independent (a late
+    frame makes one period long and the next short), and blocks keep such neighbours
+    together. What it measures is how far the statistic would move had the run drawn other
+    frames from the same process: the *within-run* part of the variation between runs.
+    Not for a maximum, whose bootstrap is known to fail; NaN below 10 samples.
+
+    Parameters
+    ----------
+    samples : array_like of float
+        The run's samples in time order (non-finite ones are left out).
+    statistic : callable
+        Maps a (replicates × n) array to one value per row (e.g. an IQR along ``axis=1``).
+    n_boot : int
+        Replicates.
+    seed : int
+        The generator's seed: the same run gives the same variance in every report.
+    """
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 10:
+        return np.nan
+    block = int(np.ceil(n ** (1 / 3)))
+    blocks = int(np.ceil(n / block))
+    starts = np.random.default_rng(seed).integers(0, n, size=(n_boot, blocks))
+    index = (starts[..., None] + np.arange(block)) % n
+    replicates = np.asarray(statistic(x[index.reshape(n_boot, -1)[:, :n]]), dtype=float)
+    return float(replicates.var(ddof=1))
+
+
+def block_mean_variance(samples) -> float:
+    """:func:`within_run_variance` of the samples' mean, in closed form (unit²): the circular
+    block bootstrap's mean is the mean of n / L independent block means, each block's start
+    uniform over the n samples, so its variance is the n circular block means' variance × L / n.
+    Exact where the resampling only approximates it, and cheap for runs of 10⁴ samples and
+    more. NaN below 10 samples."""
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 10:
+        return np.nan
+    block = int(np.ceil(n ** (1 / 3)))
+    sums = np.concatenate([[0.0], np.cumsum(np.concatenate([x, x[:block - 1]]))])
+    means = (sums[block:block + n] - sums[:n]) / block
+    return float(means.var() * block / n)
+
+
+def within_run_variance_hist(values, counts, statistic, n_boot: int = WITHIN_BOOT,
+                             seed: int = 0) -> float:
+    """:func:`within_run_variance` for a run recorded as a histogram (unit²).
+
+    Multinomial resampling of the counts: the samples are taken as independent, because a
+    histogram keeps no order to draw blocks from (so this can understate the variance of
+    a run whose rare long samples cluster). NaN below 10 samples.
+
+    Parameters
+    ----------
+    values, counts : array_like
+        The bins' values and how many samples fell in each.
+    statistic : callable
+        Maps ``(values, counts)``, ``counts`` a (replicates × bins) array, to one value per row.
+    n_boot, seed :
+        As for :func:`within_run_variance`.
+    """
+    v = np.asarray(values, dtype=float)
+    c = np.asarray(counts, dtype=float)
+    total = int(c.sum())
+    if total < 10:
+        return np.nan
+    draws = np.random.default_rng(seed).multinomial(total, c / c.sum(), size=n_boot)
+    return float(np.asarray(statistic(v, draws), dtype=float).var(ddof=1))
+
+
+def quantile_of_counts(values, counts, q: float) -> np.ndarray:
+    """The ``q``-quantile (0–1) of each row of ``counts`` over the bins' ``values``: the
+    value of the first bin whose cumulative share reaches ``q``."""
+    c = np.atleast_2d(np.asarray(counts, dtype=float))
+    share = np.cumsum(c, axis=1) / c.sum(axis=1, keepdims=True)
+    return np.asarray(values, dtype=float)[np.argmax(share >= q, axis=1)]
+
+
+def event_rate_variance(events, exposure, per: float = 1.0) -> float:
+    """The within-run variance of one run's event rate (``per`` units of exposure), averaged
+    over runs: each unit (a frame) has the event or not, at the runs' pooled rate
+    λ = ΣK / ΣN, so a run's rate K / N has the binomial variance λ(1 − λ) / N (λ / N, the
+    Poisson one, for rare events). The over-dispersion between runs is what is left over."""
+    k = np.asarray(events, dtype=float)
+    n = np.asarray(exposure, dtype=float)
+    if n.size == 0 or not (n > 0).all():
+        return np.nan
+    rate = min(k.sum() / n.sum(), 1.0)
+    return float(np.mean(rate * (1 - rate) / n) * per ** 2)
+
+
+def quantile_bootstrappable(n: int, q: float) -> bool:
+    """Whether the bootstrap can give a ``q``-quantile's (0–1) variance from ``n`` samples: at
+    least :data:`MIN_BEYOND` of them on each side of it. Nearer the edge, the quantile is one
+    of a few extreme samples, and its bootstrap fails as a maximum's does."""
+    return n * min(q, 1 - q) >= MIN_BEYOND
+
+
 @dataclass(frozen=True)
 class SessionEstimate:
     """One quantity estimated at the session level (:func:`over_sessions`).
@@ -553,10 +662,13 @@ class SessionEstimate:
         same host state should land (half-width t·s·√(1 + 1/k), against the CI's t·s/√k).
     sessions : int
         k, the sessions with an estimate.
-    between_sessions, between_runs : float
+    between_sessions, between_runs, within_run : float
         Variance components (the quantity's unit squared): τ², the variance of a session's
-        true value around the host state's; σ², the variance of one run's value within a
-        session. NaN where a session's runs gave no CI.
+        true value around the host state's; σ², the variance of one run's true value within
+        a session; ω², the sampling variance of one run's value from its own frames
+        (:func:`within_run_variance`). NaN where a session's runs gave no CI; ω² NaN where
+        the quantity has no within-run variance of its own (a contrast, a maximum), and
+        then σ² holds it.
     confidence : float
         The level of both intervals.
     """
@@ -570,15 +682,28 @@ class SessionEstimate:
     between_sessions: float
     between_runs: float
     confidence: float
+    within_run: float = np.nan
+
+    @property
+    def shares(self) -> tuple[float, float, float]:
+        """τ², σ² and ω² as shares of their sum (NaN if unknown; ω²'s alone where not split)."""
+        parts = np.array([self.between_sessions, self.between_runs,
+                          self.within_run if np.isfinite(self.within_run) else 0.0])
+        total = parts.sum()
+        if not (np.isfinite(total) and total > 0):
+            return (np.nan, np.nan, np.nan)
+        shares = parts / total
+        return (float(shares[0]), float(shares[1]),
+                float(shares[2]) if np.isfinite(self.within_run) else np.nan)
 
     @property
     def share_between_sessions(self) -> float:
-        """τ² / (τ² + σ²): how much of a run's variation is the session's (NaN if unknown)."""
-        total = self.between_sessions + self.between_runs
-        return self.between_sessions / total if np.isfinite(total) and total > 0 else np.nan
+        """τ² / (τ² + σ² + ω²): how much of a run's variation is the session's (NaN if unknown)."""
+        return self.shares[0]
 
 
-def over_sessions(values, lows, highs, runs, confidence: float) -> SessionEstimate:
+def over_sessions(values, lows, highs, runs, confidence: float,
+                  within=None) -> SessionEstimate:
     """A quantity estimated at the highest level that has variance: the measuring session.
 
     Kalibera & Jones (2013) replicate at every level and estimate at the highest: each
@@ -591,9 +716,10 @@ def over_sessions(values, lows, highs, runs, confidence: float) -> SessionEstima
     ``runs`` gives its standard error, SE = (high − low) / (2 t(n − 1)) (exact for the
     t-intervals of :func:`over_runs`; for an asymmetric interval, a rate's or a ratio's, the
     average half-width), so σ² (between runs) = mean(n × SE²) and τ² (between sessions)
-    = max(0, s² − mean(SE²)), s² being the sessions' estimates' variance. A run's
-    within-run variation (frame to frame) is inside its value and so inside σ²: the
-    headlines are per-run statistics (an IQR, a slope, a rate), not means of frames.
+    = max(0, s² − mean(SE²)), s² being the sessions' estimates' variance. A run's value
+    is itself an estimate from its frames (an IQR, a rate): with each session's ``within``
+    (ω², the mean over its runs of that value's sampling variance), the variation between
+    runs splits into ω² and σ² = max(0, mean(n × SE²) − mean(ω²)), the runs' own.
 
     Parameters
     ----------
@@ -603,13 +729,16 @@ def over_sessions(values, lows, highs, runs, confidence: float) -> SessionEstima
         The runs behind each session's estimate.
     confidence : float
         The level, in (0, 1); also the level the sessions' CIs were made at.
+    within : array_like of float, optional
+        Each session's ω² (NaN or omitted: not known, and σ² holds it).
     """
     _check_confidence(confidence)
     v = np.asarray(values, dtype=float)
     lo, hi = np.asarray(lows, dtype=float), np.asarray(highs, dtype=float)
     n = np.asarray(runs, dtype=float)
+    w = np.full(v.shape, np.nan) if within is None else np.asarray(within, dtype=float)
     keep = np.isfinite(v)
-    v, lo, hi, n = v[keep], lo[keep], hi[keep], n[keep]
+    v, lo, hi, n, w = v[keep], lo[keep], hi[keep], n[keep], w[keep]
     k = int(v.size)
     nan = np.nan
     if k == 0:
@@ -627,8 +756,11 @@ def over_sessions(values, lows, highs, runs, confidence: float) -> SessionEstima
         se2 = ((hi - lo) / (2 * sps.t.ppf(0.5 + confidence / 2, n - 1))) ** 2
         sigma2 = float((n * se2).mean())
         tau2 = max(0.0, s2 - float(se2.mean()))
+    omega2 = float(w.mean()) if k and np.isfinite(w).all() else np.nan
+    if np.isfinite(omega2) and np.isfinite(sigma2):
+        sigma2 = max(0.0, sigma2 - omega2)
     return SessionEstimate(mean, mean - half, mean + half, mean - ahead, mean + ahead, k,
-                           tau2, sigma2, confidence)
+                           tau2, sigma2, confidence, omega2)
 
 
 def verdict_over_sessions(verdicts) -> str:

@@ -177,6 +177,8 @@ def test_the_ladder_and_the_fixes_reach_the_analysis(e2_run):
     ci = CI(0.95)
     rungs = ladder.ladder(ds.tables["runs"], ds.tables["floor"], cfg["ladder_policy"], ci)
     assert list(rungs["rung"]) == [key for key, _ in ladder.RUNGS]
+    # Each rung's typical jitter and late-frame rate carry their within-run variance.
+    assert (rungs["iqr_within"] > 0).all() and (rungs["late_within"] >= 0).all()
     recs = ladder.recommendations(ds.tables["runs"], cfg["ladder_policy"], ci)
     assert {"SCHED_FIFO", *cfg["fixes"]} <= set(recs["change"])
     # The CPU the loads got: pinned off the target's CPU they get less than free to use it.

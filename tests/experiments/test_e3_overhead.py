@@ -53,6 +53,8 @@ def test_runs_frame_and_summary(e3_data):
     assert len(runs) == len(cells) * len(cfg["iterations"])
     assert (runs["startup_ms"] > 0).all() and (runs["steady_us_per_iter"] > 0).all()
     assert (runs["tick_n"] == runs["iterations"] - 1).all()
+    # The steady cost's sampling variance from the run's own intervals (its within-run part).
+    assert (runs["steady_within_us2"] > 0).all()
     fits = analysis.fits(runs, 0.95)
     assert len(fits) == runs.groupby(["app", "scheduler_label"]).ngroups
     table = analysis.summary_table(runs, fits, CI(0.95))

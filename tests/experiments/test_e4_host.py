@@ -55,6 +55,21 @@ def test_hist_percentiles_on_a_known_histogram():
     assert p["std"] == pytest.approx(np.sqrt((98 * 50**2 + 50**2 + 4850**2) / 99))
 
 
+def test_a_measurements_own_sampling_variance_is_given_only_where_its_bootstrap_holds():
+    # A jitter probe's histogram: 10⁶ loops of 10–12 ns and 150 interruptions of 20 µs.
+    values, counts = [10, 11, 12, 20_000], [400_000, 400_000, 199_850, 150]
+    jitter = analysis.within_run(values, counts, jitter=True)
+    assert all(np.isfinite(v) and v >= 0 for v in jitter.values()), jitter
+    # The time lost moves with the interruptions' count K (relative variance ~1/K): a share s
+    # moves by s(1 − s) · δK/K, so its variance is about (s(1 − s))² / 150.
+    lost = analysis.lost_share(values, counts)
+    assert jitter["lost_within_pct2"] == pytest.approx((100 * lost * (1 - lost)) ** 2 / 150,
+                                                       rel=0.3)
+    # cyclictest's 300 cycles: its P99 is the 3rd largest, too near the edge to bootstrap.
+    few = analysis.within_run([15_000, 16_000, 40_000], [200, 97, 3], jitter=False)
+    assert all(np.isnan(v) for v in few.values()), few
+
+
 @pytest.mark.skipif(shutil.which("cyclictest") is None or shutil.which("cyclicdeadline") is None,
                     reason="rt-tests not installed (make setup installs it as root)")
 def test_floor_cells_measure_with_rt_tests(tmp_path, fingerprint):
@@ -100,7 +115,8 @@ def test_the_section_says_what_was_not_recorded(tmp_path, audit):
 
     stats = pd.DataFrame([{"kind": "jitter", "load": "idle", "cpu": 0, "n": 1000, "p50": 80.0,
                            "p99": 200.0, "p99.9": 900.0, "p99.99": 2000.0, "max": 5000.0,
-                           "mean": 90.0, "std": 30.0, "lost_share": 0.01}])
+                           "mean": 90.0, "std": 30.0, "lost_share": 0.01,
+                           **analysis.within_run([80, 2000], [999, 1], jitter=True)}])
     # The plan says how the probe ran (at a normal policy here), as a measured dataset's does.
     (tmp_path / "plan.json").write_text(json.dumps(
         {"cells": [{"config": {"kind": "jitter", "fifo_priority": 0}}]}))

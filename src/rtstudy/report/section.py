@@ -45,7 +45,10 @@ NONNEGATIVE_UNITS = ("µs", RATE_UNIT, "×")
 
 @dataclass(frozen=True)
 class Quantity:
-    """A headline number of one dataset, for comparing hosts: value, CI (NaN if none), unit, N."""
+    """A headline number of one dataset, for comparing hosts: value, CI (NaN if none), unit, N,
+    and ``within`` (unit²): the mean over its runs of one run's value's sampling variance from
+    its own frames (:func:`rtstudy.stats.within_run_variance`); NaN for a contrast between
+    conditions or a maximum, which have none of their own."""
 
     quantity: str
     value: float
@@ -53,6 +56,7 @@ class Quantity:
     high: float = np.nan
     unit: str = ""
     n: int = 0
+    within: float = np.nan
 
 
 @dataclass(frozen=True)

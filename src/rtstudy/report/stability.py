@@ -179,13 +179,14 @@ def session_quantities(by_session: dict[str, dict]) -> pd.DataFrame:
     -------
     DataFrame
         ``session``, ``experiment`` (label), ``quantity``, ``value``, ``low``, ``high``,
-        ``unit``, ``n``; one row per session and quantity.
+        ``unit``, ``n``, ``within`` (ω², :class:`~rtstudy.report.section.Quantity`); one row
+        per session and quantity.
     """
     return pd.DataFrame([{"session": session, "experiment": s.label, **q.__dict__}
                          for session, sections in by_session.items()
                          for s in sections.values() for q in s.quantities],
                         columns=["session", "experiment", "quantity", "value", "low", "high",
-                                 "unit", "n"])
+                                 "unit", "n", "within"])
 
 
 def cut_at_zero(est: stats.SessionEstimate) -> stats.SessionEstimate:
@@ -208,14 +209,16 @@ def session_estimates(tidy: pd.DataFrame, confidence: float) -> pd.DataFrame:
     DataFrame
         ``experiment``, ``quantity``, ``unit``, ``sessions`` (k), ``value``, ``low``,
         ``high``, ``next_low``, ``next_high``, ``between_sessions`` (τ²), ``between_runs``
-        (σ²), ``share`` (τ² / (τ² + σ²)), ``latest_inside``, ``latest_inside_ci``.
+        (σ²), ``within_run`` (ω²), ``share`` (τ²'s share of the three), ``share_runs``,
+        ``share_within`` (NaN where ω² is not known), ``latest_inside``, ``latest_inside_ci``.
     """
     rows = []
     order = list(dict.fromkeys(tidy["session"])) if len(tidy) else []
     for (experiment, quantity), g in tidy.groupby(["experiment", "quantity"], sort=False):
         g = g.set_index("session").reindex([s for s in order if s in set(g["session"])])
         unit = str(g["unit"].iloc[0])
-        est = stats.over_sessions(g["value"], g["low"], g["high"], g["n"], confidence)
+        within = g["within"] if "within" in g else None
+        est = stats.over_sessions(g["value"], g["low"], g["high"], g["n"], confidence, within)
         if unit in NONNEGATIVE_UNITS:
             est = cut_at_zero(est)
         latest = latest_ci = None
@@ -233,7 +236,9 @@ def session_estimates(tidy: pd.DataFrame, confidence: float) -> pd.DataFrame:
                      "value": est.value, "low": est.low, "high": est.high,
                      "next_low": est.next_low, "next_high": est.next_high,
                      "between_sessions": est.between_sessions, "between_runs": est.between_runs,
-                     "share": est.share_between_sessions, "latest_inside": latest,
+                     "within_run": est.within_run, "share": est.shares[0],
+                     "share_runs": est.shares[1], "share_within": est.shares[2],
+                     "latest_inside": latest,
                      "latest_inside_ci": latest_ci})
     return pd.DataFrame(rows)
 
@@ -260,11 +265,37 @@ def sessions_table(tidy: pd.DataFrame, estimates: pd.DataFrame) -> pd.DataFrame:
         row["all sessions"] = fmt(r.value, r.low, r.high)
         row["a next session"] = (f"[{r.next_low:.3g}, {r.next_high:.3g}]"
                                  if np.isfinite(r.next_low) else "—")
-        row["between sessions"] = (f"{r.share * 100:.0f} %" if np.isfinite(r.share) else "—")
+        row["variance: sessions / runs / within a run"] = _shares(r.share, r.share_runs,
+                                                                   r.share_within)
         row["latest where the earlier predict"] = ("—" if r.latest_inside is None else
                                                    "yes" if r.latest_inside else "no")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def largest_components(estimates: pd.DataFrame) -> dict:
+    """How many headlines have each variance component as their largest: ``split`` (those
+    with all three known), ``sessions``, ``runs``, ``within`` (of those), and ``unsplit``
+    (those with τ² and σ² but no within-run part of their own)."""
+    out = {"split": 0, "sessions": 0, "runs": 0, "within": 0, "unsplit": 0}
+    for r in (estimates.itertuples() if len(estimates) else []):
+        shares = (r.share, r.share_runs, r.share_within)
+        if not np.isfinite(r.share):
+            continue
+        if not np.isfinite(r.share_within):
+            out["unsplit"] += 1
+            continue
+        out["split"] += 1
+        out[("sessions", "runs", "within")[int(np.argmax(shares))]] += 1
+    return out
+
+
+def _shares(sessions: float, runs: float, within: float) -> str:
+    """"62 / 30 / 8 %"; "— " for a component not known (a contrast has no within-run part)."""
+    if not np.isfinite(sessions):
+        return "—"
+    parts = [f"{x * 100:.0f}" if np.isfinite(x) else "—" for x in (sessions, runs, within)]
+    return " / ".join(parts) + " %"
 
 
 def session_spread(tidy: pd.DataFrame) -> list[dict]:

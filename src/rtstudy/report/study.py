@@ -264,7 +264,8 @@ class Study:
                                shown=self.host_id, ci=self.ci, est=est, n_judged=len(judged),
                                n_inside=int(judged["latest_inside"].sum()) if len(judged) else 0,
                                outside=[f"{r.experiment} {r.quantity}" for r in judged.itertuples()
-                                        if not r.latest_inside])),
+                                        if not r.latest_inside],
+                               largest=stability.largest_components(est))),
                 Table(lambda: stability.sessions_table(tidy, est), words("caption_sessions",
                                                                          ci=self.ci)),
                 Table(self.session_verdicts, words("caption_session_verdicts"))]
@@ -452,7 +453,8 @@ class Study:
                     "next_low": number(r.next_low), "next_high": number(r.next_high),
                     "unit": r.unit, "sessions": int(r.sessions),
                     "between_sessions_var": number(r.between_sessions),
-                    "between_runs_var": number(r.between_runs)}
+                    "between_runs_var": number(r.between_runs),
+                    "within_run_var": number(r.within_run)}
             return out
 
         def with_sessions(block: dict, host_id: str) -> dict:

@@ -107,6 +107,8 @@ _RUN_METRICS = {  # metrics.run_metrics over a run's frames after the warm-up
         ("mad", "median absolute deviation from their median, unscaled (typical jitter)"),
         ("tail", "P100 − P95 (NVIDIA flow benchmarking's tail)"),
         ("flatness", "P90 − P10 (NVIDIA flow benchmarking's flatness)"))},
+    "period_iqr_within_us2": ("float", "µs²", "the sampling variance of `period_iqr_us` from "
+                              "the run's own frames (a block bootstrap): its within-run part"),
     **{f"lateness_{s}_us": ("float", "µs", f"the {m} absolute lateness (`frames`' `lateness_ms`)")
        for s, m in (("p50", "median (typical jitter)"), ("p99", "P99"))},
     "lateness_max_ms": ("float", "ms", "the largest absolute lateness"),

@@ -21,8 +21,8 @@ from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, grid,
                                                          headline_point, starved)
 from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
-from rtstudy.stats import (CI, Estimate, holm, over_runs, pooled_rate, rank_test, ratio_ci,
-                           spread_test, two_group_ci, wilks_quantile)
+from rtstudy.stats import (CI, Estimate, holm, over_runs, event_rate_variance, pooled_rate,
+                           rank_test, ratio_ci, spread_test, two_group_ci, wilks_quantile)
 
 # A run's std is "decided by a few frames" when its 2 most extreme periods carry more than
 # this share of its squared deviations (metrics.run_metrics' std_top2_share; rtstudy.criteria).
@@ -44,12 +44,14 @@ def summarize(runs: pd.DataFrame, ci: CI) -> dict:
     dict
         ``runs``, ``frames`` (periods over all runs), ``duration_s`` (their total, s);
         ``iqr_us`` (mean of per-run period IQRs, µs) with ``iqr_low`` / ``iqr_high``
-        (t-interval over runs, NaN below 3 runs) and the means of ``mad_us``,
+        (t-interval over runs, NaN below 3 runs) and ``iqr_within`` (µs², the mean of the
+        runs' ``period_iqr_within_us2``), the means of ``mad_us``,
         ``p50_us`` / ``p99_us`` (|lateness|), ``tail_us`` and ``flatness_us`` (µs);
         ``late`` (late frames over all runs), ``late_rate`` / ``late_low`` /
         ``late_high`` (per :data:`.metrics.PER_FRAMES` frames,
         :func:`rtstudy.stats.pooled_rate`; with none late, ``late_high`` is the
-        one-sided bound), ``dispersion`` (its φ); ``max_ms`` (the largest lateness
+        one-sided bound), ``dispersion`` (its φ), ``late_within`` (a run's rate's binomial
+        variance, :func:`rtstudy.stats.event_rate_variance`); ``max_ms`` (the largest lateness
         of all frames) and ``max_quantile`` (the quantile it bounds at the CI's
         level, :func:`rtstudy.stats.wilks_quantile`, were frames independent);
         ``std_ms`` (mean per-run std, ms), ``decided`` (runs whose std the 2 most
@@ -60,6 +62,8 @@ def summarize(runs: pd.DataFrame, ci: CI) -> dict:
     frames = int(runs["n"].sum())
     return {"runs": int(len(runs)), "frames": frames, "duration_s": float(runs["duration_s"].sum()),
             "iqr_us": iqr.value, "iqr_low": iqr.low, "iqr_high": iqr.high,
+            "iqr_within": float(runs["period_iqr_within_us2"].mean()),
+            "late_within": event_rate_variance(runs["late"], runs["n"], PER_FRAMES),
             "mad_us": float(runs["period_mad_us"].mean()),
             "p50_us": float(runs["lateness_p50_us"].mean()),
             "p99_us": float(runs["lateness_p99_us"].mean()),

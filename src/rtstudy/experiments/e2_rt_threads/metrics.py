@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rtstudy.stats import percentiles
+from rtstudy.stats import percentiles, quantile_bootstrappable, within_run_variance
 
 # How a run's frames are released (lateness_ns()). FIXED: on the grid T_0 + k·P —
 # Holoscan 4.x's PeriodicCondition (it catches up missed ticks: a late frame is followed by
@@ -126,6 +126,12 @@ class RunFrames:
                              "lateness_ms": self.lateness_ms})
 
 
+def _iqr_us(periods_ms: np.ndarray) -> np.ndarray:
+    """Each row's P75 − P25 (µs) of frame periods in ms: the bootstrap's statistic."""
+    p75, p25 = np.percentile(periods_ms, (75, 25), axis=1)
+    return (p75 - p25) * 1e3
+
+
 def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) -> dict:
     """One run's frame-period, lateness and execution-time metrics.
 
@@ -143,7 +149,9 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
     dict
         ``nominal_ms``, ``n`` (periods: the frames but the first), ``duration_s``
         (first to last kept frame, measured);
-        typical jitter: the period's ``period_iqr_us`` (P75 − P25) and ``period_mad_us``
+        typical jitter: the period's ``period_iqr_us`` (P75 − P25) with
+        ``period_iqr_within_us2``, its sampling variance from the run's own frames
+        (:func:`rtstudy.stats.within_run_variance`), and ``period_mad_us``
         (median absolute deviation from the median, unscaled), the |lateness|'s
         ``lateness_p50_us`` and ``lateness_p99_us``;
         late frames: ``late`` (lateness above the threshold), ``late_per_10k``
@@ -166,6 +174,8 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
     squares = np.sort((period - period.mean()) ** 2)[::-1] if period.size else period
     return {"nominal_ms": nominal_ms, "n": p["n"], "duration_s": span_s,
             "period_iqr_us": (p["p75"] - p["p25"]) * 1e3,
+            "period_iqr_within_us2": (within_run_variance(period, _iqr_us)
+                                      if quantile_bootstrappable(period.size, 0.25) else np.nan),
             "period_mad_us": (float(np.median(np.abs(period - p["p50"]))) * 1e3
                               if period.size else np.nan),
             "lateness_p50_us": lp["p50"] * 1e3, "lateness_p99_us": lp["p99"] * 1e3,

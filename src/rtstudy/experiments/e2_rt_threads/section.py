@@ -125,10 +125,10 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         at = f"at {r['load_factor']:g} loads/CPU"
         section.quantities += [
             Quantity(f"{r['policy']}: period IQR {at}", r["iqr_us"], r["iqr_low"], r["iqr_high"],
-                     "µs", r["runs"]),
+                     "µs", r["runs"], r["iqr_within"]),
             Quantity(f"{r['policy']}: late frames (> {cfg['late_threshold_ms']:g} ms) per 10 000 "
                      f"{at}", r["late_rate"], r["late_low"], r["late_high"], RATE_UNIT,
-                     r["runs"])]
+                     r["runs"], r["late_within"])]
     for b in (h["floor"] or {}).get("prespecified", []):
         section.quantities.append(Quantity(
             f"{b['policy']}: std ratio to the floor at {b['load_factor']:g} loads/CPU",
@@ -146,9 +146,9 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         rung = f"ladder {r['number']}. {r['name']}"
         section.quantities += [
             Quantity(f"{rung}: period IQR", r["iqr_us"], r["iqr_low"], r["iqr_high"], "µs",
-                     r["runs"]),
+                     r["runs"], r["iqr_within"]),
             Quantity(f"{rung}: late frames per 10 000", r["late_rate"], r["late_low"],
-                     r["late_high"], RATE_UNIT, r["runs"])]
+                     r["late_high"], RATE_UNIT, r["runs"], r["late_within"])]
     for r in h["recommendations"]:
         name = f"{r['change']} against {r['baseline']}"
         section.quantities.append(Quantity(f"{name}: period IQR ratio", r["iqr_ratio"],

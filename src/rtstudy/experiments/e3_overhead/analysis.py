@@ -21,7 +21,8 @@ import pandas as pd
 from rtstudy import criteria
 from rtstudy.experiments.e3_overhead import published
 from rtstudy.io import Dataset, read_cells, set_aside_drift, wide
-from rtstudy.stats import CI, MIN_RUNS, drift_check, fit_at, linear_fit, over_runs, percentiles
+from rtstudy.stats import (CI, MIN_RUNS, block_mean_variance, drift_check, fit_at, linear_fit,
+                           over_runs, percentiles)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"run": "int64", "iterations": "int64", "op": "string", "tick": "int64", "t_ns": "int64"}
@@ -71,6 +72,9 @@ SCHEMA = {
                         "successive compute starts (`op1`, or `tx`)"),
         "tick_p99_us": ("float", "µs", "their P99"),
         "tick_n": ("int", "count", "those intervals"),
+        "steady_within_us2": ("float", "µs²", "the sampling variance of `steady_us_per_iter` "
+                              "from the run's own intervals (a block bootstrap of their mean): "
+                              "its within-run part"),
     }),
 }
 TABLES = tuple(SCHEMA)
@@ -103,6 +107,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
                 "startup_ms": run["startup_ms"], "teardown_ms": run["teardown_ms"],
                 "steady_us_per_iter": run["steady_us_per_iter"],
                 "tick_p50_us": p["p50"], "tick_p99_us": p["p99"], "tick_n": p["n"],
+                "steady_within_us2": block_mean_variance(gaps_us),
             })
     return Dataset(Path(directory), set_aside_drift({"runs": pd.DataFrame(rows)}, "runs"), missing)
 

@@ -40,6 +40,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     for (app, label), g in at_max.groupby(["app", "scheduler_label"]):
         est = over_runs(g["steady_us_per_iter"], ci)
         section.quantities.append(Quantity(f"{app}, {label}: steady cost", est.value, est.low,
-                                           est.high, "µs", est.n))
+                                           est.high, "µs", est.n,
+                                           float(g["steady_within_us2"].mean())))
     section.measured = words("measured", n_runs=len(runs), n_cells=runs["cell_id"].nunique())
     return section

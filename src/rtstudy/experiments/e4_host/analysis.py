@@ -17,7 +17,8 @@ from rtstudy import criteria
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
 from rtstudy.io import Dataset, read_cells, read_json, set_aside_drift, wide
-from rtstudy.stats import CI, MIN_RUNS, drift_check, two_group_ci
+from rtstudy.stats import (CI, MIN_RUNS, drift_check, quantile_bootstrappable, quantile_of_counts,
+                           two_group_ci, within_run_variance_hist)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"latency_ns": "int64", "count": "int64"}
@@ -57,6 +58,31 @@ def lost_share(latency_ns, count) -> float:
     return float((v * c)[v > INTERRUPTION_NS].sum() / total) if total > 0 else float("nan")
 
 
+def within_run(latency_ns, count, jitter: bool) -> dict:
+    """The sampling variance of a measurement's headlines from its own histogram
+    (:func:`rtstudy.stats.within_run_variance_hist`): ``p99_within_us2`` (of the P99 in µs),
+    and for the jitter probe ``ratio_within`` (P99.99 / P50) and ``lost_within_pct2`` (of
+    :func:`lost_share` in %); NaN where not defined, or where a quantile is too near the
+    edge of the samples for its bootstrap (:func:`rtstudy.stats.quantile_bootstrappable`).
+    """
+    v = np.asarray(latency_ns, dtype=float)
+    order = np.argsort(v)
+    v, c = v[order], np.asarray(count, dtype=float)[order]
+    nan = float("nan")
+    out = {"p99_within_us2": nan, "ratio_within": nan, "lost_within_pct2": nan}
+    n = int(c.sum())
+    if quantile_bootstrappable(n, 0.99):
+        out["p99_within_us2"] = within_run_variance_hist(
+            v, c, lambda v, d: quantile_of_counts(v, d, 0.99) / 1e3)
+    if jitter and quantile_bootstrappable(n, 0.9999):
+        out["ratio_within"] = within_run_variance_hist(
+            v, c, lambda v, d: quantile_of_counts(v, d, 0.9999) / quantile_of_counts(v, d, 0.5))
+    if jitter and n:
+        out["lost_within_pct2"] = within_run_variance_hist(
+            v, c, lambda v, d: (d * v)[:, v > INTERRUPTION_NS].sum(1) / (d * v).sum(1) * 100)
+    return out
+
+
 # What load() returns (rtstudy.data.schema adds the columns every table has): per table, what
 # a row is and each column's (kind, unit, meaning).
 _MEASUREMENT = {
@@ -84,6 +110,11 @@ SCHEMA = {
         "lost_share": ("float", "fraction", "the jitter probe's share of the time in "
                        f"loop-to-loop gaps over {INTERRUPTION_NS} ns (what a real-time thread "
                        "on that CPU would lose); NaN for the others"),
+        # Each headline's sampling variance from the measurement's own histogram
+        # (within_run_variance_hist): the within-run part of the variation between runs.
+        "p99_within_us2": ("float", "µs²", "of the P99 in µs (NaN without a histogram)"),
+        "ratio_within": ("float", "", "of P99.99 / P50 (NaN but for the jitter probe)"),
+        "lost_within_pct2": ("float", "%²", "of `lost_share` in % (NaN but for the jitter probe)"),
         "summary": ("str", "", "the cell's summary (`cell.json`): the tool's own figures, as "
                     "JSON"),
     }),
@@ -107,6 +138,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
                             cpu=np.nan if cpu is None else float(cpu))
         hists.append(s.assign(**base))
         stats = hist_percentiles(s["latency_ns"], s["count"])
+        stats.update(within_run(s["latency_ns"], s["count"], cfg["kind"] == "jitter"))
         if cfg["kind"] == "jitter":
             stats["lost_share"] = lost_share(s["latency_ns"], s["count"])
         summary = cell.sidecar["summary"]

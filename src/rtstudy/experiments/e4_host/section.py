@@ -59,15 +59,18 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     for (cpu, load), g in (positive.groupby(["cpu", "load"]) if len(positive) else []):
         est = over_runs(g["p99.99"] / g["p50"], ci)
         section.quantities.append(Quantity(f"CPU {int(cpu)}, {load}: P99.99 / P50", est.value,
-                                           est.low, est.high, "×", int(est.n)))
+                                           est.low, est.high, "×", int(est.n),
+                                           float(g["ratio_within"].mean())))
     for (cpu, load), g in (positive.groupby(["cpu", "load"]) if len(positive) else []):
         est = over_runs(g["lost_share"] * 100, ci)
         section.quantities.append(Quantity(f"CPU {int(cpu)}, {load}: time lost to interruptions",
-                                           est.value, est.low, est.high, "%", int(est.n)))
+                                           est.value, est.low, est.high, "%", int(est.n),
+                                           float(g["lost_within_pct2"].mean())))
     for (kind, load), g in (floor.groupby(["kind", "load"]) if len(floor) else []):
         est = over_runs(g["p99"] / 1000, ci)
         section.quantities.append(Quantity(f"{kind}, {load}: latency P99", est.value, est.low,
-                                           est.high, "µs", int(est.n)))
+                                           est.high, "µs", int(est.n),
+                                           float(g["p99_within_us2"].mean())))
     section.measured = words("measured", loops=int(jitter["n"].sum()) if len(jitter) else 0,
                              cycles=int(floor["n"].sum()) if len(floor) else 0)
     if v["verdict"] == "inconclusive":
