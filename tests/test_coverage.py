@@ -100,3 +100,20 @@ def test_no_interval_over_few_runs_covers_a_mean_that_rare_late_runs_decide():
         est = ratio_ci(rng.normal(2.0, 0.2, 5), late_frame_runs(5), CI95)
         return est.low, est.high
     assert coverage(one, truth) < 0.80
+
+
+def test_a_second_sessions_estimate_lands_in_the_first_ones_ci_less_often_than_its_level():
+    """Why "every quantity of one session inside the other's CI over runs" cannot be a goal,
+    even where sessions do not differ at all: the second estimate carries its own error, so it
+    lands inside the first's 95 % CI over 5 runs about 88 % of the time, and 20 quantities
+    land together about 8 % of the time. The session-level prediction interval
+    (:func:`rtstudy.stats.over_sessions`) is the yardstick for one session's estimate."""
+    rng = np.random.default_rng(20261127)
+    inside = []
+    for _ in range(REPS):
+        first, second = rng.normal(10.0, 2.0, 5), rng.normal(10.0, 2.0, 5)
+        est = over_runs(first, CI95)
+        inside.append(est.low <= second.mean() <= est.high)
+    rate = float(np.mean(inside))
+    assert 0.84 <= rate <= 0.92, rate
+    assert rate ** 20 < 0.2
