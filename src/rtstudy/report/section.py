@@ -48,7 +48,8 @@ class Quantity:
     """A headline number of one dataset, for comparing hosts: value, CI (NaN if none), unit, N,
     and ``within`` (unit²): the mean over its runs of one run's value's sampling variance from
     its own frames (:func:`rtstudy.stats.within_run_variance`); NaN for a contrast between
-    conditions or a maximum, which have none of their own."""
+    conditions, a maximum or a quantile too near the edge of its samples, which have none of
+    their own."""
 
     quantity: str
     value: float

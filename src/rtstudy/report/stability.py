@@ -291,7 +291,8 @@ def largest_components(estimates: pd.DataFrame) -> dict:
 
 
 def _shares(sessions: float, runs: float, within: float) -> str:
-    """"62 / 30 / 8 %"; "— " for a component not known (a contrast has no within-run part)."""
+    """The shares as "62 / 30 / 8 %", with "—" for one not known (a contrast has no
+    within-run part of its own)."""
     if not np.isfinite(sessions):
         return "—"
     parts = [f"{x * 100:.0f}" if np.isfinite(x) else "—" for x in (sessions, runs, within)]

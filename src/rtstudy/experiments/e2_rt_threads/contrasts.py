@@ -21,7 +21,7 @@ from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, grid,
                                                          headline_point, starved)
 from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
-from rtstudy.stats import (CI, Estimate, holm, over_runs, event_rate_variance, pooled_rate,
+from rtstudy.stats import (CI, Estimate, event_rate_variance, holm, over_runs, pooled_rate,
                            rank_test, ratio_ci, spread_test, two_group_ci, wilks_quantile)
 
 # A run's std is "decided by a few frames" when its 2 most extreme periods carry more than
