@@ -99,7 +99,7 @@ def test_over_sessions_fixes_the_estimate_its_intervals_and_variance_components(
         (12 - t2 * np.sqrt(4 * (1 + 1 / 3)), 12 + t2 * np.sqrt(4 * (1 + 1 / 3))))
     assert est.between_runs == pytest.approx(5.0)      # n × SE² = 5 × 1
     assert est.between_sessions == pytest.approx(3.0)  # s² − SE² = 4 − 1
-    assert est.share_between_sessions == pytest.approx(3 / 8)
+    assert est.shares[0] == pytest.approx(3 / 8) and np.isnan(est.shares[2])  # no ω² given
     # One session, or sessions that agree exactly (no late frame in any): no interval.
     one = stats.over_sessions([5.0], [4.0], [6.0], [5], 0.95)
     assert one.value == 5.0 and np.isnan(one.low) and np.isnan(one.next_high)

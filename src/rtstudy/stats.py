@@ -686,7 +686,8 @@ class SessionEstimate:
 
     @property
     def shares(self) -> tuple[float, float, float]:
-        """τ², σ² and ω² as shares of their sum (NaN if unknown; ω²'s alone where not split)."""
+        """τ², σ² and ω² as shares of their sum: all NaN where τ² or σ² is not known; ω²'s NaN
+        where it is not (σ² then holds it)."""
         parts = np.array([self.between_sessions, self.between_runs,
                           self.within_run if np.isfinite(self.within_run) else 0.0])
         total = parts.sum()
@@ -695,11 +696,6 @@ class SessionEstimate:
         shares = parts / total
         return (float(shares[0]), float(shares[1]),
                 float(shares[2]) if np.isfinite(self.within_run) else np.nan)
-
-    @property
-    def share_between_sessions(self) -> float:
-        """τ² / (τ² + σ² + ω²): how much of a run's variation is the session's (NaN if unknown)."""
-        return self.shares[0]
 
 
 def over_sessions(values, lows, highs, runs, confidence: float,
