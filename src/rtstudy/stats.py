@@ -541,7 +541,16 @@ def drift_check(runs, drift, value: str) -> dict | None:
 
 
 WITHIN_BOOT = 200  # bootstrap replicates of one run's statistic: a variance, not a tail
+MIN_WITHIN = 10    # a run's fewest samples for its within-run variance
 MIN_BEYOND = 10    # samples past a quantile for its bootstrap (quantile_bootstrappable)
+
+
+def _blocked(samples) -> tuple[np.ndarray, int] | None:
+    """A run's finite samples and the circular block bootstrap's block length, ⌈n^(1/3)⌉
+    (the usual length for a variance); None below :data:`MIN_WITHIN` samples."""
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x)]
+    return (x, int(np.ceil(x.size ** (1 / 3)))) if x.size >= MIN_WITHIN else None
 
 
 def within_run_variance(samples, statistic, n_boot: int = WITHIN_BOOT, seed: int = 0) -> float:
@@ -552,7 +561,7 @@ def within_run_variance(samples, statistic, n_boot: int = WITHIN_BOOT, seed: int
     frame makes one period long and the next short), and blocks keep such neighbours
     together. What it measures is how far the statistic would move had the run drawn other
     frames from the same process: the *within-run* part of the variation between runs.
-    Not for a maximum, whose bootstrap is known to fail; NaN below 10 samples.
+    Not for a maximum, whose bootstrap is known to fail; NaN below :data:`MIN_WITHIN` samples.
 
     Parameters
     ----------
@@ -565,12 +574,11 @@ def within_run_variance(samples, statistic, n_boot: int = WITHIN_BOOT, seed: int
     seed : int
         The generator's seed: the same run gives the same variance in every report.
     """
-    x = np.asarray(samples, dtype=float)
-    x = x[np.isfinite(x)]
-    n = x.size
-    if n < 10:
+    blocked = _blocked(samples)
+    if blocked is None:
         return np.nan
-    block = int(np.ceil(n ** (1 / 3)))
+    x, block = blocked
+    n = x.size
     blocks = int(np.ceil(n / block))
     starts = np.random.default_rng(seed).integers(0, n, size=(n_boot, blocks))
     index = (starts[..., None] + np.arange(block)) % n
@@ -583,13 +591,12 @@ def block_mean_variance(samples) -> float:
     block bootstrap's mean is the mean of n / L independent block means, each block's start
     uniform over the n samples, so its variance is the n circular block means' variance × L / n.
     Exact where the resampling only approximates it, and cheap for runs of 10⁴ samples and
-    more. NaN below 10 samples."""
-    x = np.asarray(samples, dtype=float)
-    x = x[np.isfinite(x)]
-    n = x.size
-    if n < 10:
+    more. NaN below :data:`MIN_WITHIN` samples."""
+    blocked = _blocked(samples)
+    if blocked is None:
         return np.nan
-    block = int(np.ceil(n ** (1 / 3)))
+    x, block = blocked
+    n = x.size
     sums = np.concatenate([[0.0], np.cumsum(np.concatenate([x, x[:block - 1]]))])
     means = (sums[block:block + n] - sums[:n]) / block
     return float(means.var() * block / n)
@@ -601,7 +608,7 @@ def within_run_variance_hist(values, counts, statistic, n_boot: int = WITHIN_BOO
 
     Multinomial resampling of the counts: the samples are taken as independent, because a
     histogram keeps no order to draw blocks from (so this can understate the variance of
-    a run whose rare long samples cluster). NaN below 10 samples.
+    a run whose rare long samples cluster). NaN below :data:`MIN_WITHIN` samples.
 
     Parameters
     ----------
@@ -615,18 +622,18 @@ def within_run_variance_hist(values, counts, statistic, n_boot: int = WITHIN_BOO
     v = np.asarray(values, dtype=float)
     c = np.asarray(counts, dtype=float)
     total = int(c.sum())
-    if total < 10:
+    if total < MIN_WITHIN:
         return np.nan
     draws = np.random.default_rng(seed).multinomial(total, c / c.sum(), size=n_boot)
     return float(np.asarray(statistic(v, draws), dtype=float).var(ddof=1))
 
 
 def quantile_of_counts(values, counts, q: float) -> np.ndarray:
-    """The ``q``-quantile (0–1) of each row of ``counts`` over the bins' ``values``: the
-    value of the first bin whose cumulative share reaches ``q``."""
+    """The ``q``-quantile (0–1) of each row of ``counts`` over the bins' ``values`` (sorted):
+    the value of the first bin whose cumulative count reaches ``q`` × the row's total."""
     c = np.atleast_2d(np.asarray(counts, dtype=float))
-    share = np.cumsum(c, axis=1) / c.sum(axis=1, keepdims=True)
-    return np.asarray(values, dtype=float)[np.argmax(share >= q, axis=1)]
+    reached = np.cumsum(c, axis=1) >= q * c.sum(axis=1, keepdims=True)
+    return np.asarray(values, dtype=float)[np.argmax(reached, axis=1)]
 
 
 def event_rate_variance(events, exposure, per: float = 1.0) -> float:

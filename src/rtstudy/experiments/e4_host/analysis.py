@@ -38,9 +38,8 @@ def hist_percentiles(latency_ns, count, qs=LADDER) -> dict:
     if n == 0:
         return {**out, **{f"p{q:g}": np.nan for q in qs}, "max": np.nan, "mean": np.nan,
                 "std": np.nan}
-    cum = np.cumsum(c)
     for q in qs:
-        out[f"p{q:g}"] = float(v[np.searchsorted(cum, q / 100 * n)])
+        out[f"p{q:g}"] = float(quantile_of_counts(v, c, q / 100)[0])
     mean = float((v * c).sum() / n)
     out.update(max=float(v[-1]), mean=mean,
                std=float(np.sqrt(((v - mean) ** 2 * c).sum() / max(n - 1, 1))))
