@@ -190,16 +190,17 @@ def judge_sessions(profile: str, write: bool) -> int:
         print(f"\nInside the earlier sessions' prediction interval: "
               f"{int(judged['latest_inside'].sum())} of {len(judged)}; inside their CI of the "
               f"mean: {int(judged['latest_inside_ci'].sum())} of {len(judged)}.")
-        print(components_line(est, len(ids)))
+        print(components_text(est, len(ids)))
     if not judged_any:
         print("no host here has 3 sessions with a spread to judge by (make new-session, then "
               "make study, measures another)")
     return 0
 
 
-def components_line(est, k: int) -> str:
-    """Which variance component is largest, over all ``k`` sessions, for how many headlines,
-    and the median shares per experiment of those split three ways."""
+def components_text(est, k: int) -> str:
+    """Each headline split three ways with its variance components' shares over all ``k``
+    sessions (a Markdown table), then which is largest for how many headlines and the median
+    shares per experiment."""
     import numpy as np
 
     from rtstudy.report.stability import largest_components
@@ -209,7 +210,11 @@ def components_line(est, k: int) -> str:
     medians = "; ".join(
         f"{name} {g['share'].median():.0%} / {g['share_runs'].median():.0%} / "
         f"{g['share_within'].median():.0%}" for name, g in split.groupby("experiment"))
-    return (f"\nVariance components over the {k} sessions: of {c['split']} headlines split three "
+    rows = "\n".join(f"| {r.experiment} | {r.quantity} | {r.share:.0%} / {r.share_runs:.0%} / "
+                     f"{r.share_within:.0%} |" for r in split.itertuples())
+    return (f"\n| experiment | headline | variance: sessions / runs / within a run |\n"
+            f"|---|---|---|\n{rows}\n"
+            f"\nVariance components over the {k} sessions: of {c['split']} headlines split three "
             f"ways, the largest part is between sessions for {c['sessions']}, between runs for "
             f"{c['runs']}, within a run for {c['within']} ({c['unsplit']} more have no within-run "
             f"part of their own). Per experiment, the median of each share (sessions / runs / within "
