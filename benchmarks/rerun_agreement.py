@@ -45,8 +45,8 @@ import time
 from pathlib import Path
 
 from rtstudy import paths
-from rtstudy.report.stability import (agreement, agreement_table, finding_changes,
-                                      verdict_changes)
+from rtstudy.report.stability import (agreement, agreement_table, chance_misses,
+                                      finding_changes, verdict_changes)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = paths.rerun_file()
@@ -247,8 +247,12 @@ def report(record: dict, write: bool) -> None:
     table = agreement(a, b)
     print(agreement_table(table).to_markdown(index=False))
     judged = table[table["agree"].notna()]
+    chance = chance_misses(table, a["confidence"])
     print(f"\nBoth estimates inside the other's CI: {int(judged['agree'].sum())} of "
-          f"{len(judged)} quantities with CIs.\n")
+          f"{len(judged)} quantities with CIs. With no difference between the sessions, about "
+          f"{chance['expected']:.0f} would miss by chance (two sessions of {chance['runs']} runs "
+          f"agree on a quantity {chance['agree']:.0%} of the time); as many misses or more in "
+          f"{chance['p']:.0%} of such pairs.\n")
     print("| verdict | first session | second session |")
     print("|---|---|---|")
     for claim, (one, two) in verdict_changes(a, b).items():

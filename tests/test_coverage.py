@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rtstudy.stats import CI, over_runs, ratio_ci, two_group_ci
+from rtstudy.stats import CI, agreement_chance, over_runs, ratio_ci, two_group_ci
 
 CI95 = CI(0.95)
 REPS = 1000  # simulated sets of runs per case: the coverage's Monte-Carlo SE is 0.7 points
@@ -117,3 +117,20 @@ def test_a_second_sessions_estimate_lands_in_the_first_ones_ci_less_often_than_i
     rate = float(np.mean(inside))
     assert 0.84 <= rate <= 0.92, rate
     assert rate ** 20 < 0.2
+
+
+def test_agreement_chance_is_how_often_two_sessions_of_runs_land_inside_each_others_ci():
+    """rtstudy.stats.agreement_chance, which the report's *Stability* section uses to say how
+    many quantities miss by chance, against the study's own intervals on simulated sessions
+    that do not differ: both ways, as benchmarks/rerun_agreement.py judges a pair."""
+    rng = np.random.default_rng(11)
+    for n in (3, 5):
+        both = []
+        for _ in range(4 * REPS):
+            a, b = over_runs(rng.normal(5.0, 1.0, n), CI95), over_runs(rng.normal(5.0, 1.0, n),
+                                                                      CI95)
+            both.append(a.low <= b.value <= a.high and b.low <= a.value <= b.high)
+        # The Monte-Carlo SE of 4000 draws is about 0.6 points.
+        assert agreement_chance(n, 0.95) == pytest.approx(np.mean(both), abs=0.025), n
+    assert 0.7 < agreement_chance(5, 0.95) < 0.88 < agreement_chance(5, 0.99)
+    assert np.isnan(agreement_chance(2, 0.95))

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 
-from rtstudy import io, params
+from rtstudy import io, params, stats
 from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan
 from rtstudy.experiments.e2_rt_threads import analysis as e2_analysis
 from rtstudy.experiments.e4_host import analysis as e4_analysis
@@ -210,6 +211,9 @@ def test_the_stability_section_reads_the_recorded_rerun_and_the_drift(tmp_path, 
     text = blocks[0].text
     assert "For 0 of 1 headline quantities with a CI" in text
     assert "E3 steady" in text and "H3 (reproduced, then inconclusive)" in text
+    # One quantity of 3 runs missing is what chance gives about one time in four.
+    assert "two sessions of 3 runs agree on one quantity only about" in text
+    assert "show that sessions differ" in text and "more than chance gives" not in text
     drift = blocks[1].make()
     assert list(drift["experiment"]) == ["E3"] and drift["condition"][0] == "ops-greedy"
     assert len(blocks[2].make()) == 2
@@ -217,6 +221,25 @@ def test_the_stability_section_reads_the_recorded_rerun_and_the_drift(tmp_path, 
     (tmp_path / "benchmarks" / "rerun_agreement.json").write_text(
         json.dumps({"about": "none yet", "sessions": []}))
     assert study.rerun() is None
+
+
+def test_chance_alone_says_how_many_quantities_two_sessions_miss():
+    """stability.chance_misses: the misses two sessions that do not differ would have
+    (1 − stats.agreement_chance per quantity), and how surprising the pair's own are."""
+    def pair(misses: int, n: int = 5, total: int = 20) -> pd.DataFrame:
+        q = {"value": 1.0, "low": 0.9, "high": 1.1, "unit": "µs", "n": n}
+        return pd.DataFrame([{"first": q, "second": q, "agree": i >= misses}
+                             for i in range(total)])
+    miss_5 = 1 - stats.agreement_chance(5, 0.95)
+    usual = stability.chance_misses(pair(4), 0.95)
+    assert usual["expected"] == pytest.approx(20 * miss_5)
+    assert (usual["runs"], usual["agree"]) == (5, 1 - miss_5)
+    assert usual["p"] == pytest.approx(sps.binom.sf(3, 20, miss_5)) and usual["p"] > 0.05
+    assert stability.chance_misses(pair(12), 0.95)["p"] < 1e-3
+    assert stability.chance_misses(pair(0), 0.95)["p"] == pytest.approx(1.0)
+    # Quantities without a CI (below 3 runs) count for nothing.
+    few = stability.chance_misses(pair(2, n=2), 0.95)
+    assert few["expected"] == 0 and np.isnan(few["p"])
 
 
 def test_findings_are_compared_between_sessions_where_both_have_them():

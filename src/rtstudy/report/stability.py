@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from rtstudy import registry, stats
 # A t-interval over few sessions is symmetric, so a rare-event rate's would reach below 0: for
@@ -98,6 +99,33 @@ def agreement(first: dict, second: dict) -> pd.DataFrame:
                          "first_inside_second": one, "second_inside_first": two,
                          "agree": None if None in (one, two) else one and two})
     return pd.DataFrame(rows)
+
+
+def chance_misses(table: pd.DataFrame, confidence: float) -> dict:
+    """What chance alone gives :func:`agreement`: with no difference between the sessions,
+    how many of its judged quantities would still miss, and how surprising its own misses are.
+
+    Returns
+    -------
+    dict
+        ``expected``: Σ (1 − :func:`rtstudy.stats.agreement_chance`) over the quantities both
+        sessions give a CI, each at the fewer runs of the two; ``p``: the chance of as many
+        misses as ``table`` has, or more, were each quantity to miss independently at their
+        mean rate (binomial; NaN with nothing judged); ``runs``: the runs most of them rest on,
+        and ``agree``: how often two sessions of that many runs agree on one quantity.
+    """
+    judged = table[table["agree"].notna()] if len(table) else table
+    runs = np.array([min(r.first.get("n", 0), r.second.get("n", 0))
+                     for r in judged.itertuples()], dtype=int)
+    miss = np.array([1 - stats.agreement_chance(int(n), confidence) for n in runs])
+    keep = np.isfinite(miss)
+    if not keep.any():
+        return {"expected": 0.0, "p": np.nan, "runs": 0, "agree": np.nan}
+    seen = int((~judged["agree"][keep].astype(bool)).sum())
+    typical = int(np.bincount(runs[keep]).argmax())
+    return {"expected": float(miss[keep].sum()),
+            "p": float(sps.binom.sf(seen - 1, int(keep.sum()), miss[keep].mean())),
+            "runs": typical, "agree": stats.agreement_chance(typical, confidence)}
 
 
 def verdict_changes(first: dict, second: dict) -> dict[str, tuple[str, str]]:

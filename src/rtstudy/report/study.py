@@ -177,9 +177,14 @@ class Study:
                                      if rerun else []) if v[0] != v[1]}
         with_ci = agree[agree["agree"].notna()] if len(agree) else agree
         off = [f"{r.experiment} {r.quantity}" for r in with_ci.itertuples() if not r.agree]
+        # How many would miss with no difference between the sessions: a CI is made to hold
+        # the true value, not another session's estimate.
+        chance = stability.chance_misses(
+            agree, rerun["sessions"][0].get("confidence", self.ci.confidence)) if rerun else {}
         return [Markdown(words("stability", drift=drift, rerun=rerun, shown=self.host_id,
                                profile=self.profile, n_ci=len(with_ci), off=off,
-                               n_agree=len(with_ci) - len(off), changed=changed)),
+                               n_agree=len(with_ci) - len(off), changed=changed,
+                               chance=chance)),
                 Table(lambda: stability.drift_table(drift), words("caption_drift")),
                 Table(lambda: stability.agreement_table(agree), words("caption_rerun", rerun=rerun)),
                 *self.sessions_blocks()]
