@@ -1,0 +1,90 @@
+"""Issue 20's re-run check under exchange: how often would two sessions pass it if the session
+did not matter?
+
+    .venv/bin/python benchmarks/rerun_exchange.py [--profile default] [--draws 1000] [--seed 0]
+        [--host HOST ...]
+
+Measures nothing. For every host whose E2 dataset holds two sessions or more
+(:mod:`rtstudy.sessions`; ``--host`` picks some), takes its last two (in the reference dataset
+the pair ``benchmarks/rerun_agreement.py`` measured one after the other) and judges them by
+issue 20's check: every ladder rung's typical jitter and every late-frame rate at the headline
+point inside the other session's CI, both ways, and the recommendation table's conclusions the
+same. Then it deals the two sessions' runs again ``--draws`` times, condition by condition, and
+judges each dealt pair the same way (:mod:`rtstudy.experiments.e2_rt_threads.exchange`): the
+share that pass is the check's chance with no session effect; the share with at least as many
+misses as the real pair is the real pair's p-value. Prints Markdown for docs/benchmarks.md;
+about 2 s per draw and host on 2 vCPUs (``--draws 200``: about 15 minutes for two hosts).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from rtstudy import data, params, sessions
+from rtstudy.experiments.e2_rt_threads.exchange import exchange_test
+from rtstudy.stats import CI
+
+EXPERIMENT = "e2_rt_threads"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--profile", default="default", choices=["smoke", "default", "seed"])
+    parser.add_argument("--draws", type=int, default=1000, help="pairs dealt per host")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--host", action="append", default=[],
+                        help="only this host id (repeatable); default: every host with 2 sessions")
+    args = parser.parse_args()
+    configs = params.configs(args.profile)
+    ci = CI.from_params(configs[params.REPORT])
+    policy = configs[EXPERIMENT]["ladder_policy"]
+    hosts = args.host or list(data.hosts(args.profile)["host_id"])
+    passes = []
+    for host_id in hosts:
+        found = sessions.load(EXPERIMENT, host_id, args.profile)
+        if len(found) < 2:
+            continue
+        (one, a), (two, b) = list(found.items())[-2:]
+        start = time.monotonic()
+        r = exchange_test(a.tables, b.tables, policy, ci, args.draws, args.seed)
+        seconds = time.monotonic() - start
+        passes.append(r["pass_rate"])
+        print(f"\nHost `{host_id}`: sessions {one} and {two}; {args.draws} pairs dealt "
+              f"(seed {args.seed}, {seconds / 60:.1f} min).\n")
+        print(describe(r))
+    if not passes:
+        print("no host here has two sessions of E2 (make new-session, then make study)")
+        return 1
+    if len(passes) > 1:
+        print(f"\nEvery host's pair passing at once, were the hosts independent: "
+              f"{np.prod(passes):.1%}.")
+    return 0
+
+
+def describe(r: dict) -> str:
+    """One host's result as Markdown: the real pair, the dealt pairs, the quantities that miss
+    most often by chance."""
+    obs, misses, differ = r["observed"], r["misses"], r["differ"]
+    lines = [
+        f"- **The real pair**: {len(obs['misses'])} of {obs['judged']} quantities miss "
+        f"({'; '.join(obs['misses']) or 'none'}); {len(obs['differ'])} of {obs['changes']} "
+        f"conclusions differ ({'; '.join(obs['differ']) or 'none'}): the check "
+        f"{'passes' if obs['passed'] else 'fails'}.",
+        f"- **Dealt pairs** (no session effect): every quantity lands in {r['land_rate']:.1%}, "
+        f"every conclusion the same in {r['same_rate']:.1%}, both (the check passes) in "
+        f"**{r['pass_rate']:.1%}**. Misses per pair: median {np.median(misses):g}, 95th "
+        f"percentile {np.percentile(misses, 95):g}; conclusions that differ: median "
+        f"{np.median(differ):g}, 95th percentile {np.percentile(differ, 95):g}.",
+        f"- **The real pair against them**: as many misses or more in {r['p_misses']:.0%} of "
+        f"the dealt pairs, as many differing conclusions or more in {r['p_differ']:.0%} "
+        f"(permutation p-values for a session effect).",
+        "", "| quantity | misses by chance (share of dealt pairs) | the real pair |", "|---|---|---|"]
+    for name, rate in sorted(r["miss_rate"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"| {name} | {rate:.0%} | {'**miss**' if name in obs['misses'] else 'lands'} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

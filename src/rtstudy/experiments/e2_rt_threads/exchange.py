@@ -1,0 +1,161 @@
+"""Would two sessions agree if the session did not matter? Issue 20's re-run check under exchange.
+
+Issue 20 asks of two fresh sessions that every ladder rung's typical jitter and every late-frame
+rate at the headline point land inside the other session's CI, and that the recommendation
+table conclude the same in both. :func:`rerun_check` computes exactly those numbers from one
+session's runs, and :func:`compare` judges a pair by them. Even with no session effect at all,
+a session's estimate lands inside another's 95 % CI over 5 runs only about 88 % of the time
+(``tests/test_coverage.py``), so a check over many quantities fails by chance alone; how often
+is the question :func:`exchange_test` answers from the data themselves.
+
+It is a permutation test with the session as the label: if the session did not matter, a run
+of one condition could as well have been measured in either session. Each draw pools the two
+sessions' runs of every condition (a run keeps its condition) and deals them at random into
+two sessions of the original sizes (:func:`deal`), then judges that pair as the real one. The
+share of draws that pass is the check's chance of passing with no session effect; the share of
+draws with at least as many misses as the real pair is the real pair's p-value for a session
+effect (small: the sessions differ by more than their runs do).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
+from rtstudy.experiments.e2_rt_threads.contrasts import condition_summary
+from rtstudy.experiments.e2_rt_threads.ladder import ladder, recommendations
+from rtstudy.stats import CI
+
+
+def rerun_check(runs: pd.DataFrame, floor: pd.DataFrame, policy: str,
+                ci: CI) -> tuple[dict[str, tuple[float, float, float]], dict[str, str]]:
+    """One session's numbers that issue 20's re-run check judges.
+
+    Parameters
+    ----------
+    runs, floor : DataFrame
+        E2's ``runs`` and ``floor`` tables of one session (one row per run).
+    policy : str
+        The ladder's policy (``params.yaml: e2_rt_threads.ladder_policy``).
+    ci : CI
+        How CIs over runs are made (the report's).
+
+    Returns
+    -------
+    quantities : dict
+        Name → (estimate, CI low, CI high): every ladder rung's period IQR (µs) and every
+        policy's late frames per 10 000 at the headline point, named as ``metrics.json``
+        names them.
+    findings : dict
+        Change → the recommendation table's words for it (typical jitter; late frames).
+    """
+    quantities = {}
+    for r in ladder(runs, floor, policy, ci).itertuples():
+        quantities[f"ladder {r.number}. {r.name}: period IQR"] = (r.iqr_us, r.iqr_low, r.iqr_high)
+    top = condition_summary(headline_point(grid(runs)), ci)
+    for r in top.itertuples():
+        quantities[f"{r.policy}: late frames per 10 000 at {r.load_factor:g} loads/CPU"] = (
+            r.late_rate, r.late_low, r.late_high)
+    findings = {r.change: f"typical jitter {r.typical}; late frames {r.late_frames}"
+                for r in recommendations(runs, policy, ci).itertuples()}
+    return quantities, findings
+
+
+def _inside(x: float, low: float, high: float) -> bool:
+    """Inside a CI; never where the CI is missing (fewer than 3 runs), as the check cannot pass
+    a quantity it cannot judge."""
+    return bool(np.isfinite(low) and np.isfinite(high) and low <= x <= high)
+
+
+def compare(first: tuple[dict, dict], second: tuple[dict, dict]) -> dict:
+    """Judge two sessions' :func:`rerun_check` by issue 20's rule.
+
+    Returns
+    -------
+    dict
+        ``misses``: the quantities of both where either estimate lies outside the other's CI;
+        ``differ``: the changes whose words differ; ``judged`` / ``changes``: how many of
+        each both sessions have; ``passed``: neither a miss nor a difference.
+    """
+    (qa, fa), (qb, fb) = first, second
+    common = [k for k in qa if k in qb]
+    misses = [k for k in common if not (_inside(qa[k][0], *qb[k][1:])
+                                        and _inside(qb[k][0], *qa[k][1:]))]
+    changes = [k for k in fa if k in fb]
+    differ = [k for k in changes if fa[k] != fb[k]]
+    return {"misses": misses, "differ": differ, "judged": len(common), "changes": len(changes),
+            "passed": not misses and not differ}
+
+
+def deal(a: pd.DataFrame, b: pd.DataFrame,
+         rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two sessions' runs dealt again at random, condition by condition.
+
+    Every ``label`` (condition) present in both keeps its runs, pooled and split into groups
+    of its sizes in ``a`` and ``b``; a condition only one session measured stays where it was.
+    """
+    if a.empty or b.empty:
+        return a, b
+    pooled = pd.concat([a, b], ignore_index=True)
+    to_a, to_b = [], []
+    for label, rows in pooled.groupby("label", sort=False).indices.items():
+        n_a = int((a["label"] == label).sum())
+        if n_a == 0 or n_a == len(rows):
+            (to_a if n_a else to_b).extend(rows)
+            continue
+        shuffled = rng.permutation(rows)
+        to_a.extend(shuffled[:n_a])
+        to_b.extend(shuffled[n_a:])
+    return pooled.iloc[sorted(to_a)], pooled.iloc[sorted(to_b)]
+
+
+def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], policy: str,
+                  ci: CI, draws: int = 1000, seed: int = 0) -> dict:
+    """The re-run check of a real pair of sessions and of ``draws`` pairs dealt by exchange.
+
+    Parameters
+    ----------
+    first, second : dict
+        Each session's E2 tables ``runs`` and ``floor``.
+    policy, ci
+        As :func:`rerun_check`.
+    draws : int
+        Pairs dealt (:func:`deal`).
+    seed : int
+        The generator's seed: the same seed deals the same pairs.
+
+    Returns
+    -------
+    dict
+        ``observed`` (:func:`compare` of the real pair); ``draws``; ``pass_rate``: the share of
+        dealt pairs that pass the whole check, ``land_rate`` (every quantity lands) and
+        ``same_rate`` (every conclusion the same); ``misses`` and ``differ``: each dealt pair's
+        counts (arrays); ``p_misses`` / ``p_differ``: the share of dealt pairs with at least as
+        many as the real pair (a permutation p-value, counting the real pair among them);
+        ``miss_rate``: each quantity → the share of dealt pairs where it missed.
+    """
+    mine = rerun_check(first["runs"], first["floor"], policy, ci)
+    observed = compare(mine, rerun_check(second["runs"], second["floor"], policy, ci))
+    rng = np.random.default_rng(seed)
+    misses, differ, passed, landed, same = [], [], 0, 0, 0
+    per_quantity: dict[str, int] = {}
+    for _ in range(draws):
+        runs_a, runs_b = deal(first["runs"], second["runs"], rng)
+        floor_a, floor_b = deal(first["floor"], second["floor"], rng)
+        c = compare(rerun_check(runs_a, floor_a, policy, ci),
+                    rerun_check(runs_b, floor_b, policy, ci))
+        misses.append(len(c["misses"]))
+        differ.append(len(c["differ"]))
+        passed += c["passed"]
+        landed += not c["misses"]
+        same += not c["differ"]
+        for k in c["misses"]:
+            per_quantity[k] = per_quantity.get(k, 0) + 1
+    misses_a, differ_a = np.array(misses), np.array(differ)
+    return {"observed": observed, "draws": draws, "pass_rate": passed / draws,
+            "land_rate": landed / draws, "same_rate": same / draws,
+            "misses": misses_a, "differ": differ_a,
+            # The real pair counts as one of the exchanges (Phipson & Smyth 2010): never 0.
+            "p_misses": (1 + int((misses_a >= len(observed["misses"])).sum())) / (draws + 1),
+            "p_differ": (1 + int((differ_a >= len(observed["differ"])).sum())) / (draws + 1),
+            "miss_rate": {k: per_quantity.get(k, 0) / draws for k in mine[0]}}
