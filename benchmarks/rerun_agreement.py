@@ -4,6 +4,7 @@
         [--stage e2_rt_threads ...] [--sdk 4.6.0 ...]
     .venv/bin/python benchmarks/rerun_agreement.py --judge FIRST SECOND [--minutes A B] [--record]
     .venv/bin/python benchmarks/rerun_agreement.py --sessions [--profile default] [--record]
+    .venv/bin/python benchmarks/rerun_agreement.py --show
 
 Clones this checkout's HEAD twice into a temporary directory, sets the first
 clone up (``make setup``) and runs the whole pipeline (``dvc repro``) in each,
@@ -23,7 +24,8 @@ with *this* checkout's code (``RTSTUDY_ROOT``; each clone's own data and paramet
 compares them, so two sessions measured once are judged again under the current analysis and
 rules; ``--minutes`` carries their recorded ``dvc repro`` times into the record.
 
-``--sessions`` measures nothing either: in this checkout, for every host whose dataset holds
+``--show`` prints the recorded pair again, judged by this checkout's code (how many misses
+chance alone gives, for one), and measures nothing. ``--sessions`` measures nothing either: in this checkout, for every host whose dataset holds
 three sessions or more (``make new-session``, then ``make study``: :mod:`rtstudy.sessions`), it
 judges the latest session against the session-aware intervals of the earlier ones, headline by
 headline: inside their prediction interval for a next session, and inside their CI of the mean;
@@ -69,7 +71,12 @@ def main() -> int:
                         help="with --judge: the two sessions' recorded dvc repro minutes")
     parser.add_argument("--sessions", action="store_true",
                         help="judge this checkout's latest session against its earlier ones")
+    parser.add_argument("--show", action="store_true",
+                        help=f"print the recorded pair ({OUT.name}) again; measure nothing")
     args = parser.parse_args()
+    if args.show:
+        report(json.loads(OUT.read_text()), False)
+        return 0
     if args.sessions:
         return judge_sessions(args.profile, args.record)
     if args.record and (args.stage or args.sdk):
