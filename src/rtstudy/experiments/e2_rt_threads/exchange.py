@@ -4,9 +4,9 @@ Issue 20 asks of two fresh sessions that every ladder rung's typical jitter and 
 rate at the headline point land inside the other session's CI, and that the recommendation
 table conclude the same in both. :func:`rerun_check` computes exactly those numbers from one
 session's runs, and :func:`compare` judges a pair by them. Even with no session effect at all,
-a session's estimate lands inside another's 95 % CI over 5 runs only about 88 % of the time
-(``tests/test_coverage.py``), so a check over many quantities fails by chance alone; how often
-is the question :func:`exchange_test` answers from the data themselves.
+two sessions of 5 normal runs agree both ways on a quantity only 81 % of the time
+(:func:`rtstudy.stats.agreement_chance`), so a check over many quantities fails by chance
+alone; how often, with these runs, is the question :func:`exchange_test` answers.
 
 It is a permutation test with the session as the label: if the session did not matter, a run
 of one condition could as well have been measured in either session. Each draw pools the two
