@@ -282,3 +282,25 @@ def test_every_damaged_cell_is_listed_at_once(e3_root, tmp_path):
     assert str(copy / cells[0] / "cell.json") in message
     assert str(copy / cells[1] / "samples.parquet") in message
     assert message.count("re-run its stage") == 2
+
+
+def test_stacking_cells_gives_what_assigning_each_one_did():
+    """io.stack, the loaders' way of giving every row its cell's columns, against the plain
+    ``concat`` of ``assign`` it replaces: values, dtypes and column order, with a column a table
+    already had, a cell without rows, and a value one cell lacks."""
+    import pandas as pd
+
+    parts = [(pd.DataFrame({"t": [1.0, 2.0], "policy": ["x", "x"]}),
+              {"policy": "SCHED_FIFO", "run": 0, "pinned": True, "cpu": 1.0}),
+             (pd.DataFrame({"t": pd.Series([], dtype=float), "policy": pd.Series([], dtype=object)}),
+              {"policy": "normal", "run": 1, "pinned": False, "cpu": 0.0}),
+             (pd.DataFrame({"t": [3.0], "policy": ["y"]}),
+              {"policy": "normal", "run": 2, "pinned": False, "cpu": np.nan})]
+    expected = pd.concat([t.assign(**c) for t, c in parts], ignore_index=True)
+    pd.testing.assert_frame_equal(io.stack(parts), expected, check_exact=True)
+    assert list(io.stack(parts)["policy"]) == ["SCHED_FIFO", "SCHED_FIFO", "normal"]
+    # Only empty tables: the same empty frame; no cell: an empty one.
+    empty = parts[1:2]
+    pd.testing.assert_frame_equal(io.stack(empty),
+                                  pd.concat([t.assign(**c) for t, c in empty], ignore_index=True))
+    assert io.stack([]).empty

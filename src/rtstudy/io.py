@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -251,6 +252,31 @@ def read_cells(directory: Path, schema: dict[str, str]) -> tuple[list[CellData],
     not on disk: where every experiment's loader starts."""
     sidecars, missing = completed_cells(directory, schema)
     return [CellData(sc) for sc in sidecars], missing
+
+
+def stack(parts: list[tuple[pd.DataFrame, dict]]) -> pd.DataFrame:
+    """Many cells' tables as one, every row given its cell's columns.
+
+    What ``pd.concat([t.assign(**columns) for t, columns in parts], ignore_index=True)`` gives,
+    with each column set once for all cells instead of once per cell: a dataset of a hundred
+    cells and twenty columns took two thousand insertions, a tenth of the report's time.
+
+    Parameters
+    ----------
+    parts : list of (DataFrame, dict)
+        Each cell's table and its columns (name → one value for all its rows); a name the
+        table already has is replaced in place, as ``assign`` does.
+    """
+    if not parts:
+        return pd.DataFrame()
+    tables = pd.concat([t for t, _ in parts], ignore_index=True)
+    if not len(tables):
+        return pd.concat([t.assign(**columns) for t, columns in parts], ignore_index=True)
+    rows = np.repeat(np.arange(len(parts)), [len(t) for t, _ in parts])
+    columns = pd.DataFrame([c for _, c in parts]).iloc[rows].reset_index(drop=True)
+    for name in columns.columns:
+        tables[name] = columns[name]
+    return tables
 
 
 def set_aside_drift(tables: dict[str, pd.DataFrame], per_run: str) -> dict[str, pd.DataFrame]:

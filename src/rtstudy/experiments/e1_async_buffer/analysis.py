@@ -16,7 +16,7 @@ import pandas as pd
 from rtstudy import criteria, paths
 from rtstudy.experiments.e1_async_buffer import published
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
-from rtstudy.io import Dataset, read_cells, set_aside_drift, wide
+from rtstudy.io import Dataset, read_cells, set_aside_drift, stack, wide
 from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
                            equivalence_verdict, holm, linear_fit, over_runs, percentiles,
                            rank_test, robust_slope, spread_test)
@@ -132,8 +132,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
                 "latency_ms": ((rx["t_rx_ns"] - rx["t_start_ns"]) / 1e6)[keep],
                 "latency_emit_ms": ((rx["t_rx_ns"] - rx["t_emit_ns"]) / 1e6)[keep],
                 "interval_ms": interval[keep],
-            }).assign(**base, producer=producer, role=role)
-            msg_frames.append(m)
+            })
+            msg_frames.append((m, {**base, "producer": producer, "role": role}))
             emits = samples[(samples["event"] == "emit") & (samples["port"] == producer)]
             emit_period = np.diff(np.sort(emits["t_emit_ns"].to_numpy())) / 1e6
             first = rx.loc[rx["t_rx_ns"].idxmin()] if len(rx) else None
@@ -155,7 +155,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
                              if first is not None else 0),
                          "phase_switches": int(np.count_nonzero(np.diff(
                              (m["latency_emit_ms"] > cfg["rx_period_ms"] / 2).to_numpy(int))))})
-    messages = pd.concat(msg_frames, ignore_index=True) if msg_frames else pd.DataFrame()
+    messages = stack(msg_frames)
     tables = {"messages": messages, "cells": pd.DataFrame(rows)}
     return Dataset(Path(directory), set_aside_drift(tables, "cells"), missing)
 

@@ -37,7 +37,8 @@ from rtstudy.experiments.e2_rt_threads.ladder import ladder, recommendations
 from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
-from rtstudy.io import CellData, Dataset, read_cells, read_samples, set_aside_drift, wide
+from rtstudy.io import (CellData, Dataset, read_cells, read_samples, set_aside_drift, stack,
+                        wide)
 from rtstudy.realtime import DISPATCHER, POLICY_BY_NUMBER
 from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
                            equivalence_verdict)
@@ -221,7 +222,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
             # A traced run is set aside from the statistics: tracing costs the run time
             # (tracing_cost() says how much).
             frames_of = attribute_cell(cell, samples, warmup_frames)
-            attributed.append(frames_of.assign(**base))
+            attributed.append((frames_of, base))
             trace = cell.sidecar["summary"].get("trace", {})
             traces.append({**base, "events": int(trace.get("n_events", 0)),
                            "frames": int(len(samples)) - warmup_frames,
@@ -233,16 +234,16 @@ def load(directory: Path, cfg: dict) -> Dataset:
         if config.get("tool"):
             floor_rows.append(row)
             continue
-        frame_tables.append(frames.table().assign(**base))
+        frame_tables.append((frames.table(), base))
         rows.append(row)
         if (cell.folder / MESSAGES_FILE).is_file() and not base["drift"]:
             messages.append({**base, **message_latency(read_samples(cell.folder / MESSAGES_FILE),
                                                        warmup_frames, config["frames"])})
-    frames = pd.concat(frame_tables, ignore_index=True) if frame_tables else pd.DataFrame()
+    frames = stack(frame_tables)
     tables = {"frames": frames, "runs": pd.DataFrame(rows), "floor": pd.DataFrame(floor_rows),
               "traces": pd.DataFrame(traces),
               # int and float: a traced run with no complete chain adds an empty (object) frame.
-              "attribution": (pd.concat(attributed, ignore_index=True).astype(
+              "attribution": (stack(attributed).astype(
                   {"frame": int, **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS,
                                                        *GIL_TIMES]}})
                   if attributed else pd.DataFrame())}

@@ -16,7 +16,7 @@ import pandas as pd
 from rtstudy import criteria
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
-from rtstudy.io import Dataset, read_cells, read_json, set_aside_drift, wide
+from rtstudy.io import Dataset, read_cells, read_json, set_aside_drift, stack, wide
 from rtstudy.stats import (CI, MIN_RUNS, drift_check, quantile_bootstrappable, quantile_of_counts,
                            two_group_ci, within_run_variance_hist)
 
@@ -135,7 +135,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
         cpu = cfg.get("cpu")
         base = cell.columns(kind=cfg["kind"], load=cfg["load"],
                             cpu=np.nan if cpu is None else float(cpu))
-        hists.append(s.assign(**base))
+        hists.append((s, base))
         stats = hist_percentiles(s["latency_ns"], s["count"])
         stats.update(within_run(s["latency_ns"], s["count"], cfg["kind"] == "jitter"))
         if cfg["kind"] == "jitter":
@@ -146,7 +146,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
             stats.update(n=int(summary["cycles"]), max=summary["max_us"] * 1e3,
                          mean=summary["avg_us"] * 1e3)
         rows.append({**base, **stats, "summary": json.dumps(summary)})
-    h = pd.concat(hists, ignore_index=True) if hists else pd.DataFrame()
+    h = stack(hists)
     tables = {"histograms": h, "stats": pd.DataFrame(rows)}
     return Dataset(Path(directory), set_aside_drift(tables, "stats"), missing,
                    {"audit": read_audit(directory)})
