@@ -40,7 +40,6 @@ def main() -> int:
     args = parser.parse_args()
     configs = params.configs(args.profile)
     ci = CI.from_params(configs[params.REPORT])
-    policy = configs[EXPERIMENT]["ladder_policy"]
     hosts = args.host or list(data.hosts(args.profile)["host_id"])
     passes = []
     for host_id in hosts:
@@ -49,7 +48,7 @@ def main() -> int:
             continue
         (one, a), (two, b) = list(found.items())[-2:]
         start = time.monotonic()
-        r = exchange_test(a.tables, b.tables, policy, ci, args.draws, args.seed)
+        r = exchange_test(a.tables, b.tables, configs[EXPERIMENT], ci, args.draws, args.seed)
         seconds = time.monotonic() - start
         passes.append(r["pass_rate"])
         print(f"\nHost `{host_id}`: sessions {one} and {two}; {args.draws} pairs dealt "

@@ -23,11 +23,12 @@ import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
 from rtstudy.experiments.e2_rt_threads.contrasts import condition_summary
-from rtstudy.experiments.e2_rt_threads.ladder import ladder, recommendations
+from rtstudy.experiments.e2_rt_threads.ladder import (finding, ladder, late_name,
+                                                     recommendations, rung_name)
 from rtstudy.stats import CI
 
 
-def rerun_check(runs: pd.DataFrame, floor: pd.DataFrame, policy: str,
+def rerun_check(runs: pd.DataFrame, floor: pd.DataFrame, cfg: dict,
                 ci: CI) -> tuple[dict[str, tuple[float, float, float]], dict[str, str]]:
     """One session's numbers that issue 20's re-run check judges.
 
@@ -35,8 +36,8 @@ def rerun_check(runs: pd.DataFrame, floor: pd.DataFrame, policy: str,
     ----------
     runs, floor : DataFrame
         E2's ``runs`` and ``floor`` tables of one session (one row per run).
-    policy : str
-        The ladder's policy (``params.yaml: e2_rt_threads.ladder_policy``).
+    cfg : dict
+        E2's resolved parameters (``ladder_policy``, ``late_threshold_ms``).
     ci : CI
         How CIs over runs are made (the report's).
 
@@ -45,19 +46,19 @@ def rerun_check(runs: pd.DataFrame, floor: pd.DataFrame, policy: str,
     quantities : dict
         Name → (estimate, CI low, CI high): every ladder rung's period IQR (µs) and every
         policy's late frames per 10 000 at the headline point, named as ``metrics.json``
-        names them.
+        names them (:func:`.ladder.rung_name`, :func:`.ladder.late_name`).
     findings : dict
-        Change → the recommendation table's words for it (typical jitter; late frames).
+        Change → the recommendation table's words for it (:func:`.ladder.finding`).
     """
+    policy = cfg["ladder_policy"]
     quantities = {}
-    for r in ladder(runs, floor, policy, ci).itertuples():
-        quantities[f"ladder {r.number}. {r.name}: period IQR"] = (r.iqr_us, r.iqr_low, r.iqr_high)
-    top = condition_summary(headline_point(grid(runs)), ci)
-    for r in top.itertuples():
-        quantities[f"{r.policy}: late frames per 10 000 at {r.load_factor:g} loads/CPU"] = (
-            r.late_rate, r.late_low, r.late_high)
-    findings = {r.change: f"typical jitter {r.typical}; late frames {r.late_frames}"
-                for r in recommendations(runs, policy, ci).itertuples()}
+    for r in ladder(runs, floor, policy, ci).to_dict("records"):
+        quantities[f"{rung_name(r)}: period IQR"] = (r["iqr_us"], r["iqr_low"], r["iqr_high"])
+    for r in condition_summary(headline_point(grid(runs)), ci).to_dict("records"):
+        quantities[late_name(r["policy"], r["load_factor"], cfg["late_threshold_ms"])] = (
+            r["late_rate"], r["late_low"], r["late_high"])
+    findings = {r["change"]: finding(r)
+                for r in recommendations(runs, policy, ci).to_dict("records")}
     return quantities, findings
 
 
@@ -109,7 +110,7 @@ def deal(a: pd.DataFrame, b: pd.DataFrame,
     return pooled.iloc[sorted(to_a)], pooled.iloc[sorted(to_b)]
 
 
-def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], policy: str,
+def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], cfg: dict,
                   ci: CI, draws: int = 1000, seed: int = 0) -> dict:
     """The re-run check of a real pair of sessions and of ``draws`` pairs dealt by exchange.
 
@@ -117,7 +118,7 @@ def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame
     ----------
     first, second : dict
         Each session's E2 tables ``runs`` and ``floor``.
-    policy, ci
+    cfg, ci
         As :func:`rerun_check`.
     draws : int
         Pairs dealt (:func:`deal`).
@@ -134,16 +135,16 @@ def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame
         many as the real pair (a permutation p-value, counting the real pair among them);
         ``miss_rate``: each quantity → the share of dealt pairs where it missed.
     """
-    mine = rerun_check(first["runs"], first["floor"], policy, ci)
-    observed = compare(mine, rerun_check(second["runs"], second["floor"], policy, ci))
+    mine = rerun_check(first["runs"], first["floor"], cfg, ci)
+    observed = compare(mine, rerun_check(second["runs"], second["floor"], cfg, ci))
     rng = np.random.default_rng(seed)
     misses, differ, passed, landed, same = [], [], 0, 0, 0
     per_quantity: dict[str, int] = {}
     for _ in range(draws):
         runs_a, runs_b = deal(first["runs"], second["runs"], rng)
         floor_a, floor_b = deal(first["floor"], second["floor"], rng)
-        c = compare(rerun_check(runs_a, floor_a, policy, ci),
-                    rerun_check(runs_b, floor_b, policy, ci))
+        c = compare(rerun_check(runs_a, floor_a, cfg, ci),
+                    rerun_check(runs_b, floor_b, cfg, ci))
         misses.append(len(c["misses"]))
         differ.append(len(c["differ"]))
         passed += c["passed"]

@@ -62,6 +62,24 @@ CHANGES = {
 }
 
 
+# The names of the quantities and findings two sessions are compared by: section.py gives them
+# to the report's metrics, exchange.py judges a pair of sessions by them.
+def rung_name(r: dict) -> str:
+    """A :func:`ladder` row's name: ``ladder 3. Holoscan target alone``."""
+    return f"ladder {r['number']}. {r['name']}"
+
+
+def late_name(policy: str, load_factor: float, threshold_ms: float) -> str:
+    """The name of a policy's late-frame rate at a load factor."""
+    return (f"{policy}: late frames (> {threshold_ms:g} ms) per 10 000 at {load_factor:g} "
+            "loads/CPU")
+
+
+def finding(r: dict) -> str:
+    """What a :func:`recommendations` row concluded, in words."""
+    return f"typical jitter {r['typical']}; late frames {r['late_frames']}"
+
+
 def _plain(runs: pd.DataFrame, policy: str) -> pd.DataFrame:
     """``policy``'s dedicated runs with native loads, Holoscan's dispatcher, Python's default
     switch interval: the ladder's and the fixes' common ground."""

@@ -126,9 +126,9 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         section.quantities += [
             Quantity(f"{r['policy']}: period IQR {at}", r["iqr_us"], r["iqr_low"], r["iqr_high"],
                      "µs", r["runs"], r["iqr_within"]),
-            Quantity(f"{r['policy']}: late frames (> {cfg['late_threshold_ms']:g} ms) per 10 000 "
-                     f"{at}", r["late_rate"], r["late_low"], r["late_high"], RATE_UNIT,
-                     r["runs"], r["late_within"])]
+            Quantity(ladder.late_name(r["policy"], r["load_factor"], cfg["late_threshold_ms"]),
+                     r["late_rate"], r["late_low"], r["late_high"], RATE_UNIT, r["runs"],
+                     r["late_within"])]
     for b in (h["floor"] or {}).get("prespecified", []):
         section.quantities.append(Quantity(
             f"{b['policy']}: std ratio to the floor at {b['load_factor']:g} loads/CPU",
@@ -143,7 +143,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
                 r["high"] * 100, "%", int(min(r["n_runs"], r["n_reference"]))))
     # The ladder and the recommendations, so two sessions can be compared on them.
     for r in h["ladder"]:
-        rung = f"ladder {r['number']}. {r['name']}"
+        rung = ladder.rung_name(r)
         section.quantities += [
             Quantity(f"{rung}: period IQR", r["iqr_us"], r["iqr_low"], r["iqr_high"], "µs",
                      r["runs"], r["iqr_within"]),
@@ -154,7 +154,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         section.quantities.append(Quantity(f"{name}: period IQR ratio", r["iqr_ratio"],
                                            r["iqr_low"], r["iqr_high"], "×",
                                            min(r["runs"], r["runs_base"])))
-        section.findings[name] = f"typical jitter {r['typical']}; late frames {r['late_frames']}"
+        section.findings[name] = ladder.finding(r)
         if r["message_runs"]:
             section.quantities.append(Quantity(f"{name}: message latency P50", r["message_p50_us"],
                                                r["message_p50_low"], r["message_p50_high"], "µs",
