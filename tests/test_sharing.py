@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 from conftest import venv_datasets
 
+from rtstudy import host
+
 BIN = Path(sys.executable).parent
 VENV = Path(sys.prefix)
 # `make push` / `make pull` run in copies of the project that have no .venv of
@@ -256,11 +258,19 @@ def test_a_fresh_clone_pulls_the_reference_dataset_when_the_default_remote_is_ou
     # Rendered there, measuring nothing: the committed metrics are the reference data's.
     committed = json.loads((dest / "report" / "metrics.json").read_text())
     (dest / "report" / "metrics.json").unlink()
+    # Rendered as on a machine that is none of the data's hosts, even where this machine is
+    # one of them: the host shown must not depend on the rendering machine.
+    fp = host.current()
+    fp["host_id"] = "vm-00000000"
+    (dest / "data" / "host").mkdir(parents=True, exist_ok=True)
+    (dest / "data" / "host" / "fingerprint.json").write_text(json.dumps(fp))
     sh([*MAKE, "report"], dest, make_env(env), timeout=900)
     assert sorted(p.name for p in (dest / "executed").glob("*.ipynb")) == ["report.ipynb"]
     rendered = json.loads((dest / "report" / "metrics.json").read_text())
     assert rendered == committed, "report/metrics.json no longer matches the reference data; " \
         "re-render it (make pull && make report) and commit it"
+    status = sh(["git", "status", "--porcelain"], dest, env).stdout
+    assert status == "", f"make pull && make report changed the clone:\n{status}"
     # DVC reads them: the verdicts of every host state (the reference holds two), and the plots.
     shown = json.loads(sh([BIN / "dvc", "metrics", "show", "--json"], dest, env).stdout)
     (record,) = [r["data"]["report/metrics.json"]["data"] for r in shown.values()]

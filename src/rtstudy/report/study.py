@@ -72,15 +72,21 @@ def report_host(profile: str) -> str:
     """The host whose data every section shows: this host if it measured ``profile`` (as many
     experiments as any other host).
 
-    Otherwise the host with data for the most experiments (ties: a host as it
-    is before a shielded one — the reference data holds both states of one
-    machine — then the first id), so all sections show one host; "Hosts
-    compared" shows every host.
+    Otherwise the host with data for the most experiments; ties go to a host as it is before a
+    shielded one (the reference data holds both states of one machine), then to the host with
+    the most sessions (the reference host: the docs and ``report/metrics.json`` describe it),
+    then to the first id. Nothing in that order depends on the machine that renders, so a fresh
+    clone's ``make pull && make report`` shows the same host on every machine. "Hosts compared"
+    shows every host.
     """
     counts: dict[str, int] = {}
+    session_counts: dict[str, int] = {}
     for name in registry.REGISTRY:
         for d in data.datasets(name, profile):
             counts[d.parent.name] = counts.get(d.parent.name, 0) + 1
+            # Closed sessions each keep a plan; the current one is the dataset folder itself.
+            closed = len(list((d / paths.SESSIONS_DIR).glob(f"*/{paths.PLAN_FILE}")))
+            session_counts[d.parent.name] = session_counts.get(d.parent.name, 0) + closed + 1
     if not counts:
         raise DataError(f"no data for profile {profile!r} under {paths.data_dir() / 'raw'}; run "
                         "`make study` (or `make pull`)")
@@ -89,10 +95,11 @@ def report_host(profile: str) -> str:
     # study beside a single stage measured here): then that one, so that no section is empty.
     if counts.get(this_host) == max(counts.values()):
         return this_host
+
     def shielded(host_id: str) -> bool:
         return bool(shield.of(data_fingerprint(profile, host_id)))
 
-    return sorted(counts, key=lambda h: (-counts[h], shielded(h), h))[0]
+    return sorted(counts, key=lambda h: (-counts[h], shielded(h), -session_counts[h], h))[0]
 
 
 def build_sections(datasets: dict, configs: dict, ci: CI) -> dict[str, Section]:
