@@ -139,6 +139,9 @@ DAMAGE = {
                         "samples.parquet", ["unreadable Parquet"]),
     "missing sidecar": (lambda cell: (cell / "cell.json").unlink(),
                         "", ["without its sidecar cell.json", "re-run its stage"]),
+    # One bit, mid-file: the file still reads as Parquet with the right columns.
+    "flipped bit": (lambda cell: _flip_middle(cell / "samples.parquet"),
+                    "samples.parquet", ["sha256 differs", "fresh copy"]),
     "sidecar not JSON": (lambda cell: (cell / "cell.json").write_text("{\"status\": "),
                          "cell.json", ["not valid JSON"]),
     "sidecar without a key": (lambda cell: _drop_key(cell / "cell.json", "summary"),
@@ -156,6 +159,12 @@ DAMAGE = {
                                pa.array(np.zeros(len(t), dtype=np.int64)))),
         "samples.parquet", ["column 'op' has type int64, expected string"]),
 }
+
+
+def _flip_middle(path) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    path.write_bytes(bytes(raw))
 
 
 def _truncate(path) -> None:
@@ -304,3 +313,38 @@ def test_stacking_cells_gives_what_assigning_each_one_did():
     pd.testing.assert_frame_equal(io.stack(empty),
                                   pd.concat([t.assign(**c) for t, c in empty], ignore_index=True))
     assert io.stack([]).empty
+
+
+def test_every_cell_records_the_checksums_of_its_samples(e3_root):
+    from rtstudy import integrity
+
+    _, out, cells, _ = e3_root
+    for cell in cells:
+        sidecar = json.loads((out / cell.cell_id / "cell.json").read_text())
+        assert sidecar["checksums"] == {"samples.parquet":
+                                        integrity.digest(out / cell.cell_id / "samples.parquet")}
+
+
+def test_verify_and_the_report_name_a_flipped_bit_and_leave_the_report_alone(
+        e3_root, tmp_path, monkeypatch, capsys):
+    """`rtstudy data verify` names the damaged file; `rtstudy report` refuses before its
+    notebook runs, so report/ keeps what it had."""
+    from rtstudy import cli
+
+    root, out, _, _ = e3_root
+    fake = tmp_path / "root"
+    shutil.copytree(root, fake)
+    monkeypatch.setenv("RTSTUDY_ROOT", str(fake))
+    assert cli.main(["data", "verify", "--profile", "smoke"]) == 0
+    assert "2 cells checked" in capsys.readouterr().out
+    d = paths.dataset_dir("e3_overhead", out.parent.name, "smoke")
+    victim = d / io.read_plan(d)["cells"][1]["cell_id"] / "samples.parquet"
+    _flip_middle(victim)
+    (fake / "report").mkdir()
+    (fake / "report" / "report.html").write_text("the last good report")
+    for argv in (["data", "verify", "--profile", "smoke"], ["report", "--profile", "smoke"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{victim}: sha256 differs" in err, err
+    assert [p.name for p in (fake / "report").iterdir()] == ["report.html"]
+    assert (fake / "report" / "report.html").read_text() == "the last good report"

@@ -25,6 +25,8 @@
                                     bring a colleague's datasets in as data/imported/<name>/
                                     (SOURCE: a folder, a git repository, remote:NAME or a
                                     DVC remote's URL), tracked by data/imported/<name>.dvc
+    rtstudy data verify [--profile P] check every cell of every dataset: sidecar, schema,
+                                    checksums; names each damaged file
     rtstudy data schema [EXPERIMENT] [--markdown | --update-readme]
                                     the columns of the tables rtstudy.data.load returns
                                     (kind, unit, meaning); --update-readme regenerates
@@ -235,11 +237,32 @@ def _data_schema(args) -> int:
     return 0
 
 
+def _verified(profile: str | None) -> int:
+    """How many cells of ``profile`` were checked; :class:`DataError` naming every damaged
+    file of every host and session at once (:func:`rtstudy.data.verify`)."""
+    from rtstudy import data
+
+    checked, damaged = data.verify(profile)
+    if damaged:
+        raise data.DataError(f"damaged data in {len(damaged)} cells or dataset folders (each is "
+                             "listed):\n  - " + "\n  - ".join(damaged))
+    return checked
+
+
+def _data_verify(args) -> int:
+    checked = _verified(args.profile)
+    print(f"{checked} cells checked: every sample file is the one that was measured")
+    return 0
+
+
 def _report(args) -> int:
     from rtstudy import stage
     from rtstudy.report.render import render_html
 
     profile = params.stage_config(params.REPORT, args.profile)["profile"]
+    # Every file of every host before the notebook runs: damage stops the report with report/
+    # as it was, and names all of it in one message.
+    _verified(profile)
     executed = stage.execute_notebook(stage.REPORT_NOTEBOOK, stage.REPORT_NOTEBOOK,
                                       {"profile": profile})
     html = render_html(executed)
@@ -401,6 +424,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "holds its data (default: the repository's own default remote)")
     im.add_argument("--rev", help="for a git source: the branch, tag or commit to read")
     im.set_defaults(func=_data_import)
+    vf = dtsub.add_parser("verify", help="check every cell of every dataset (sidecars, schema, "
+                          "checksums): names each damaged file")
+    vf.add_argument("--profile", choices=params.PROFILES)
+    vf.set_defaults(func=_data_verify)
     sc = dtsub.add_parser("schema", help="the columns of the tables rtstudy.data.load returns: "
                           "kind, unit, meaning")
     sc.add_argument("experiment", nargs="?", choices=registry.REGISTRY,

@@ -37,7 +37,7 @@ from rtstudy.paths import PLAN_FILE
 
 __all__ = ["Column", "DataError", "Dataset", "EXPERIMENTS", "Table", "dataset_dir", "datasets",
            "has_dataset", "hosts", "label", "load", "load_dataset", "schema", "schema_markdown",
-           "schema_problems", "sources", "tables"]
+           "schema_problems", "sources", "tables", "verify"]
 
 EXPERIMENTS = registry.REGISTRY
 
@@ -163,6 +163,36 @@ def load_dataset(experiment: str, host_id: str, profile: str | None = None,
                         f"under {root or paths.data_dir()}; run `make study` there (or "
                         "`make pull`, or `rtstudy data import`)")
     return exp.analysis.load(directory, params.stage_config(experiment, profile))
+
+
+def verify(profile: str | None = None, root: Path | None = None) -> tuple[int, list[str]]:
+    """Check every cell of every dataset of ``profile``, of every host and session, this
+    checkout's and imported: its sidecar, its samples' schema and its checksums
+    (:mod:`rtstudy.integrity`).
+
+    Returns
+    -------
+    tuple of (int, list of str)
+        How many cells were checked, and one message per damaged cell or folder (empty when
+        every file is intact), each naming the file and the fix.
+    """
+    from rtstudy.io import completed_cells
+
+    profile = _resolve_profile(profile)
+    checked, found = 0, []
+    for experiment in EXPERIMENTS:
+        schema = registry.get(experiment).analysis.SAMPLES
+        for located in _located(experiment, profile, root).values():
+            for directory in located:
+                closed = sorted(p.parent for p in
+                                (directory / paths.SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))
+                for folder in (*closed, directory):
+                    try:
+                        cells, _ = completed_cells(folder, schema)
+                        checked += len(cells)
+                    except DataError as exc:
+                        found.append(str(exc))
+    return checked, found
 
 
 def _state(fp: dict) -> str:

@@ -53,7 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from rtstudy import atomic, kernelfs, paths, shield
+from rtstudy import atomic, integrity, kernelfs, paths, shield
 from rtstudy.paths import (FAILED_DIR, HOST_FILE, LOG_FILE, PLAN_FILE, RAW_SAMPLES_FILE,
                            RESULT_FILE, SAMPLES_FILE, SIDECAR_FILE, SPEC_FILE)
 from rtstudy.host import STORAGE_FIXES, canonical
@@ -297,9 +297,12 @@ def write_samples(table: pa.Table, parquet: Path) -> None:
     "Size"). The encoding is lossless and invisible to readers.
     """
     ints = [f.name for f in table.schema if pa.types.is_integer(f.type)]
+    # Page checksums: a reader (rtstudy.io.read_samples) finds a flipped bit in the page it
+    # is in, even in a copy that travelled without its sidecar.
     pq.write_table(table, parquet, compression="zstd",
                    use_dictionary=[n for n in table.column_names if n not in ints],
-                   column_encoding={n: "DELTA_BINARY_PACKED" for n in ints})
+                   column_encoding={n: "DELTA_BINARY_PACKED" for n in ints},
+                   write_page_checksum=True)
 
 
 def _npz_to_parquet(npz: Path, parquet: Path) -> None:
@@ -516,12 +519,17 @@ def _store_failed(work: Path, out_dir: Path, cell: Cell, sidecar: dict) -> CellO
 def _store(work: Path, out_dir: Path, cell: Cell, sidecar: dict) -> CellOutcome:
     """Rename the complete cell into place as ``<cell_id>/`` in one step (a failure of an
     earlier attempt removed)."""
+    # The samples reach the disk before the sidecar that vouches for them, and both before the
+    # rename that makes the cell complete: after a power cut a cell is whole or absent.
+    sidecar = {**sidecar, integrity.CHECKSUMS_KEY: integrity.seal(work)}
     write_json(work / SIDECAR_FILE, sidecar)
+    integrity.fsync_dir(work)
     final = out_dir / cell.cell_id
     if final.exists():
         # A folder without a sidecar (damaged, or copied in part) is not a cell: replace it.
         shutil.rmtree(final)
     os.rename(work, final)
+    integrity.fsync_dir(out_dir)
     shutil.rmtree(out_dir / FAILED_DIR / cell.cell_id, ignore_errors=True)
     return CellOutcome(cell.cell_id, "ok", "", final, sidecar["timing"])
 

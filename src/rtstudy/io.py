@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rtstudy import integrity
 from rtstudy.paths import HOST_FILE, PLAN_FILE, SAMPLES_FILE, SIDECAR_FILE
 
 # Sidecar (cell.json) keys the loaders read; the harness writes these and more.
@@ -88,7 +89,7 @@ def read_json(path: Path) -> dict:
 def read_samples(path: Path) -> pd.DataFrame:
     """A cell's ``samples.parquet`` as a DataFrame; :class:`DataError` names an unreadable file."""
     try:
-        return pq.read_table(path).to_pandas()
+        return pq.read_table(path, page_checksum_verification=True).to_pandas()
     except FileNotFoundError:
         raise DataError(f"{path}: missing") from None
     except Exception as exc:  # pyarrow raises several types for a damaged file
@@ -173,6 +174,9 @@ def _check_cell(d: Path, schema: dict[str, str] | None, experiment: str) -> dict
                         f"{REMEASURE}")
     if schema is not None:
         check_schema(d / SAMPLES_FILE, schema, experiment)
+    damaged = integrity.problems(d, sidecar)
+    if damaged:
+        raise DataError("\n  - ".join(damaged))
     sidecar["_dir"] = str(d)
     return sidecar
 

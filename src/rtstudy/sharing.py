@@ -27,7 +27,6 @@ before anything lands in ``data/imported/``.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import re
 import shutil
@@ -39,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from rtstudy import data, params, paths, registry
+from rtstudy import data, integrity, params, paths, registry
 from rtstudy.io import DataError
 from rtstudy.paths import FAILED_DIR, HOST_FILE, PLAN_FILE, SESSIONS_DIR
 
@@ -279,14 +278,6 @@ def _default_name(listing: dict, odb) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", "+".join(sorted(names)))[:64] or "imported"
 
 
-def _md5(path: Path) -> str:
-    digest = hashlib.md5()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _stage(listing: dict, keys: list[Key], odb, staging: Path) -> dict[Key, Path]:
     """Copy or download ``keys`` into ``staging/<experiment>/<host>/<profile>/``, checking
     every downloaded file against its hash."""
@@ -307,7 +298,7 @@ def _stage(listing: dict, keys: list[Key], odb, staging: Path) -> dict[Key, Path
         print(f"fetching {len(remote_files)} files from {odb.path}", flush=True)
         odb.fs.get([odb.oid_to_path(md5) for md5, _ in remote_files],
                    [str(dest) for _, dest in remote_files])
-        bad = [str(dest) for md5, dest in remote_files if _md5(dest) != md5]
+        bad = [str(dest) for md5, dest in remote_files if integrity.digest(dest, "md5") != md5]
         if bad:
             raise DataError(f"{len(bad)} file(s) fetched from {odb.path} do not match their "
                             f"hash (first: {bad[0]}); the remote is damaged: push again from "
