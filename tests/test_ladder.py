@@ -153,8 +153,11 @@ def test_the_recommendations_say_what_each_change_shows():
                                                                             "fewer")
     assert pinned["cpu_ratio"] == pytest.approx(0.5)
     interval = recs.loc["switch_interval"]
-    assert (interval["typical"], interval["late_frames"]) == ("no clear change",
-                                                            "not distinguishable")
+    # 25 late frames in 1,200 on each side: a rate ratio of 1 whose CI fits the margin.
+    assert (interval["typical"], interval["late_frames"]) == ("no clear change", "equivalent")
+    assert interval["late_ratio"] == pytest.approx(1.0)
+    assert 0.5 <= interval["late_ratio_low"] < 1 < interval["late_ratio_high"] <= 2
+    assert np.isnan(interval["late_frames_needed"])
 
 
 def test_below_three_runs_nothing_is_concluded():
@@ -162,7 +165,7 @@ def test_below_three_runs_nothing_is_concluded():
     few = runs.groupby("label").head(2)
     recs = ladder.recommendations(few, "SCHED_FIFO", CI95)
     assert set(recs["typical"]) == {"no CI"}
-    assert set(recs["late_frames"]) == {"not distinguishable"}
+    assert set(recs["late_frames"]) <= {"no CI", "too few late frames to compare"}
 
 
 def test_a_config_whose_ladder_policy_is_not_measured_is_refused():
@@ -221,10 +224,11 @@ def test_the_fragment_fix_is_recommended_with_its_message_latency():
     assert "message latency" not in table.loc[ladder.CHANGES["operators_pinned"][0], "other costs"]
 
 
-def test_a_conclusion_stands_over_sessions_only_where_every_session_gave_it():
-    """Two sessions agree that pinning the loads off lowers typical jitter but not on its late
-    frames; a change one session alone measured is not settled either. The opening, the table's
-    last column and the counts say exactly that."""
+def test_sessions_are_pooled_so_each_one_narrows_the_answer():
+    """Two sessions: pinning the loads off lowers typical jitter in both; its late frames are
+    fewer in one and as many as the headline's in the other, so pooled they are not settled,
+    with the frames that would settle them. The opening, the table's last column and the
+    words say exactly that, and one session alone keeps its own words."""
     from rtstudy.experiments.e2_rt_threads.section import FOLDER
     from rtstudy.experiments.e2_rt_threads.tables import late_rate, message_cost
     from rtstudy.report.section import render
@@ -239,53 +243,47 @@ def test_a_conclusion_stands_over_sessions_only_where_every_session_gave_it():
                                 load_placement="fragment", cpu=1.9))
     second = ladder.recommendations(pd.concat([again, late_pinned, frag], ignore_index=True),
                                     "SCHED_FIFO", CI95).to_dict("records")
-    assert ladder.over_sessions([{"recommendations": first}]) == {}
-    over = ladder.over_sessions([{"recommendations": first}, {"recommendations": second}])
+    assert ladder.over_sessions([{"recommendations": first}], 0.95) == {}
+    over = ladder.over_sessions([{"recommendations": first}, {"recommendations": second}], 0.95)
     pinned = over["operators_pinned"]
-    assert pinned["held"] == {"typical": "lower", "late_frames": None}
-    assert ladder.tally(pinned["typical"], pinned["sessions"], pinned["of"]) == \
-        "lower in both sessions"
-    assert ladder.tally(pinned["late_frames"], pinned["sessions"], pinned["of"]) == \
-        "fewer in 1, not distinguishable in 1 of 2 sessions"
+    assert pinned["held"] == {"typical": "lower", "late_frames": "not settled"}
+    assert (pinned["late_base"], pinned["late"]) == (50, 25)
+    assert pinned["late_ratio"] == pytest.approx(0.5)
+    assert np.isfinite(pinned["late_frames_needed"]) and pinned["late_frames_needed"] > 2400
+    assert pinned["sessions"] == 2 and dict(pinned["late_frames"]) == {"fewer": 1,
+                                                                         "equivalent": 1}
+    # Measured in one session: its pooled words are that session's.
     frag_over = over["fragment"]
-    assert frag_over["held"] == {"typical": None, "late_frames": None}
-    assert ladder.tally(frag_over["typical"], 1, 2) == \
-        "lower in the one session that measured it (of 2)"
-    assert ladder.tally(pinned["typical"], 2, 3) == \
-        "lower in both sessions (of 3: the others did not measure it)"
+    assert frag_over["held"] == {"typical": "lower", "late_frames": "fewer"}
+    assert frag_over["sessions"] == 1
 
     c = ladder.conclusions(second, over)
     names = {k: [r["change"] for r in v] for k, v in c.items()}
-    assert names == {"fewer": ["SCHED_FIFO"], "lower": ["SCHED_FIFO", "operators_pinned"],
-                     "worse": [], "neither": ["switch_interval"],
-                     "unsettled": ["operators_pinned", "fragment"]}
-    # One session alone: its own words decide (the fragment's fewer late frames count).
-    assert [r["change"] for r in ladder.conclusions(second, {})["fewer"]] == \
-        ["SCHED_FIFO", "fragment"]
+    assert names == {"fewer": ["SCHED_FIFO", "fragment"],
+                     "lower": ["SCHED_FIFO", "operators_pinned", "fragment"],
+                     "worse": [], "equivalent": ["switch_interval"],
+                     "unsettled": ["operators_pinned"], "rare": []}
 
     table = tables.recommendation_table(pd.DataFrame(second), ladder.CHANGES, over)
     row = table.set_index("change").loc[ladder.CHANGES["operators_pinned"][0]]
-    assert row["over the sessions"] == ("typical jitter lower in both sessions; late frames "
-                                        "fewer in 1, not distinguishable in 1 of 2 sessions")
-    assert "over the sessions" not in tables.recommendation_table(pd.DataFrame(second),
-                                                                  ladder.CHANGES).columns
+    assert row["pooled over the sessions"].startswith("typical jitter ×")
+    assert row["pooled over the sessions"].endswith(": not settled (2 of 2 sessions)")
+    assert "pooled over the sessions" not in tables.recommendation_table(
+        pd.DataFrame(second), ladder.CHANGES).columns
 
     h = {"recommendations": second, "factors": [3.0], "ladder_policy": "SCHED_FIFO"}
-    text = render(FOLDER, "opening", h=h, cfg={"fps": 60, "late_threshold_ms": 1.0,
-                                               "warmup_frames": 10}, ci=CI95,
-                  changes=ladder.CHANGES, over=over, conclusions=ladder.conclusions,
-                  tally=ladder.tally, rate=late_rate, message_cost=message_cost)
+    common = dict(h=h, cfg={"fps": 60, "late_threshold_ms": 1.0, "warmup_frames": 10}, ci=CI95,
+                  changes=ladder.CHANGES, conclusions=ladder.conclusions, rate=late_rate,
+                  message_cost=message_cost, margin=(0.5, 2.0), min_events=10)
+    text = render(FOLDER, "opening", over=over, **common)
     what = {k: v[0] for k, v in ladder.CHANGES.items()}
     assert "This host has 2 sessions" in text
-    assert f"**Fewer late frames in every session**: {what['SCHED_FIFO']} (" in text
-    assert (f"**Not settled between sessions**: {what['operators_pinned']} (late frames fewer in"
-            f" 1, not distinguishable in 1 of 2 sessions); {what['fragment']} (typical jitter "
-            "lower in the one session that measured it (of 2); late frames fewer in the one "
-            "session that measured it (of 2))") in text
-    alone = render(FOLDER, "opening", h=h, cfg={"fps": 60, "late_threshold_ms": 1.0,
-                                                "warmup_frames": 10}, ci=CI95,
-                   changes=ladder.CHANGES, over={}, conclusions=ladder.conclusions,
-                   tally=ladder.tally, rate=late_rate, message_cost=message_cost)
+    assert f"**Fewer late frames over the sessions**: {what['SCHED_FIFO']} (×" in text
+    needed = f"{pinned['late_frames_needed']:,.0f}"
+    assert (f"**Late frames not settled over the sessions**: {what['operators_pinned']} (×0.50 ["
+            in text)
+    assert f"; about {needed} frames per condition would settle it)" in text
+    alone = render(FOLDER, "opening", over={}, **common)
     assert "sessions" not in alone and "**Fewer late frames**:" in alone
 
 

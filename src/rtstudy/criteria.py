@@ -162,6 +162,34 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "condition but one within 0.3 %, the starved ones 17–142 % off), after data "
                 "existed"),)),
     Criterion(
+        "e2_late_threshold_ms", "E2", 1.0, "ms",
+        "a frame is late when its lateness (start of its compute minus its release) exceeds "
+        "this (params.yaml: e2_rt_threads.late_threshold_ms, which must equal it)",
+        (Change("2026-11-21T20:05Z", "c43831a", "a frame period over the nominal period + 2 ms, "
+                "before any data was recorded"),
+         Change("2026-11-25T05:20Z", "7166b10", "lateness against each frame's release over "
+                "1 ms, after data existed"))),
+    Criterion(
+        "e2_typical_words", "E2", None, "",
+        "a change's typical jitter (period IQR) is lower / higher when the whole CI of its "
+        "ratio to the baseline lies below / above 1, else no clear change; with sessions, the "
+        "ratio pooled over them (random session effect)",
+        (Change("2026-11-25T07:30Z", "87a59d3", "the recommendation table's words, with one "
+                "session, after data existed"),)),
+    Criterion(
+        "e2_late_ratio_margin", "H2", (0.5, 2.0), "× (rate ratio)",
+        "late frames after a change over before, as a rate ratio with an exact CI for counts "
+        "widened by the runs' over-dispersion: equivalent when the whole CI lies in this band "
+        "(neither halved nor doubled), fewer / more when wholly below / above 1 and past the "
+        "band, else not settled; the band is the smallest effect that matters (a halving), "
+        "and the power plan sizes runs for it",
+        ()),
+    Criterion(
+        "e2_min_late_events", "H2", 10, "late frames",
+        "a rate ratio is judged only where both conditions together had at least this many "
+        "late frames; below, too few to compare (each rate's upper bound is still shown)",
+        ()),
+    Criterion(
         "e2_decided_share", "E2", 0.5, "fraction",
         "a run's std is decided by a few frames when its 2 most extreme periods carry more "
         "than this share of its squared deviations",

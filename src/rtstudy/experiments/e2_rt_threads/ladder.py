@@ -21,6 +21,7 @@ from rtstudy.experiments.e2_rt_threads.conditions import \
     SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
+from rtstudy import criteria, rates
 from rtstudy.stats import CI, over_runs, ratio_ci
 
 # The rungs in order: (key, what the rung adds). The report's figure and table name them so.
@@ -168,13 +169,29 @@ def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI) -> dict:
             "late_high": b["late_high"], "late_base": a["late"],
             "late_base_rate": a["late_rate"], "late_base_low": a["late_low"],
             "late_base_high": a["late_high"],
-            # Two rates differ only when their CIs do not overlap: conservative, and honest
-            # for counts this small (a rate ratio of two near-zero counts has no useful CI).
-            "late_frames": ("fewer" if b["late_high"] < a["late_low"] else
-                            "more" if b["late_low"] > a["late_high"] else
-                            "not distinguishable"),
+            **_late_ratio(base, other, ci),
             "cpu_ratio": cpu.value if cpu else np.nan,
             "cpu_low": cpu.low if cpu else np.nan, "cpu_high": cpu.high if cpu else np.nan}
+
+
+def _late_ratio(base: pd.DataFrame, other: pd.DataFrame, ci: CI) -> dict:
+    """``other``'s late-frame rate over ``base``'s (:func:`rtstudy.rates.rate_ratio`), its word
+    against the pre-registered margin, and where that word is not decided, the frames per
+    condition that would decide it at 80 % power (``late_frames_needed``)."""
+    rr = rates.rate_ratio(base["late"], base["n"], other["late"], other["n"], ci.confidence)
+    return {"late_ratio": rr.value, "late_ratio_low": rr.low, "late_ratio_high": rr.high,
+            "late_phi": rr.dispersion, "late_frames": rates.word(rr),
+            "late_frames_needed": _frames_needed(rr, ci.confidence)}
+
+
+def _frames_needed(rr: rates.RateRatio, confidence: float) -> float:
+    """Frames per condition for :func:`rtstudy.rates.word` to decide, planned for the ratio
+    seen (for the margin's lower end where the change had no late frame); NaN where the word
+    is decided or the baseline has no late frame to plan from."""
+    if rates.word(rr) not in (rates.NOT_SETTLED, rates.TOO_FEW) or rr.events_a == 0:
+        return np.nan
+    planned = rr.value if rr.events_b else criteria.value("e2_late_ratio_margin")[0]
+    return rates.frames_needed(rr.events_a / rr.exposure_a, planned, rr.dispersion, confidence)
 
 
 def _direction(low: float, high: float) -> str:
@@ -268,85 +285,89 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
     return pd.DataFrame(rows)
 
 
-def over_sessions(headlines: list[dict]) -> dict[str, dict]:
-    """What each change concluded in every session of the host: the recommendations'
-    ``typical`` and ``late_frames`` words counted over the sessions that measured the change.
+def over_sessions(headlines: list[dict], confidence: float) -> dict[str, dict]:
+    """Each change's conclusion over every session of the host: pooled, never by unanimity.
+
+    Late frames: the sessions' counts pooled into one rate ratio
+    (:func:`rtstudy.rates.pooled_over_sessions`: a session that differs more than its runs
+    widens the CI), judged by the same margin as one session's. Typical jitter: the sessions'
+    ratios pooled on the log scale with a random session effect
+    (:func:`rtstudy.rates.pooled_log_ratio`). Each new session narrows both, so it can settle
+    a word that fewer sessions left open, where unanimity could only unsettle one.
 
     Parameters
     ----------
     headlines : list of dict
         E2's ``headline`` per session, oldest first (``Section.session_headlines``).
+    confidence : float
+        The CIs' level.
 
     Returns
     -------
     dict
-        change → ``typical`` and ``late_frames`` (word → in how many sessions), ``held``
-        (each part's word where two sessions or more measured the change and every one gave
-        that word, else None), ``sessions`` (how many measured it) and ``of`` (how many
-        sessions there are). Empty with fewer than two sessions: one has nothing to agree with.
+        change → ``typical`` and ``late_frames`` (word → in how many sessions, each on its
+        own), ``held`` (each part's word over the pooled sessions), the pooled ``iqr_ratio`` /
+        ``late_ratio`` with their CIs, ``sessions`` (how many measured the change) and ``of``
+        (how many sessions there are). Empty with fewer than two sessions.
     """
     if len(headlines) < 2:
         return {}
-    out: dict[str, dict] = {}
+    by_change: dict[str, list[dict]] = {}
     for h in headlines:
         for r in h.get("recommendations", []):
-            o = out.setdefault(r["change"], {"typical": Counter(), "late_frames": Counter(),
-                                             "sessions": 0, "of": len(headlines)})
-            o["typical"][r["typical"]] += 1
-            o["late_frames"][r["late_frames"]] += 1
-            o["sessions"] += 1
-    for o in out.values():
-        # Settled: measured in two sessions or more, all saying the same.
-        o["held"] = {part: next(iter(o[part])) if len(o[part]) == 1 and o["sessions"] >= 2
-                     else None for part in ("typical", "late_frames")}
+            by_change.setdefault(r["change"], []).append(r)
+    out: dict[str, dict] = {}
+    for change, rows in by_change.items():
+        rr = rates.pooled_over_sessions(
+            [{"events_a": r["late_base"], "exposure_a": r["frames_base"], "events_b": r["late"],
+              "exposure_b": r["frames"], "dispersion": r.get("late_phi", np.nan),
+              "df": max(r["runs"] + r["runs_base"] - 2, 0)} for r in rows], confidence)
+        iqr = rates.pooled_log_ratio([r["iqr_ratio"] for r in rows],
+                                     [r["iqr_low"] for r in rows],
+                                     [r["iqr_high"] for r in rows], confidence)
+        out[change] = {"typical": Counter(r["typical"] for r in rows),
+                       "late_frames": Counter(r["late_frames"] for r in rows),
+                       "sessions": len(rows), "of": len(headlines),
+                       "held": {"typical": _direction(iqr[1], iqr[2]),
+                                "late_frames": rates.word(rr)},
+                       "iqr_ratio": iqr[0], "iqr_low": iqr[1], "iqr_high": iqr[2],
+                       "late_ratio": rr.value, "late_ratio_low": rr.low,
+                       "late_ratio_high": rr.high, "late": rr.events_b,
+                       "late_frames_needed": _frames_needed(rr, confidence),
+                       "late_base": rr.events_a, "frames": rr.exposure_b,
+                       "frames_base": rr.exposure_a}
     return out
-
-
-def tally(counts: Counter, sessions: int, of: int) -> str:
-    """What the sessions that measured a change said, counted: ``lower in all 4 sessions``,
-    ``lower in 2, no clear change in 2 of 4 sessions``, ``lower in the one session that
-    measured it (of 4)``."""
-    if len(counts) == 1:
-        word = next(iter(counts))
-        if sessions == 1:
-            return f"{word} in the one session that measured it (of {of})"
-        text = f"{word} in {'both' if sessions == 2 else f'all {sessions}'} sessions"
-    else:
-        text = ", ".join(f"{word} in {n}" for word, n in counts.most_common()) + \
-            f" of {sessions} sessions"
-    return text + (f" (of {of}: the others did not measure it)" if sessions < of else "")
 
 
 def conclusions(recs: list[dict], over: dict) -> dict[str, list[dict]]:
     """The recommendations sorted by what they showed, for the section's opening.
 
     Without sessions (``over`` empty) each change's own ``typical`` and ``late_frames``
-    decide; with them (:func:`over_sessions`) a part counts only where every session that
-    measured the change gave it (two at least), and a change with a part not settled so is
-    also listed under ``unsettled``.
+    decide; with them (:func:`over_sessions`) the words of the pooled sessions.
 
     Returns
     -------
     dict
         ``fewer`` (fewer late frames), ``lower`` (less typical jitter), ``worse`` (more of
-        either), ``neither`` (neither shown, in every session), ``unsettled``: lists of
-        ``recs`` rows, in their order.
+        either), ``equivalent`` (late frames within the margin), ``unsettled`` (late frames
+        not settled: more frames would decide; or no CI, below 3 runs), ``rare`` (too few late frames in both
+        conditions to compare): lists of ``recs`` rows, in their order.
     """
-    out: dict[str, list[dict]] = {k: [] for k in ("fewer", "lower", "worse", "neither",
-                                                  "unsettled")}
+    out: dict[str, list[dict]] = {k: [] for k in ("fewer", "lower", "worse", "equivalent",
+                                                  "unsettled", "rare")}
     for r in recs:
         o = over.get(r["change"])
         typical, late = (o["held"]["typical"], o["held"]["late_frames"]) if o else \
             (r["typical"], r["late_frames"])
-        unsettled = o is not None and None in (typical, late)
-        if late == "fewer":
+        if late == rates.FEWER:
             out["fewer"].append(r)
         if typical == "lower":
             out["lower"].append(r)
-        if late == "more" or typical == "higher":
+        if late == rates.MORE or typical == "higher":
             out["worse"].append(r)
-        if unsettled:
-            out["unsettled"].append(r)
-        elif late not in ("fewer", "more") and typical not in ("lower", "higher"):
-            out["neither"].append(r)
+        for key, words in (("equivalent", (rates.EQUIVALENT,)),
+                           ("unsettled", (rates.NOT_SETTLED, rates.NO_CI)),
+                           ("rare", (rates.TOO_FEW,))):
+            if late in words:
+                out[key].append(r)
     return out

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rtstudy import criteria
 from rtstudy.experiments.e2_rt_threads import analysis, contrasts, figures, ladder, published, tables
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
@@ -46,7 +47,8 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci, change=tables.std_change,
                     rate=tables.late_rate, iqr=tables.iqr, message_cost=tables.message_cost,
                     flow=published.FLOW_BENCHMARKING.cite(), conclusions=ladder.conclusions,
-                    tally=ladder.tally)
+                    margin=criteria.value("e2_late_ratio_margin"),
+                    min_events=criteria.value("e2_min_late_events"))
     no_trace = words("no_trace", traces=traced_runs(ds)) if not len(att) else ""
 
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
@@ -55,7 +57,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
 
     def over() -> dict:
         # Made when shown: the report sets the host's other sessions after this is built.
-        return ladder.over_sessions(section.session_headlines())
+        return ladder.over_sessions(section.session_headlines(), ci.confidence)
 
     section.blocks = [LazyMarkdown(lambda: words("opening", changes=ladder.CHANGES, over=over()))]
     if len(recs):

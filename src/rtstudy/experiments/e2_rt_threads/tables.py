@@ -12,7 +12,6 @@ import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
-from rtstudy.experiments.e2_rt_threads.ladder import tally
 from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
 from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS, POLICY_NAMES
 from rtstudy.stats import format_p
@@ -270,15 +269,17 @@ def recommendation_table(recs: pd.DataFrame, changes: dict, over: dict | None = 
                      f"{r['runs_base']}",
                      "typical jitter (period IQR)":
                          f"{_ratio(r['iqr_ratio'], r['iqr_low'], r['iqr_high'])}: {r['typical']}",
-                     "late per 10 000: before → after": f"{late_rate(base)} → {late_rate(r)}: "
-                     f"{r['late_frames']}",
+                     "late per 10 000: before → after": f"{late_rate(base)} → {late_rate(r)}",
+                     "late frames: rate ratio": f"{_ratio(r['late_ratio'], r['late_ratio_low'], r['late_ratio_high'])}: {r['late_frames']}",
                      "CPU the loads got": _ratio(r["cpu_ratio"], r["cpu_low"], r["cpu_high"]),
                      "other costs": cost})
         o = (over or {}).get(r["change"])
         if o:
-            rows[-1]["over the sessions"] = (
-                f"typical jitter {tally(o['typical'], o['sessions'], o['of'])}; late frames "
-                f"{tally(o['late_frames'], o['sessions'], o['of'])}")
+            rows[-1]["pooled over the sessions"] = (
+                f"typical jitter {_ratio(o['iqr_ratio'], o['iqr_low'], o['iqr_high'])}: "
+                f"{o['held']['typical']}; late frames "
+                f"{_ratio(o['late_ratio'], o['late_ratio_low'], o['late_ratio_high'])}: "
+                f"{o['held']['late_frames']} ({o['sessions']} of {o['of']} sessions)")
     return pd.DataFrame(rows)
 
 

@@ -1,0 +1,324 @@
+"""Rare events compared between two conditions: a rate ratio with a CI made for counts, the
+word a pre-registered margin gives it, and the frames per condition a decision needs.
+
+Late frames are counts of rare events in runs of frames. Two conditions are compared by the
+ratio of their rates, never by whether their two CIs overlap (a test at about p < 0.006 that
+throws power away). The interval is the exact conditional one: given K = K_a + K_b events,
+K_b is binomial with p = N_b·ρ / (N_a + N_b·ρ), so a Clopper–Pearson interval for p is one for ρ.
+Runs whose rates differ more than Poisson's (late frames come in some runs only) widen it by the
+Pearson over-dispersion φ of the runs' counts, pooled over both conditions: the counts and the
+exposure are divided by φ, the quasi-Poisson interval (:func:`rtstudy.stats.pooled_rate`
+treats one rate the same way). It holds with zero events on one side (a one-sided bound) and
+has no answer with none on either.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy import stats as sps
+
+from rtstudy import criteria
+from rtstudy.stats import MIN_RUNS
+
+# The words, in one place: what a rate ratio's CI shows against the margin.
+FEWER, EQUIVALENT, MORE, NOT_SETTLED, TOO_FEW, NO_CI = (
+    "fewer", "equivalent", "more", "not settled", "too few late frames to compare", "no CI")
+WORDS = (FEWER, EQUIVALENT, MORE, NOT_SETTLED, TOO_FEW, NO_CI)
+
+
+@dataclass(frozen=True)
+class RateRatio:
+    """Condition b's event rate over condition a's, with its CI.
+
+    Attributes
+    ----------
+    value, low, high : float
+        The ratio (b over a) and its CI; ``high`` is inf where a had no event, ``low`` 0 where
+        b had none; all NaN where neither had one.
+    events_a, events_b : int
+        Events counted in each condition (over all its runs).
+    exposure_a, exposure_b : float
+        Units (frames) each was counted in.
+    dispersion : float
+        φ ≥ 1, the pooled Pearson over-dispersion of the runs' counts (NaN with < 2 runs
+        per condition having events).
+    confidence : float
+        The CI's level.
+    """
+
+    value: float
+    low: float
+    high: float
+    events_a: int
+    events_b: int
+    exposure_a: float
+    exposure_b: float
+    dispersion: float
+    confidence: float
+
+
+def _pearson(k: np.ndarray, n: np.ndarray) -> tuple[float, int]:
+    """The Pearson χ² of one condition's run counts around its pooled rate, and its df."""
+    if k.size < 2 or k.sum() == 0:
+        return 0.0, max(k.size - 1, 0)
+    expected = k.sum() / n.sum() * n
+    return float(((k - expected) ** 2 / expected).sum()), k.size - 1
+
+
+def _counts(events, exposure, what: str) -> tuple[np.ndarray, np.ndarray]:
+    k = np.asarray(events, dtype=float)
+    n = np.asarray(exposure, dtype=float)
+    if k.shape != n.shape or k.ndim != 1 or k.size == 0:
+        raise ValueError(f"{what}: events and exposure must be 1-D, aligned and not empty, got "
+                         f"shapes {k.shape} and {n.shape}")
+    if (k < 0).any() or (k != np.round(k)).any() or not np.isfinite(k).all():
+        raise ValueError(f"{what}: events must be counts >= 0, got {k[:5].tolist()}")
+    if (n <= 0).any() or not np.isfinite(n).all():
+        raise ValueError(f"{what}: exposure must be > 0 in every run, got {n[:5].tolist()}")
+    return k, n
+
+
+def dispersion(*conditions: tuple) -> float:
+    """φ = max(1, ΣX² / Σdf) pooled over conditions, each ``(events, exposure)`` per run;
+    1 where no condition has two runs with events to judge it by."""
+    chi2, df = 0.0, 0
+    for k, n in conditions:
+        c, d = _pearson(np.asarray(k, dtype=float), np.asarray(n, dtype=float))
+        chi2, df = chi2 + c, df + d
+    return max(1.0, chi2 / df) if df else 1.0
+
+
+def ratio_from_totals(k_a: float, n_a: float, k_b: float, n_b: float, phi: float,
+                      confidence: float) -> RateRatio:
+    """:class:`RateRatio` from each condition's total events and exposure and a known φ."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    nan = float("nan")
+    if k_a + k_b == 0:
+        return RateRatio(nan, nan, nan, int(k_a), int(k_b), n_a, n_b, phi, confidence)
+    value = (k_b / n_b) / (k_a / n_a) if k_a else float("inf")
+    # The quasi-Poisson counts: φ times the Poisson variance is Poisson of K/φ. Their sum is
+    # what the binomial conditions on; the exposures' ratio is unchanged by the scaling.
+    a, b = k_a / phi, k_b / phi
+    alpha = 1 - confidence
+    p_low = float(sps.beta.ppf(alpha / 2, b, a + 1)) if b > 0 else 0.0
+    p_high = float(sps.beta.ppf(1 - alpha / 2, b + 1, a)) if a > 0 else 1.0
+    scale = n_a / n_b
+    low = p_low / (1 - p_low) * scale
+    high = p_high / (1 - p_high) * scale if p_high < 1 else float("inf")
+    return RateRatio(value, low, high, int(k_a), int(k_b), n_a, n_b, phi, confidence)
+
+
+def rate_ratio(events_a, exposure_a, events_b, exposure_b, confidence: float) -> RateRatio:
+    """Condition b's rate of rare events over condition a's, from each run's counts.
+
+    Parameters
+    ----------
+    events_a, events_b : array_like of int
+        Events in each run of condition a (the baseline) and b (the change).
+    exposure_a, exposure_b : array_like of float
+        Units each run counted them in (frames), aligned with the events.
+    confidence : float
+        The CI's level, in (0, 1).
+
+    Returns
+    -------
+    RateRatio
+        The ratio with the exact conditional CI, widened by the runs' pooled φ.
+    """
+    ka, na = _counts(events_a, exposure_a, "condition a")
+    kb, nb = _counts(events_b, exposure_b, "condition b")
+    rr = ratio_from_totals(ka.sum(), na.sum(), kb.sum(), nb.sum(),
+                           dispersion((ka, na), (kb, nb)), confidence)
+    if min(ka.size, kb.size) < MIN_RUNS:
+        # Neither the spread between runs nor the frames' independence can be judged.
+        return replace(rr, low=float("nan"), high=float("nan"))
+    return rr
+
+
+def word(rr: RateRatio, margin: tuple[float, float] | None = None,
+         min_events: int | None = None) -> str:
+    """What ``rr`` shows, against the pre-registered margin (``criteria: e2_late_ratio_margin``
+    and ``e2_min_late_events``).
+
+    ``equivalent``: the whole CI inside the margin (neither halved nor doubled); ``fewer`` /
+    ``more``: the whole CI below / above 1 and reaching past the margin; ``not settled``: the
+    CI straddles 1 and reaches past the margin; ``too few late frames to compare``: fewer
+    events than ``min_events`` in both conditions together, too few for any interval to say;
+    ``no CI``: fewer than :data:`rtstudy.stats.MIN_RUNS` runs in a condition.
+    """
+    low_margin, high_margin = margin or criteria.value("e2_late_ratio_margin")
+    min_events = criteria.value("e2_min_late_events") if min_events is None else min_events
+    if rr.events_a + rr.events_b < min_events:
+        return TOO_FEW
+    if np.isnan(rr.low):
+        return NO_CI
+    if low_margin <= rr.low and rr.high <= high_margin:
+        return EQUIVALENT
+    if rr.high < 1:
+        return FEWER
+    if rr.low > 1:
+        return MORE
+    return NOT_SETTLED
+
+
+def _z(p: float) -> float:
+    return float(sps.norm.ppf(p))
+
+
+def _target(ratio: float, margin: tuple[float, float]) -> str:
+    """The word a true ``ratio`` should get: within the margin equivalent, else fewer/more."""
+    if margin[0] < ratio < margin[1]:
+        return EQUIVALENT
+    return FEWER if ratio < 1 else MORE
+
+
+def decision_power(rate_a: float, ratio: float, frames: float, phi: float = 1.0,
+                   confidence: float = 0.95, margin: tuple[float, float] | None = None,
+                   min_events: int | None = None) -> float:
+    """The probability that :func:`word` gives a true ``ratio`` its word (:func:`_target`)
+    with ``frames`` per condition, computed exactly: the total of late frames is Poisson,
+    the change's share of them binomial, and each outcome is judged by the rule itself.
+
+    φ > 1 is taken as Poisson counts of K/φ events (the quasi-Poisson scaling the interval
+    uses), so the result is exact for φ = 1 and close otherwise.
+    """
+    margin = margin or criteria.value("e2_late_ratio_margin")
+    min_events = criteria.value("e2_min_late_events") if min_events is None else min_events
+    target = _target(ratio, margin)
+    mu = frames * rate_a * (1 + ratio) / phi
+    spread = 8 * np.sqrt(mu) + 10
+    totals = np.arange(max(1, int(mu - spread)), int(mu + spread) + 1)
+    # Every outcome at once: K total late frames (Poisson), k_b of them after the change.
+    total = np.repeat(totals, totals + 1)
+    kb = np.concatenate([np.arange(t + 1) for t in totals])
+    prob = sps.poisson.pmf(total, mu) * sps.binom.pmf(kb, total, ratio / (1 + ratio))
+    ka = total - kb
+    alpha = 1 - confidence
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_low = np.where(kb > 0, sps.beta.ppf(alpha / 2, kb, ka + 1), 0.0)
+        p_high = np.where(ka > 0, sps.beta.ppf(1 - alpha / 2, kb + 1, ka), 1.0)
+        low = p_low / (1 - p_low)
+        high = np.where(p_high < 1, p_high / (1 - p_high), np.inf)
+    # The same rule as word(), on the scaled counts (events · φ are the counts seen).
+    enough = total * phi >= min_events
+    words = np.select([~enough, (low >= margin[0]) & (high <= margin[1]), high < 1, low > 1],
+                      [TOO_FEW, EQUIVALENT, FEWER, MORE], NOT_SETTLED)
+    return float(prob[words == target].sum())
+
+
+def frames_needed(rate_a: float, ratio: float, phi: float = 1.0, confidence: float = 0.95,
+                  power: float = 0.8, margin: tuple[float, float] | None = None) -> float:
+    """Frames per condition for :func:`word` to decide with probability ``power``.
+
+    Where the true ratio is outside the margin, the frames for the CI to exclude 1 (``fewer``
+    or ``more``); inside it, the frames for the CI to fit within the margin (``equivalent``).
+    The normal approximation of the log rate ratio, SE² = φ (1/(λ_a n) + 1/(λ_b n)), brackets
+    the answer; :func:`decision_power` (the rule itself, exactly) then finds it, to 2 %.
+    tests/test_rates.py checks it against a simulation of the rule.
+
+    Parameters
+    ----------
+    rate_a : float
+        The baseline's events per frame (> 0).
+    ratio : float
+        The true ratio to plan for (> 0), e.g. the margin's 0.5 for "a fix that halves".
+    phi : float
+        The over-dispersion to expect (≥ 1).
+
+    Returns
+    -------
+    float
+        Frames per condition (inf where no size decides, e.g. a ratio on the margin's edge).
+    """
+    if rate_a <= 0 or ratio <= 0:
+        raise ValueError(f"rate_a and ratio must be > 0, got {rate_a} and {ratio}")
+    margin = margin or criteria.value("e2_late_ratio_margin")
+    z_alpha = _z(1 - (1 - confidence) / 2)
+    unit_var = phi * (1 / rate_a + 1 / (rate_a * ratio))  # n · SE² of the log ratio
+    log_r = np.log(ratio)
+    if _target(ratio, margin) == EQUIVALENT:
+        room = min(log_r - np.log(margin[0]), np.log(margin[1]) - log_r)
+        z_beta = _z(1 - (1 - power) / 2) if np.isclose(log_r, 0) else _z(power)
+    else:
+        room = abs(log_r)
+        z_beta = _z(power)
+    if room <= 0:
+        return float("inf")
+    guess = float(unit_var * (z_alpha + z_beta) ** 2 / room ** 2)
+
+    def enough(n: float) -> bool:
+        return decision_power(rate_a, ratio, n, phi, confidence, margin) >= power
+
+    low, high = guess / 4, guess
+    while not enough(high):
+        low, high = high, high * 2
+        if high > 1e3 * guess:
+            return float("inf")
+    while high / low > 1.02:
+        mid = np.sqrt(low * high)
+        low, high = (low, mid) if enough(mid) else (mid, high)
+    return float(high)
+
+
+def pooled_over_sessions(rows: list[dict], confidence: float) -> RateRatio:
+    """One rate ratio from several sessions' counts of the same comparison: sessions are
+    pooled, never required to agree, so each new session narrows the CI.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Per session: ``events_a``, ``exposure_a``, ``events_b``, ``exposure_b`` (totals over
+        its runs) and ``dispersion`` (its runs' φ, NaN or 1 where not estimable) and
+        ``df`` (its runs' degrees of freedom behind φ).
+
+    Notes
+    -----
+    φ combines the sessions' own (weighted by their df) with the Pearson dispersion of the
+    sessions' totals around the pooled rates: where sessions differ more than their runs, the
+    interval widens by that much (a random session effect in the quasi-likelihood sense).
+    """
+    if not rows:
+        raise ValueError("no session to pool")
+    tot = {k: float(sum(r[k] for r in rows))
+           for k in ("events_a", "exposure_a", "events_b", "exposure_b")}
+    df = sum(r["df"] for r in rows)
+    within = (sum(r["df"] * (r["dispersion"] if np.isfinite(r["dispersion"]) else 1.0)
+                  for r in rows) / df) if df else 1.0
+    between = dispersion(
+        ([r["events_a"] for r in rows], [r["exposure_a"] for r in rows]),
+        ([r["events_b"] for r in rows], [r["exposure_b"] for r in rows])) if len(rows) > 1 else 1.0
+    phi = max(1.0, within, between)
+    return ratio_from_totals(tot["events_a"], tot["exposure_a"], tot["events_b"],
+                             tot["exposure_b"], phi, confidence)
+
+
+def pooled_log_ratio(values, lows, highs, confidence: float) -> tuple[float, float, float]:
+    """One ratio from several sessions' ratios with their CIs: a random-effects (DerSimonian–
+    Laird) mean on the log scale, each session's standard error read off its CI with the
+    normal quantile (wider than its t-interval's, so the pooled CI errs wide).
+
+    Returns
+    -------
+    tuple of float
+        The pooled ratio and its CI; NaN where no session has a CI.
+    """
+    v, lo, hi = (np.asarray(x, dtype=float) for x in (values, lows, highs))
+    ok = np.isfinite(v) & np.isfinite(lo) & np.isfinite(hi) & (v > 0) & (lo > 0) & (hi > lo)
+    if not ok.any():
+        return float("nan"), float("nan"), float("nan")
+    z = _z(1 - (1 - confidence) / 2)
+    y = np.log(v[ok])
+    var = ((np.log(hi[ok]) - np.log(lo[ok])) / (2 * z)) ** 2
+    w = 1 / var
+    mean = float((w * y).sum() / w.sum())
+    tau2 = 0.0
+    if y.size > 1:
+        q = float((w * (y - mean) ** 2).sum())
+        c = float(w.sum() - (w ** 2).sum() / w.sum())
+        tau2 = max(0.0, (q - (y.size - 1)) / c) if c > 0 else 0.0
+    w_star = 1 / (var + tau2)
+    mean = float((w_star * y).sum() / w_star.sum())
+    half = z / np.sqrt(w_star.sum())
+    return float(np.exp(mean)), float(np.exp(mean - half)), float(np.exp(mean + half))

@@ -1,0 +1,116 @@
+"""Rate ratios of late frames: the CI's coverage, the margin's words, the power plan against a
+simulation of the rule itself, and sessions pooled (rtstudy.rates). Synthetic counts only."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rtstudy import criteria, rates
+
+
+def _runs(rng, rate, frames, runs, shape=None):
+    """Late frames of ``runs`` runs of ``frames`` each; with ``shape``, each run's rate drawn
+    from a gamma of that shape around ``rate`` (late frames that come in some runs more)."""
+    per_run = rng.gamma(shape, rate / shape, runs) if shape else np.full(runs, rate)
+    return rng.poisson(per_run * frames), np.full(runs, float(frames))
+
+
+@pytest.mark.parametrize("ratio,shape", [(0.5, None), (1.0, None), (0.3, 4.0), (2.0, 4.0)])
+def test_the_ci_covers_the_true_ratio_about_as_often_as_it_says(ratio, shape):
+    rng = np.random.default_rng(11)
+    hits = n = 0
+    for _ in range(1500):
+        ka, na = _runs(rng, 0.01, 2000, 5, shape)
+        kb, nb = _runs(rng, 0.01 * ratio, 2000, 5, shape)
+        rr = rates.rate_ratio(ka, na, kb, nb, 0.95)
+        if np.isfinite(rr.low):
+            n += 1
+            hits += rr.low <= ratio <= rr.high
+    assert n > 1400
+    assert 0.93 <= hits / n <= 0.99, hits / n
+
+
+@pytest.mark.parametrize("low,high,events,expected", [
+    (0.6, 1.8, 200, rates.EQUIVALENT),
+    (0.1, 0.7, 200, rates.FEWER),
+    (0.6, 0.9, 200, rates.EQUIVALENT),   # fewer, but by less than the margin
+    (1.2, 5.0, 200, rates.MORE),
+    (0.3, 1.4, 200, rates.NOT_SETTLED),
+    (0.0, 0.2, 9, rates.TOO_FEW),
+    (0.0, 0.2, 10, rates.FEWER),
+])
+def test_each_word_is_the_margins(low, high, events, expected):
+    rr = rates.RateRatio((low + high) / 2, low, high, events, 0, 1e4, 1e4, 1.0, 0.95)
+    assert rates.word(rr, margin=(0.5, 2.0), min_events=10) == expected
+
+
+def test_the_words_use_the_dated_criteria():
+    assert criteria.value("e2_late_ratio_margin") == (0.5, 2.0)
+    rr = rates.RateRatio(0.9, 0.7, 1.3, 500, 450, 1e5, 1e5, 1.0, 0.95)
+    assert rates.word(rr) == rates.EQUIVALENT
+
+
+def test_no_late_frame_after_a_change_is_a_one_sided_bound():
+    rr = rates.rate_ratio([20, 15, 18], [3000] * 3, [0, 0, 0], [3000] * 3, 0.95)
+    assert rr.value == 0 and rr.low == 0 and 0 < rr.high < 0.1
+    assert rates.word(rr) == rates.FEWER
+    none = rates.rate_ratio([0, 0, 0], [3000] * 3, [0, 0, 0], [3000] * 3, 0.95)
+    assert np.isnan(none.value) and rates.word(none) == rates.TOO_FEW
+
+
+def test_over_dispersion_widens_the_interval():
+    even = rates.rate_ratio([10, 10, 10, 10], [1000] * 4, [5, 5, 5, 5], [1000] * 4, 0.95)
+    lumpy = rates.rate_ratio([40, 0, 0, 0], [1000] * 4, [20, 0, 0, 0], [1000] * 4, 0.95)
+    assert even.dispersion == 1 and lumpy.dispersion > 1
+    assert even.value == lumpy.value == 0.5
+    assert lumpy.high / lumpy.low > even.high / even.low
+
+
+def _decided(rng, rate, ratio, frames, word, runs=5, draws=600):
+    per_run = max(int(frames / runs), 1)
+    got = 0
+    for _ in range(draws):
+        ka, na = _runs(rng, rate, per_run, runs)
+        kb, nb = _runs(rng, rate * ratio, per_run, runs)
+        got += rates.word(rates.rate_ratio(ka, na, kb, nb, 0.95)) == word
+    return got / draws
+
+
+@pytest.mark.parametrize("ratio,word", [(0.5, rates.FEWER), (0.25, rates.FEWER),
+                                        (1.0, rates.EQUIVALENT), (3.0, rates.MORE)])
+def test_the_power_plan_gives_the_frames_that_decide_80_percent_of_the_time(ratio, word):
+    rate = 0.01  # 100 late frames per 10 000, as a busy host's normal thread
+    n = rates.frames_needed(rate, ratio, power=0.8)
+    assert np.isfinite(n) and n > 0
+    power = _decided(np.random.default_rng(5), rate, ratio, n, word)
+    assert 0.7 <= power <= 0.92, (ratio, n, power)
+    # Half as many frames decide clearly less often.
+    assert _decided(np.random.default_rng(6), rate, ratio, n / 2, word) < power - 0.1
+
+
+def test_a_third_session_can_settle_what_two_left_open():
+    """Sessions pool: each narrows the CI; unanimity could only unsettle."""
+    session = {"events_a": 16, "exposure_a": 3000.0, "events_b": 9, "exposure_b": 3000.0,
+               "dispersion": 1.0, "df": 8}
+    one = rates.pooled_over_sessions([session], 0.95)
+    two = rates.pooled_over_sessions([session] * 2, 0.95)
+    three = rates.pooled_over_sessions([session] * 3, 0.95)
+    assert rates.word(one) == rates.word(two) == rates.NOT_SETTLED
+    assert rates.word(three) == rates.FEWER
+    assert three.high - three.low < two.high - two.low < one.high - one.low
+
+
+def test_sessions_that_disagree_widen_the_pooled_interval():
+    agree = [{"events_a": 30, "exposure_a": 3000.0, "events_b": 12, "exposure_b": 3000.0,
+              "dispersion": 1.0, "df": 8}] * 2
+    differ = [dict(agree[0], events_a=55, events_b=22), dict(agree[0], events_a=5, events_b=2)]
+    a, d = (rates.pooled_over_sessions(rows, 0.95) for rows in (agree, differ))
+    assert a.value == pytest.approx(d.value)
+    assert d.dispersion > a.dispersion and d.high / d.low > a.high / a.low
+
+
+def test_the_pooled_log_ratio_is_the_inverse_variance_mean_when_sessions_agree():
+    value, low, high = rates.pooled_log_ratio([0.8, 0.8], [0.6, 0.6], [1.0666, 1.0666], 0.95)
+    assert value == pytest.approx(0.8)
+    assert high / low < 1.0666 / 0.6
+    assert np.isnan(rates.pooled_log_ratio([0.8], [np.nan], [np.nan], 0.95)[0])
