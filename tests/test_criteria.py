@@ -67,3 +67,11 @@ def test_the_table_says_when_each_was_set_relative_to_the_data():
     assert table.loc["e2_floor_goal", "as it stands"] == "unchanged"
     assert "before the first data" in criteria.relative(criteria.CRITERIA["h2_min_reduction"]
                                                         .history[0], None)
+
+
+def test_the_late_threshold_the_analysis_applies_is_the_dated_one():
+    from rtstudy import params
+
+    for profile in params.PROFILES:
+        assert params.stage_config("e2_rt_threads", profile)["late_threshold_ms"] == \
+            criteria.value("e2_late_threshold_ms"), profile

@@ -183,12 +183,13 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "(neither halved nor doubled), fewer / more when wholly below / above 1 and past the "
         "band, else not settled; the band is the smallest effect that matters (a halving), "
         "and the power plan sizes runs for it",
-        ()),
+        (Change("2026-11-27T13:24Z", "c532982", "replaces two CIs that do not overlap; after data existed (the "
+                "reference sessions it judges), before any session was sized by its plan"),)),
     Criterion(
         "e2_min_late_events", "H2", 10, "late frames",
         "a rate ratio is judged only where both conditions together had at least this many "
         "late frames; below, too few to compare (each rate's upper bound is still shown)",
-        ()),
+        (Change("2026-11-27T13:24Z", "c532982", "with the rate ratio, after data existed"),)),
     Criterion(
         "e2_decided_share", "E2", 0.5, "fraction",
         "a run's std is decided by a few frames when its 2 most extreme periods carry more "
@@ -229,10 +230,15 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
     Criterion(
         "over_sessions", "every claim", None, "",
         "with two sessions or more of a host state, a claim's verdict is the one every session "
-        "gave (each judged on its own runs), else inconclusive; each headline is estimated "
-        "over sessions (t over sessions, k − 1 df)",
+        "gave (each judged on its own runs), else inconclusive; E2's recommendations are "
+        "judged on the sessions pooled; each headline is estimated over sessions (t over "
+        "sessions, k − 1 df)",
         (Change("2026-11-26T16:54Z", "fa37c46", "sessions as a level, after data of two "
-                "sessions existed"),)),
+                "sessions existed"),
+         Change("2026-11-27T13:24Z", "c532982", "E2's recommendations pooled over sessions (late "
+                "frames: one rate ratio of the pooled counts; typical jitter: a random-effects "
+                "mean of the sessions' ratios) instead of unanimity; the claims H1-H4 still by "
+                "unanimity"))),
 )}
 
 
