@@ -349,3 +349,23 @@ def test_exchange_tells_sessions_that_differ_from_sessions_dealt_at_random():
     # Seeded: the same seed deals the same pairs.
     again = exchange.exchange_test(first, second, CFG, CI95, draws=3, seed=3)
     assert again["misses"].tolist() == r["misses"][:3].tolist()
+
+
+def test_the_power_plan_sizes_each_comparison_from_its_baseline():
+    from rtstudy import rates
+    from rtstudy.experiments.e2_rt_threads import power
+
+    runs, _ = synthetic_runs()
+    cfg = {"ladder_policy": "SCHED_FIFO", "fps": 60, "headline_duration_s": 4}
+    table = power.plan(runs, cfg, CI95).set_index("change")
+    fifo = table.loc["SCHED_FIFO"]
+    # normal_dedicated: 200 late in 1,200 frames.
+    assert fifo["rate_per_10k"] == pytest.approx(200 / 1200 * 1e4)
+    assert fifo["halving"] == pytest.approx(
+        rates.frames_needed(200 / 1200, 0.5, fifo["phi"], 0.95), rel=1e-9)
+    assert fifo["halving_runs"] == np.ceil(fifo["halving"] / 240)
+    assert fifo["halving_min"] == pytest.approx(fifo["halving"] / 3600)
+    # The fixes' baseline (25 late in 1,200) is rarer: more frames to decide.
+    assert table.loc["switch_interval", "halving"] > fifo["halving"]
+    text = power.text(table.reset_index(), cfg, "vm-test")
+    assert "a halving shown as fewer:" in text and "vm-test" in text

@@ -25,6 +25,9 @@
                                     bring a colleague's datasets in as data/imported/<name>/
                                     (SOURCE: a folder, a git repository, remote:NAME or a
                                     DVC remote's URL), tracked by data/imported/<name>.dvc
+    rtstudy plan power [--profile P] [--host H]
+                                    E2: frames per condition each late-frame comparison
+                                    needs to decide at 80 % power, from the data
     rtstudy data verify [--profile P] check every cell of every dataset: sidecar, schema,
                                     checksums; names each damaged file
     rtstudy data schema [EXPERIMENT] [--markdown | --update-readme]
@@ -255,6 +258,22 @@ def _data_verify(args) -> int:
     return 0
 
 
+def _plan_power(args) -> int:
+    from rtstudy import data
+    from rtstudy.experiments.e2_rt_threads import power
+    from rtstudy.report.study import report_host
+    from rtstudy.stats import CI
+
+    name = "e2_rt_threads"
+    profile = params.stage_config(params.REPORT, args.profile)["profile"]
+    host_id = args.host or report_host(profile)
+    cfg = params.stage_config(name, profile)
+    ds = data.load_dataset(name, host_id, profile)
+    ci = CI.from_params(params.stage_config(params.REPORT, profile))
+    print(power.text(power.plan(ds.tables["runs"], cfg, ci), cfg, host_id))
+    return 0
+
+
 def _report(args) -> int:
     from rtstudy import stage
     from rtstudy.report.render import render_html
@@ -454,6 +473,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", choices=params.PROFILES,
                    help="override params.yaml's profile for this run")
     r.set_defaults(func=_run)
+
+    pl = sub.add_parser("plan", help="size the study from its own data")
+    plsub = pl.add_subparsers(dest="plan_command", required=True)
+    pw = plsub.add_parser("power", help="E2: the frames per condition each late-frame "
+                          "comparison needs to decide at 80 %% power, from a host's data")
+    pw.add_argument("--profile", choices=params.PROFILES)
+    pw.add_argument("--host", help="the host id to plan from (default: the report's host)")
+    pw.set_defaults(func=_plan_power)
 
     rep = sub.add_parser("report", help="render report/report.html from the data present")
     rep.add_argument("--profile", choices=params.PROFILES)

@@ -120,6 +120,10 @@ class Section:
         Conclusions that are not verdicts on a published claim (e.g. E2's "what to do"):
         name → conclusion in words; in ``report/metrics.json`` where there are any, so two
         sessions can be compared on them.
+    pooled_findings : callable
+        ``pooled_findings(headlines)``: the :attr:`findings` judged on every session pooled,
+        from each session's ``headline`` (oldest first); ``report/metrics.json`` keeps them as
+        ``findings_pooled``. Empty by default (an experiment without findings over sessions).
     session_headlines : callable
         ``session_headlines()`` gives the ``headline`` of this experiment in every session of
         the shown host, oldest first (empty with one session); the report sets it, so that a
@@ -137,6 +141,8 @@ class Section:
     limitations: list[str] = field(default_factory=list)
     headline: dict = field(default_factory=dict)
     findings: dict[str, str] = field(default_factory=dict)
+    pooled_findings: Callable[[list[dict]], dict[str, str]] = field(default=lambda h: {},
+                                                                     repr=False)
     session_headlines: Callable[[], list[dict]] = field(default=lambda: [], repr=False)
 
 

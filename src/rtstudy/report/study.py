@@ -477,7 +477,13 @@ class Study:
                     if isinstance(part, dict) and claim in part.get("verdicts", {}):
                         part.setdefault("verdicts_over_sessions", {})[claim] = over
             # Each finding in every session that has it, oldest first: `dvc metrics show`
-            # says whether a conclusion held.
+            # says whether a conclusion held; and judged on the sessions pooled.
+            shown = self.sections if host_id == self.host_id else \
+                self.sections_by_host().get(host_id, {})
+            for name, s in shown.items():
+                pooled = s.pooled_findings(self.session_headlines(name, host_id))
+                if pooled:
+                    block.setdefault(s.label, {})["findings_pooled"] = pooled
             for sections in self.sessions_of(host_id).values():
                 for s in sections.values():
                     for name, finding in s.findings.items():

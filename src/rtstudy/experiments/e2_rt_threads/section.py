@@ -161,6 +161,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
             section.quantities.append(Quantity(f"{name}: message latency P50", r["message_p50_us"],
                                                r["message_p50_low"], r["message_p50_high"], "µs",
                                                r["message_runs"]))
+    section.pooled_findings = partial(pooled_findings, confidence=ci.confidence)
     section.measured = words("measured", n_runs=len(runs),
                              n_frames=int(runs["n"].sum()) if len(runs) else 0,
                              n_floor=len(floor), n_traced=att["label"].nunique() if len(att) else 0)
@@ -173,3 +174,24 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         section.limitations.append(no_trace)
     return section
 
+
+
+def pooled_findings(headlines: list[dict], confidence: float) -> dict[str, str]:
+    """Each change's finding over the sessions pooled (:func:`.ladder.over_sessions`), named
+    as :attr:`Section.findings` names them, with the pooled ratios' CIs."""
+    over = ladder.over_sessions(headlines, confidence)
+    latest = {r["change"]: r for r in (headlines[-1].get("recommendations", [])
+                                      if headlines else [])}
+    out = {}
+    for change, o in over.items():
+        r = latest.get(change) or next(r for h in reversed(headlines)
+                                       for r in h.get("recommendations", [])
+                                       if r["change"] == change)
+        typical = tables.ratio_text(o["iqr_ratio"], o["iqr_low"], o["iqr_high"])
+        late = tables.ratio_text(o["late_ratio"], o["late_ratio_low"], o["late_ratio_high"])
+        out[f"{change} against {r['baseline']}"] = (
+            f"typical jitter {o['held']['typical']} ({typical}); "
+            f"late frames {o['held']['late_frames']} ({late}; "
+            f"{o['late_base']} → {o['late']} late in {o['frames_base']:,.0f} → "
+            f"{o['frames']:,.0f} frames over {o['sessions']} sessions)")
+    return out

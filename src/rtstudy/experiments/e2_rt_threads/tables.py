@@ -215,9 +215,10 @@ def attribution_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _ratio(value: float, low: float, high: float) -> str:
+def ratio_text(value: float, low: float, high: float) -> str:
     """A ratio with its CI as ×value [low, high]; n/a without a value."""
     return f"×{value:.2f}" + _ci(low, high, "{:.2f}") if np.isfinite(value) else "n/a"
+
 
 
 def ladder_table(ladder: pd.DataFrame, threshold_ms: float) -> pd.DataFrame:
@@ -227,7 +228,7 @@ def ladder_table(ladder: pd.DataFrame, threshold_ms: float) -> pd.DataFrame:
         return pd.DataFrame()
     rows = []
     for i, r in enumerate(ladder.to_dict("records")):
-        step = "" if i == 0 else _ratio(r["step_iqr"], r["step_iqr_low"], r["step_iqr_high"])
+        step = "" if i == 0 else ratio_text(r["step_iqr"], r["step_iqr_low"], r["step_iqr_high"])
         rows.append({"rung": f"{r['number']}. {r['name']}", "configuration": r["label"],
                      "runs": r["runs"], "frames": f"{r['frames']:,}",
                      "period IQR µs": iqr(r), "× the measured rung below": step,
@@ -268,17 +269,19 @@ def recommendation_table(recs: pd.DataFrame, changes: dict, over: dict | None = 
         rows.append({"change": what, "against": r["baseline"], "runs": f"{r['runs']} vs "
                      f"{r['runs_base']}",
                      "typical jitter (period IQR)":
-                         f"{_ratio(r['iqr_ratio'], r['iqr_low'], r['iqr_high'])}: {r['typical']}",
+                         f"{ratio_text(r['iqr_ratio'], r['iqr_low'], r['iqr_high'])}: {r['typical']}",
                      "late per 10 000: before → after": f"{late_rate(base)} → {late_rate(r)}",
-                     "late frames: rate ratio": f"{_ratio(r['late_ratio'], r['late_ratio_low'], r['late_ratio_high'])}: {r['late_frames']}",
-                     "CPU the loads got": _ratio(r["cpu_ratio"], r["cpu_low"], r["cpu_high"]),
+                     "late frames: rate ratio":
+                         f"{ratio_text(r['late_ratio'], r['late_ratio_low'], r['late_ratio_high'])}"
+                         f": {r['late_frames']}",
+                     "CPU the loads got": ratio_text(r["cpu_ratio"], r["cpu_low"], r["cpu_high"]),
                      "other costs": cost})
         o = (over or {}).get(r["change"])
         if o:
             rows[-1]["pooled over the sessions"] = (
-                f"typical jitter {_ratio(o['iqr_ratio'], o['iqr_low'], o['iqr_high'])}: "
+                f"typical jitter {ratio_text(o['iqr_ratio'], o['iqr_low'], o['iqr_high'])}: "
                 f"{o['held']['typical']}; late frames "
-                f"{_ratio(o['late_ratio'], o['late_ratio_low'], o['late_ratio_high'])}: "
+                f"{ratio_text(o['late_ratio'], o['late_ratio_low'], o['late_ratio_high'])}: "
                 f"{o['held']['late_frames']} ({o['sessions']} of {o['of']} sessions)")
     return pd.DataFrame(rows)
 
@@ -311,7 +314,7 @@ def tracing_cost_table(cost: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{
         "condition": r["label"], "runs: untraced / traced": f"{r['runs']} / {r['traced_runs']}",
         "period IQR µs: untraced → traced": f"{_num(r['iqr_us'])} → {_num(r['traced_iqr_us'])}",
-        "traced / untraced": _ratio(r["ratio"], r["low"], r["high"]),
+        "traced / untraced": ratio_text(r["ratio"], r["low"], r["high"]),
         "late / frames: untraced → traced": f"{r['late']} / {r['frames']:,} → "
                                             f"{r['traced_late']} / {r['traced_frames']:,}"}
         for r in cost.to_dict("records")])
