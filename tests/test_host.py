@@ -61,3 +61,14 @@ def test_preflight_reports_holoscan_and_refusals_with_fixes(fingerprint, tmp_pat
     if fingerprint["realtime"]["SCHED_DEADLINE pinned"] != "ok":
         assert pinned.status == "WARN" and "sched_rt_runtime_us" in pinned.fix
     assert "fix:" in host.format_checks(checks) or all(c.status == "PASS" for c in checks)
+
+
+def test_no_fix_puts_a_capability_on_the_shared_interpreter():
+    from rtstudy.host import REALTIME_FIX
+
+    for policy, fix in REALTIME_FIX.items():
+        assert "setcap cap_sys_nice" not in fix, policy
+    for policy in ("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE"):
+        assert "AmbientCapabilities=CAP_SYS_NICE" in REALTIME_FIX[policy]
+        assert "root" in REALTIME_FIX[policy]
+    assert "rtprio" in REALTIME_FIX["SCHED_FIFO"]

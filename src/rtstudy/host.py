@@ -170,13 +170,21 @@ class Check:
     fix: str = ""
 
 
+# Never a file capability on the interpreter: .venv/bin/python links to the system-wide one
+# (/usr/bin/python3.X), so every script on the machine would gain CAP_SYS_NICE, and the next
+# package update drops it silently. The capability goes to the process that runs the study.
 REALTIME_FIX = {
-    "SCHED_FIFO": "run as root, or give the interpreter CAP_SYS_NICE "
-                  "(`sudo setcap cap_sys_nice+ep $(readlink -f .venv/bin/python)`) or an rtprio "
-                  "limit (`@realtime - rtprio 99` in /etc/security/limits.conf); in Docker add "
-                  "`--cap-add=SYS_NICE --ulimit rtprio=99`",
-    "SCHED_DEADLINE": "run as root or with CAP_SYS_NICE (in Docker: `--privileged` or "
-                      "`--cap-add=SYS_NICE`); a container's cgroup may also need real-time bandwidth",
+    "SCHED_FIFO": "run the study as root (`sudo make study`); or give your user an rtprio limit "
+                  "(`@realtime - rtprio 99` in /etc/security/limits.d/rtstudy.conf, your user in "
+                  "group realtime, log in again), which FIFO and RR need and nothing else; or run "
+                  "it from a systemd unit with `AmbientCapabilities=CAP_SYS_NICE` "
+                  "(`sudo systemd-run --pty --uid=$USER -p AmbientCapabilities=CAP_SYS_NICE make "
+                  "study`); in Docker add `--cap-add=SYS_NICE --ulimit rtprio=99`. Never setcap "
+                  "the venv's python: it is the system-wide interpreter",
+    "SCHED_DEADLINE": "run as root or with CAP_SYS_NICE in the study's own process (an rtprio "
+                      "limit is not enough for DEADLINE): `sudo make study`, or a systemd unit "
+                      "with `AmbientCapabilities=CAP_SYS_NICE`; in Docker `--cap-add=SYS_NICE`; "
+                      "a container's cgroup may also need real-time bandwidth",
     "SCHED_DEADLINE pinned": "the kernel admits a SCHED_DEADLINE thread pinned to one CPU only when "
                              "kernel.sched_rt_runtime_us = -1 (`sysctl -w kernel.sched_rt_runtime_us=-1`, "
                              "which also removes RT throttling) or in an exclusive cpuset; until then "
