@@ -1,15 +1,25 @@
 # rtstudy: `make study` and `make test` are the two commands; everything else is
 # a step they take or a convenience for people working on the study.
 SHELL := /bin/bash
-PYTHON ?= python3
+# Several venvs (one per Python) can live side by side: make VENV=.venv-3.12 PYTHON=python3.12 ...
+VENV ?= .venv
+# The Python: as given; else the venv's own once it exists (so a venv set up with
+# PYTHON=/usr/bin/python3 needs no PYTHON= again); else python3.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,python3)
+endif
 # One exact lock per supported Python (requirements/py3.X.lock): the interpreter
 # decides which. Read before PATH below puts the venv first, so that `python3`
 # is the caller's, not the venv's.
 SUPPORTED := $(patsubst requirements/py%.lock,%,$(wildcard requirements/py*.lock))
+# The oldest micro version each lock is resolved for and checked against
+# (tests/test_environment.py): every distribution's of that minor, Debian 12's 3.11.2 the oldest.
+OLDEST_MICRO := 3.10.0 3.11.2 3.12.0 3.13.0
 PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PY_MICRO := $(shell $(PYTHON) -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null)
+OLDEST := $(filter $(PY_VERSION).%,$(OLDEST_MICRO))
+comma := ,
 LOCK := requirements/py$(PY_VERSION).lock
-# Several venvs (one per Python) can live side by side: make VENV=.venv-3.12 PYTHON=python3.12 ...
-VENV ?= .venv
 BIN := $(VENV)/bin
 VENV_VERSION := $(shell test -e $(BIN)/python && { $(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo unusable; })
 # The stamp records that the venv holds exactly the locked set and this
@@ -28,6 +38,11 @@ endif
 ifneq ($(filter-out help clean-venv lock lock-all,$(GOALS)),)
 ifeq ($(filter $(PY_VERSION),$(SUPPORTED)),)
 $(error PYTHON=$(PYTHON) is Python $(PY_VERSION), which rtstudy has no lock for. Supported Pythons: $(SUPPORTED); choose one with e.g. `make PYTHON=python3.12 study`)
+endif
+ifneq ($(OLDEST),)
+ifeq ($(shell $(PYTHON) -c 'import sys; print(sys.version_info[:3] < ($(subst .,$(comma),$(OLDEST))))'),True)
+$(error PYTHON=$(PYTHON) is Python $(PY_MICRO), older than $(OLDEST), the oldest $(PY_VERSION) its lock installs on. Use $(OLDEST) or newer: Debian 12's /usr/bin/python3 is 3.11.2; elsewhere `pyenv install $(PY_VERSION)` or your distribution's newer package)
+endif
 endif
 ifneq ($(filter-out $(PY_VERSION),$(VENV_VERSION)),)
 $(error $(VENV) holds Python $(VENV_VERSION), but PYTHON=$(PYTHON) is Python $(PY_VERSION). Remove that venv (`make VENV=$(VENV) clean-venv`) or give this Python a venv of its own (`make PYTHON=$(PYTHON) VENV=.venv-$(PY_VERSION) ...`))
@@ -166,9 +181,10 @@ lock lock-all:
 	$(PYTHON) -m venv "$$tools"; \
 	"$$tools/bin/python" -m pip install --quiet --disable-pip-version-check $(LOCK_TOOLS); \
 	for version in $(LOCK_VERSIONS); do \
-	  echo "resolving requirements/py$$version.lock ($(LOCK_PLATFORM))"; \
+	  micro=$$(echo $(OLDEST_MICRO) | tr ' ' '\n' | grep "^$$version\." || echo $$version); \
+	  echo "resolving requirements/py$$version.lock for Python $$micro ($(LOCK_PLATFORM))"; \
 	  "$$tools/bin/python" -c 'import tomli; print(*tomli.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")' \
-	  | "$$tools/bin/uv" pip compile --quiet pyproject.toml - --python-version $$version \
+	  | "$$tools/bin/uv" pip compile --quiet pyproject.toml - --python-version $$micro \
 	      --python-platform $(LOCK_PLATFORM) --generate-hashes --no-emit-package pip \
 	      --no-python-downloads --custom-compile-command "make lock" -o requirements/py$$version.lock; \
 	done

@@ -96,3 +96,55 @@ def test_setup_is_up_to_date_so_a_second_call_does_not_reinstall():
     proc = subprocess.run(["make", "-q", f"PYTHON={sys.executable}", f"VENV={sys.prefix}",
                            f"{sys.prefix}/.rtstudy-installed"], cwd=paths.root())
     assert proc.returncode == 0, "make would reinstall the venv although nothing changed"
+
+
+def _oldest_micro() -> dict[str, str]:
+    """The Makefile's OLDEST_MICRO: minor → the oldest micro version its lock must install on."""
+    line = re.search(r"^OLDEST_MICRO := (.+)$", (paths.root() / "Makefile").read_text(), re.M)
+    return {".".join(v.split(".")[:2]): v for v in line.group(1).split()}
+
+
+def _runner(minor: str) -> str | None:
+    """A Python of ``minor`` to run pip with (pip judges a package's Requires-Python by the
+    interpreter it runs in, whatever --python-version says): this one, or pyenv's."""
+    if "%d.%d" % sys.version_info[:2] == minor:
+        return sys.executable
+    found = sorted(paths.Path.home().glob(f".pyenv/versions/{minor}.*/bin/python{minor}"))
+    return str(found[-1]) if found else None
+
+
+def test_every_lock_has_its_oldest_micro_version():
+    assert set(_oldest_micro()) == {lock_version(lock) for lock in LOCKS}
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("lock", LOCKS, ids=lock_version)
+def test_each_lock_installs_on_the_oldest_python_of_its_minor(lock, tmp_path):
+    """pip resolves the lock, exact pins and hashes, for the oldest micro version the Makefile
+    accepts (Debian 12's own Python for 3.11), without that interpreter at hand."""
+    minor = lock_version(lock)
+    runner = _runner(minor)
+    if runner is None:
+        pytest.skip(f"no Python {minor} here to run pip with")
+    platforms = [f"--platform=manylinux_2_{g}_x86_64" for g in (35, 34, 28, 17)] + \
+        ["--platform=manylinux2014_x86_64", "--platform=linux_x86_64", "--platform=any"]
+    proc = subprocess.run([runner, "-m", "pip", "install", "--quiet", "--dry-run", "--no-deps",
+                           "--ignore-installed", "--disable-pip-version-check",
+                           f"--python-version={_oldest_micro()[minor]}", "--implementation=cp",
+                           *platforms, "--target", str(tmp_path), "-r", str(lock)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_python_older_than_its_lock_allows_is_refused_at_once(tmp_path):
+    """One sentence naming the version needed, before anything is installed."""
+    fake = tmp_path / "python3"
+    # A Python 3.11.1: this interpreter, reporting that version to the Makefile's probes.
+    fake.write_text(f"#!{sys.executable}\nimport sys\n"
+                    "sys.version_info = (3, 11, 1, 'final', 0)\nexec(sys.argv[2])\n")
+    fake.chmod(0o755)
+    proc = subprocess.run(["make", "-n", f"PYTHON={fake}", "VENV=" + str(tmp_path / "venv"),
+                           "setup"], cwd=paths.root(), capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode != 0
+    assert "is Python 3.11.1, older than 3.11.2" in proc.stderr, proc.stderr
