@@ -101,3 +101,40 @@ def test_use_profile_switches_and_keeps_comments(tmp_path):
     assert "# rtstudy parameters" in text
     with pytest.raises(params.ParamError, match="expected one of"):
         params.use_profile("turbo", copy_)
+
+
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("profile: default\ne2_rt_threads:\n  fps: 0\n  fps: 60\n")
+    with pytest.raises(params.ParamError, match=r"key 'fps' given twice \(lines 3 and 4\)"):
+        params.load(path)
+
+
+@pytest.mark.parametrize("edit,words", [
+    ({"e4_host": {"jitter_cpus": [99]}}, "e4_host.jitter_cpus names CPUs [99] that are not online"),
+    ({"e1_async_buffer": {"tx2_runtime_ms": 19, "rx_runtime_ms": 9}},
+     "CPUs of SCHED_DEADLINE bandwidth"),
+])
+def test_params_check_runs_every_stages_host_checks_before_any_stage(edit, words, tmp_path,
+                                                                     monkeypatch, capsys):
+    """`make study` runs `rtstudy params check` first: a stage that would refuse on this host
+    stops the study before another stage measures a cell."""
+    import shutil
+
+    from rtstudy import cli, paths
+
+    for name in ("params.yaml", "dvc.yaml"):
+        shutil.copy2(paths.root() / name, tmp_path / name)
+    (tmp_path / "src" / "rtstudy").mkdir(parents=True)
+    monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))
+    data = params.load(tmp_path / "params.yaml")
+    for group, values in edit.items():
+        data[group].update(values)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(data))
+    assert cli.main(["params", "check", "--no-host"]) == 0
+    capsys.readouterr()
+    assert cli.main(["params", "check"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "nothing was measured" in err, err
+    assert not (tmp_path / "data" / "raw").exists() or \
+        not list((tmp_path / "data" / "raw").rglob("cell.json"))

@@ -1,6 +1,7 @@
 """``rtstudy``: the study's command line (what DVC stages and the Makefile call).
 
-    rtstudy params check            validate params.yaml (every profile)
+    rtstudy params check [--no-host] validate params.yaml (every profile), then every measuring
+                                    stage's host checks here (CPUs, admission, tools)
     rtstudy params show [STAGE]     print the resolved parameters of the current profile
     rtstudy params use PROFILE      switch params.yaml to smoke | default | seed
     rtstudy host fingerprint        write data/host/fingerprint.json (stable; DVC dependency)
@@ -50,9 +51,25 @@ from rtstudy import host, params, paths, registry, sdk, sdkroot, sdkvenv, shield
 
 
 def _params_check(args) -> int:
+    from rtstudy import stage
+
     data = params.load()
     params.validate(data)
-    print(f"params.yaml is valid (profile: {data['profile']})")
+    if args.host:
+        # Every measuring stage's host-aware checks (CPUs, admission, tools, privileges) before
+        # the first one measures: `make study` runs this first, so a stage that would refuse
+        # stops the study before any cell of another stage is measured.
+        fp = host.current()
+        problems = []
+        for name in registry.REGISTRY:
+            try:
+                stage.preflight(name, params.stage_config(name, None, data), fp)
+            except stage.PreflightError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise stage.PreflightError("\n\n".join(problems))
+    print(f"params.yaml is valid (profile: {data['profile']})"
+          + ("; every stage's host checks pass here" if args.host else ""))
     return 0
 
 
@@ -360,7 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("params", help="check, show or switch parameters")
     psub = p.add_subparsers(dest="action", required=True)
-    psub.add_parser("check").set_defaults(func=_params_check)
+    ck = psub.add_parser("check", help="validate params.yaml, then run every measuring "
+                         "stage's host checks here (what `make study` runs first)")
+    ck.add_argument("--no-host", dest="host", action="store_false",
+                    help="validate the file only, not against this host")
+    ck.set_defaults(func=_params_check)
     show = psub.add_parser("show")
     show.add_argument("stage", nargs="?")
     show.add_argument("--profile", choices=params.PROFILES)

@@ -46,6 +46,22 @@ def groups() -> dict[str, tuple[dict[str, Rule], object]]:
     return out
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (plain YAML keeps the
+    last silently: `fps: 0` then `fps: 60` would pass as valid)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice (lines {seen[key] + 1} and "
+                    f"{key_node.start_mark.line + 1}): keep one", key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
+
+
 def load(path: Path | None = None) -> dict:
     """Read ``params.yaml`` (or ``path``) as a mapping; syntax errors name the file and line."""
     path = path or paths.params_file()
@@ -55,7 +71,7 @@ def load(path: Path | None = None) -> dict:
         raise ParamError(f"{path}: parameter file not found. Run from a checkout of rtstudy "
                          "(or set RTSTUDY_ROOT to one).") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         raise ParamError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
