@@ -49,7 +49,7 @@ $(error $(VENV) holds Python $(VENV_VERSION), but PYTHON=$(PYTHON) is Python $(P
 endif
 endif
 
-.PHONY: study study-tuned new-session test setup sysdeps sdk report profile push pull publish-reference lab lock lock-all clean-venv help
+.PHONY: study study-tuned new-session test test-fast setup sysdeps sdk report profile push pull publish-reference lab lock lock-all clean-venv help
 
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
@@ -59,6 +59,7 @@ help:
 	@echo "make new-session    close the measured sessions (kept in data/raw/.../sessions/): the next"
 	@echo "                    make study measures every cell again, as another session beside them"
 	@echo "make test           set up, then run every test (real Holoscan runs at smoke size)"
+	@echo "make test-fast      the pure-logic tests only (no measuring, pipeline, server, network)"
 	@echo "make sdk            build the environments of the Holoscan versions that need one (5.0.0's root; the seed profile's 3.5.0 venv)"
 	@echo "make report         render report/report.html from the data present (measures nothing)"
 	@echo "make profile P=NAME choose the parameter profile: smoke | default | seed"
@@ -119,6 +120,11 @@ new-session: $(STAMP)
 
 test: setup
 	$(BIN)/python -m pytest
+
+# Pure logic only (no measurement, pipeline, server or network: pyproject.toml's markers),
+# for between two edits; `make test` runs every tier.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not cells and not pipeline and not server and not network"
 
 report: $(STAMP)
 	$(BIN)/rtstudy report

@@ -20,6 +20,30 @@ BIN = Path(sys.executable).parent
 OUTPUTS = ("data/raw/", "executed/", "report/")
 
 
+# The tiers (pyproject.toml's markers): every test of these modules is in that tier; a test
+# may also be marked itself (`network`). `make test-fast` runs the rest, pure logic, between
+# two edits; `make test` runs every tier.
+TIERS = {
+    "cells": ("experiments/", "test_harness.py", "test_drift.py", "test_data.py", "test_sdk.py",
+              "test_sdk_35.py", "test_sdk_e1_e3.py", "test_robustness.py", "test_shield.py"),
+    "pipeline": ("test_pipeline.py", "test_sharing.py", "test_import.py", "test_report.py",
+                 "test_sessions.py", "test_schema.py", "test_explore.py", "test_verdicts.py"),
+    "server": ("test_ssh_remote.py", "test_lab.py"),
+}
+# Tests of an otherwise fast module that start a fresh interpreter per module or ask apt.
+SLOW_TESTS = ("test_every_module_imports_on_its_own", "test_the_debian_names_exist")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        where = item.path.relative_to(Path(__file__).parent).as_posix()
+        for tier, modules in TIERS.items():
+            if any(where == m or (m.endswith("/") and where.startswith(m)) for m in modules):
+                item.add_marker(getattr(pytest.mark, tier))
+        if item.name.startswith(SLOW_TESTS):
+            item.add_marker(pytest.mark.pipeline)
+
+
 @pytest.fixture(scope="session")
 def fingerprint() -> dict:
     return host.current()

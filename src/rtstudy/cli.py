@@ -277,17 +277,18 @@ def _data_verify(args) -> int:
 
 def _plan_power(args) -> int:
     from rtstudy import data
-    from rtstudy.experiments.e2_rt_threads import power
     from rtstudy.report.study import report_host
     from rtstudy.stats import CI
 
-    name = "e2_rt_threads"
     profile = params.stage_config(params.REPORT, args.profile)["profile"]
     host_id = args.host or report_host(profile)
-    cfg = params.stage_config(name, profile)
-    ds = data.load_dataset(name, host_id, profile)
     ci = CI.from_params(params.stage_config(params.REPORT, profile))
-    print(power.text(power.plan(ds.tables["runs"], cfg, ci), cfg, host_id))
+    # Each experiment whose analysis plans its own size (`power_plan`): E2's late frames.
+    for exp in registry.every():
+        if hasattr(exp.analysis, "power_plan"):
+            ds = data.load_dataset(exp.name, host_id, profile)
+            print(exp.analysis.power_plan(ds, params.stage_config(exp.name, profile), ci,
+                                          host_id))
     return 0
 
 

@@ -164,7 +164,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
     Criterion(
         "e2_late_threshold_ms", "E2", 1.0, "ms",
         "a frame is late when its lateness (start of its compute minus its release) exceeds "
-        "this (params.yaml: e2_rt_threads.late_threshold_ms, which must equal it)",
+        "this (params.yaml: E2's late_threshold_ms, which must equal it)",
         (Change("2026-11-21T20:05Z", "c43831a", "a frame period over the nominal period + 2 ms, "
                 "before any data was recorded"),
          Change("2026-11-25T05:20Z", "7166b10", "lateness against each frame's release over "

@@ -35,8 +35,10 @@ nothing outside the folders reads any other):
     ``DRIFT_QUANTITY`` (name, unit) and ``drift(ds)`` → its sweep's drift check
     or None (:mod:`rtstudy.report.stability`); ``PLOT_FILE`` and
     ``plot_table(ds)`` → the table ``dvc plots`` draws, or None
-    (:meth:`rtstudy.report.study.Study.write_plots`); besides these, its
-    statistics, ``headline`` and the verdict with its thresholds.
+    (:meth:`rtstudy.report.study.Study.write_plots`); optionally
+    ``power_plan(ds, cfg, ci, host_id)`` → the study's size each question needs, from ``ds``
+    (``rtstudy plan power``); besides these, its statistics, ``headline`` and the verdict
+    with its thresholds.
 ``section.py``
     ``LABEL`` (``E1`` …, how the report names it, :mod:`rtstudy.report.stability`)
     and ``build(ds, cfg, ci)`` → :class:`rtstudy.report.section.Section`, its

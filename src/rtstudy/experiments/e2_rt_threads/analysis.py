@@ -593,3 +593,11 @@ def plot_table(ds: Dataset) -> pd.DataFrame | None:
         return None
     native = runs[runs["load_work_model"] == "native"]
     return wide(native, ["load_factor", "repetition"], native["policy"], "period_std_ms")
+
+
+def power_plan(ds: Dataset, cfg: dict, ci: CI, host_id: str) -> str:
+    """The frames per condition each late-frame comparison needs to decide at 80 % power,
+    from ``ds`` (:mod:`.power`), as ``rtstudy plan power`` prints it."""
+    from rtstudy.experiments.e2_rt_threads import power
+
+    return power.text(power.plan(ds.tables["runs"], cfg, ci), cfg, host_id)
