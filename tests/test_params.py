@@ -111,7 +111,8 @@ def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path):
 
 
 @pytest.mark.parametrize("edit,words", [
-    ({"e4_host": {"jitter_cpus": [99]}}, "e4_host.jitter_cpus names CPUs [99] that are not online"),
+    ({"e4_host": {"jitter_cpus": [4095]}},
+     "e4_host.jitter_cpus names CPUs [4095] that are not online"),
     ({"e1_async_buffer": {"tx2_runtime_ms": 19, "rx_runtime_ms": 9}},
      "CPUs of SCHED_DEADLINE bandwidth"),
 ])
@@ -119,9 +120,15 @@ def test_params_check_runs_every_stages_host_checks_before_any_stage(edit, words
                                                                      monkeypatch, capsys):
     """`make study` runs `rtstudy params check` first: a stage that would refuse on this host
     stops the study before another stage measures a cell."""
+    import os
     import shutil
 
     from rtstudy import cli, paths
+
+    # E1's three threads ask for 7/20 + 19/20 + 9/10 = 2.2 CPUs: more than this host admits
+    # only below 3 CPUs (0.95 of each).
+    if "e1_async_buffer" in edit and 0.95 * os.cpu_count() >= 2.2:
+        pytest.skip(f"{os.cpu_count()} CPUs admit E1's 2.2 CPUs of SCHED_DEADLINE bandwidth")
 
     for name in ("params.yaml", "dvc.yaml"):
         shutil.copy2(paths.root() / name, tmp_path / name)

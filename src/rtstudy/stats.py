@@ -363,6 +363,21 @@ class Rate:
                     self.exposure, self.runs, self.dispersion, self.confidence)
 
 
+def event_counts(events, exposure) -> tuple[np.ndarray, np.ndarray]:
+    """Runs' event counts and exposures as float arrays, checked: 1-D and aligned, counts whole
+    and ≥ 0, exposure > 0; :class:`ValueError` says which and shows the values."""
+    k = np.asarray(events, dtype=float)
+    n = np.asarray(exposure, dtype=float)
+    if k.shape != n.shape or k.ndim != 1:
+        raise ValueError(f"events and exposure must be 1-D and aligned, got shapes {k.shape} "
+                         f"and {n.shape}")
+    if (k < 0).any() or (k != np.round(k)).any() or not np.isfinite(k).all():
+        raise ValueError(f"events must be counts >= 0, got {k[:5].tolist()}")
+    if (n <= 0).any() or not np.isfinite(n).all():
+        raise ValueError(f"exposure must be > 0 in every run, got {n[:5].tolist()}")
+    return k, n
+
+
 def pooled_rate(events, exposure, confidence: float) -> Rate:
     """The rate of rare events pooled over runs, with a CI honest for small counts.
 
@@ -397,15 +412,7 @@ def pooled_rate(events, exposure, confidence: float) -> Rate:
     the interval takes it at its estimate.
     """
     _check_confidence(confidence)
-    k = np.asarray(events, dtype=float)
-    n = np.asarray(exposure, dtype=float)
-    if k.shape != n.shape or k.ndim != 1:
-        raise ValueError(f"events and exposure must be 1-D and aligned, got shapes {k.shape} "
-                         f"and {n.shape}")
-    if (k < 0).any() or (k != np.round(k)).any() or not np.isfinite(k).all():
-        raise ValueError(f"events must be counts >= 0, got {k[:5].tolist()}")
-    if (n <= 0).any() or not np.isfinite(n).all():
-        raise ValueError(f"exposure must be > 0 in every run, got {n[:5].tolist()}")
+    k, n = event_counts(events, exposure)
     total_k, total_n, runs = int(k.sum()), float(n.sum()), int(k.size)
     if runs == 0:
         return Rate(np.nan, np.nan, np.nan, 0, 0.0, 0, np.nan, confidence)

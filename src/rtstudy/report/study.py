@@ -478,9 +478,7 @@ class Study:
                         part.setdefault("verdicts_over_sessions", {})[claim] = over
             # Each finding in every session that has it, oldest first: `dvc metrics show`
             # says whether a conclusion held; and judged on the sessions pooled.
-            shown = self.sections if host_id == self.host_id else \
-                self.sections_by_host().get(host_id, {})
-            for name, s in shown.items():
+            for name, s in self.sections_by_host().get(host_id, {}).items():
                 pooled = s.pooled_findings(self.session_headlines(name, host_id))
                 if pooled:
                     block.setdefault(s.label, {})["findings_pooled"] = pooled

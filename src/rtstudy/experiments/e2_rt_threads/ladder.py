@@ -16,12 +16,12 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from rtstudy import criteria, rates
 from rtstudy.experiments.e2_rt_threads.conditions import BASELINE, WAKE_DEFAULT
 from rtstudy.experiments.e2_rt_threads.conditions import \
     SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
-from rtstudy import criteria, rates
 from rtstudy.stats import CI, over_runs, ratio_ci
 
 # The rungs in order: (key, what the rung adds). The report's figure and table name them so.
@@ -350,8 +350,8 @@ def conclusions(recs: list[dict], over: dict) -> dict[str, list[dict]]:
     dict
         ``fewer`` (fewer late frames), ``lower`` (less typical jitter), ``worse`` (more of
         either), ``equivalent`` (late frames within the margin), ``unsettled`` (late frames
-        not settled: more frames would decide; or no CI, below 3 runs), ``rare`` (too few late frames in both
-        conditions to compare): lists of ``recs`` rows, in their order.
+        not settled: more frames would decide; or no CI, below 3 runs), ``rare`` (too few late
+        frames in both conditions to compare): lists of ``recs`` rows, in their order.
     """
     out: dict[str, list[dict]] = {k: [] for k in ("fewer", "lower", "worse", "equivalent",
                                                   "unsettled", "rare")}
