@@ -129,6 +129,40 @@ def test_params_check_cpus_values():
     assert "CPU list" in placement.check_value("two")
 
 
+@pytest.mark.parametrize("cfg, shared", [
+    ({"realtime": "0-1", "housekeeping": "0-1"}, "share CPU 0-1"),
+    ({"realtime": "1", "housekeeping": "0,1"}, "share CPU 1"),
+    ({"realtime": "1", "housekeeping": "0"}, None),
+    ({"realtime": "1", "housekeeping": "auto"}, None),  # untuned by design: not a mistake
+    ({"realtime": "auto", "housekeeping": "0-1"}, None),
+    (None, None),
+])
+def test_real_time_and_housekeeping_lists_that_overlap_are_warned_about(cfg, shared):
+    warning = placement.overlap(cfg)
+    if shared is None:
+        assert warning is None
+    else:
+        assert shared in warning and "contention on its real-time CPU" in warning
+
+
+def test_params_check_warns_of_overlapping_cpus_and_still_passes(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    import yaml
+
+    from rtstudy import cli, params, paths
+
+    for name in ("params.yaml", "dvc.yaml"):
+        shutil.copy2(paths.root() / name, tmp_path / name)
+    monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))
+    data = params.load(tmp_path / "params.yaml")
+    data["cpus"] = {"realtime": "0-1", "housekeeping": "0-1"}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(data))
+    assert cli.main(["params", "check", "--no-host"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: cpus.realtime (0-1) and cpus.housekeeping (0-1) share CPU 0-1" in err
+
+
 def test_every_experiment_on_a_boot_isolated_host_uses_the_isolated_cpus():
     """isolcpus=2-7 on 8 CPUs: real-time threads on 2-7, loads counted and run on 0-1."""
     c = configs()

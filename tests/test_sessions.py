@@ -219,6 +219,29 @@ def test_a_session_record_of_another_boot_is_not_reused(tmp_path, monkeypatch):
     assert harness.start_session(path)["id"] == "named"
 
 
+def test_make_study_resumes_the_open_session_and_starts_a_new_one_once_it_is_closed(
+        tmp_path, monkeypatch):
+    """The next `make study` after an interruption (even after a reboot) adds to the session its
+    datasets hold; after `rtstudy session new` it starts another."""
+    from rtstudy import harness
+
+    monkeypatch.delenv("RTSTUDY_SESSION", raising=False)
+    path = tmp_path / "session.json"
+    earlier = {"id": "2026-11-26T10:00:00Z-0123abcd", "boot_id": "an-earlier-boot",
+               "started_utc": "2026-11-26T10:00:00Z"}
+    path.write_text(json.dumps(earlier))
+    fake_dataset(tmp_path / "raw" / "e3_overhead" / "vm-x" / "smoke", earlier["id"])
+    assert sessions.open_ids("vm-x", "smoke", tmp_path) == {earlier["id"]}
+    resumed = harness.start_session(path, resume=sessions.open_ids("vm-x", "smoke", tmp_path))
+    assert resumed["id"] == earlier["id"] and resumed["started_utc"] == earlier["started_utc"]
+    assert resumed["boot_id"] != "an-earlier-boot" and "resumed_utc" in resumed
+    assert harness.session_record(path)["id"] == earlier["id"]  # what every cell records
+    assert sessions.new("smoke", tmp_path)
+    assert sessions.open_ids("vm-x", "smoke", tmp_path) == set()
+    fresh = harness.start_session(path, resume=sessions.open_ids("vm-x", "smoke", tmp_path))
+    assert fresh["id"] != earlier["id"] and "resumed_utc" not in fresh
+
+
 def test_one_session_is_set_beside_how_far_the_reference_hosts_sessions_moved(
         tmp_path, monkeypatch):
     from rtstudy.report import stability

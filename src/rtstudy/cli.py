@@ -53,8 +53,13 @@ from rtstudy import host, params, paths, registry, sdk, sdkroot, sdkvenv, shield
 def _params_check(args) -> int:
     from rtstudy import stage
 
+    from rtstudy import placement
+
     data = params.load()
     params.validate(data)
+    shared = placement.overlap(params.stage_config(params.CPUS, None, data))
+    if shared:
+        print(f"rtstudy: warning: {shared}", file=sys.stderr)
     if args.host:
         # Every measuring stage's host-aware checks (CPUs, admission, tools, privileges) before
         # the first one measures: `make study` runs this first, so a stage that would refuse
@@ -92,9 +97,15 @@ def _host_fingerprint(args) -> int:
     record = host.write_fingerprint(Path(args.out) if args.out else None)
     print(f"host id {record['host_id']}; fingerprint in {args.out or paths.fingerprint_file()}")
     if not args.out:
-        # The pipeline's first stage: the stages of this `dvc repro` are one session.
+        # The pipeline's first stage: the stages of this `dvc repro` are one session, the one
+        # the current datasets hold when they are not closed yet (`make study` resumes it).
+        from rtstudy import sessions
         from rtstudy.harness import start_session
-        print(f"measuring session {start_session()['id']}")
+
+        profile = params.load().get("profile")
+        session = start_session(resume=sessions.open_ids(record["host_id"], profile))
+        print(("resuming" if "resumed_utc" in session else "measuring") +
+              f" session {session['id']}")
     return 0
 
 
@@ -294,16 +305,19 @@ def _plan_power(args) -> int:
 
 def _report(args) -> int:
     from rtstudy import stage
-    from rtstudy.report.render import render_html
+    from rtstudy.report.render import render_html, staged
 
     profile = params.stage_config(params.REPORT, args.profile)["profile"]
     # Every file of every host before the notebook runs: damage stops the report with report/
     # as it was, and names all of it in one message.
     _verified(profile)
-    executed = stage.execute_notebook(stage.REPORT_NOTEBOOK, stage.REPORT_NOTEBOOK,
-                                      {"profile": profile})
-    html = render_html(executed)
-    print(f"report: {html}")
+    # Figures, plots, metrics and HTML are written into a staging folder and swapped in only
+    # when all succeeded: a failed render leaves the last report whole.
+    with staged():
+        executed = stage.execute_notebook(stage.REPORT_NOTEBOOK, stage.REPORT_NOTEBOOK,
+                                          {"profile": profile})
+        render_html(executed)
+    print(f"report: {paths.report_html()}")
     return 0
 
 
@@ -513,6 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from rtstudy.data import DataError
     from rtstudy.harness import SweepError
+    from rtstudy.report.render import ReportError
     from rtstudy.stage import PreflightError
     from rtstudy.tuning import TuningError
 
@@ -520,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (params.ParamError, PreflightError, SweepError, DataError, TuningError, sdk.SdkError,
-            sdkroot.RootError) as exc:
+            sdkroot.RootError, ReportError) as exc:
         print(f"rtstudy: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

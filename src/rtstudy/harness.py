@@ -184,18 +184,31 @@ def _boot_and_now() -> tuple[str, str]:
     return boot, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def start_session(path: Path | None = None) -> dict:
-    """Start a measuring session: write its record to ``data/host/session.json``
-    (:func:`rtstudy.paths.session_file`), which every stage of the same ``dvc repro`` reads.
+def start_session(path: Path | None = None, resume: frozenset[str] | set[str] = frozenset()
+                  ) -> dict:
+    """Start a measuring session, or resume the open one: write its record to
+    ``data/host/session.json`` (:func:`rtstudy.paths.session_file`), which every stage of the
+    same ``dvc repro`` reads.
 
     The pipeline's first stage (``rtstudy host fingerprint``) calls it; DVC runs that stage in
-    every ``dvc repro``, before any measuring stage, so one ``dvc repro`` is one session.
-    ``id`` is :data:`SESSION_VARIABLE` where the caller set it (``benchmarks/rerun_agreement.py``
-    names its clones' sessions so), else the start time and the boot.
+    every ``dvc repro``, before any measuring stage. ``id`` is :data:`SESSION_VARIABLE` where
+    the caller set it (``benchmarks/rerun_agreement.py`` names its clones' sessions so); else
+    the recorded session's when ``resume`` holds it (the ids the current, not yet closed
+    datasets record: :func:`rtstudy.sessions.open_ids`), so a ``make study`` that goes on after
+    an interruption adds its cells to the same session, with the new boot recorded; else a new
+    id from the start time and the boot. ``rtstudy session new`` closes the datasets, so the
+    next call starts a new session.
     """
     boot, started = _boot_and_now()
     record = {"id": os.environ.get(SESSION_VARIABLE) or f"{started}-{boot[:8]}",
               "boot_id": boot, "started_utc": started}
+    try:
+        before = json.loads((path or paths.session_file()).read_text())
+    except (OSError, ValueError):
+        before = {}
+    if not os.environ.get(SESSION_VARIABLE) and isinstance(before, dict) and \
+            before.get("id") in resume:
+        record = {**before, "boot_id": boot, "resumed_utc": started}
     atomic.write_text(path or paths.session_file(), json.dumps(record, indent=2) + "\n")
     return record
 

@@ -113,8 +113,15 @@ def imported_dir() -> Path:
     return data_dir() / "imported"
 
 
+# Set while ``rtstudy report`` renders into its staging folder (rtstudy.report.render.staged),
+# so that the notebook's kernel, a process of its own, writes there too.
+REPORT_DIR_ENV = "RTSTUDY_REPORT_DIR"
+
+
 def report_dir() -> Path:
-    return root() / "report"
+    """``report/``, or the staging folder a render in progress writes into (``$RTSTUDY_REPORT_DIR``)."""
+    env = os.environ.get(REPORT_DIR_ENV)
+    return Path(env) if env else root() / "report"
 
 
 def report_html() -> Path:

@@ -142,6 +142,26 @@ def problems(cfg: dict | None, fp: dict) -> list[str]:
     return []
 
 
+def overlap(cfg: dict | None) -> str | None:
+    """A warning when ``cfg`` names real-time and housekeeping CPUs that share a CPU, else None.
+
+    Only lists given explicitly are compared: ``housekeeping: auto`` on an untuned host
+    includes the real-time CPU by design (that is the contention the seeds measured).
+    """
+    cfg = cfg or {}
+    values = [cfg.get(key, AUTO) for key in KEYS]
+    if AUTO in values or any(check_value(v) for v in values):
+        return None
+    shared = sorted(set(parse_user_cpus(str(values[0]))) & set(parse_user_cpus(str(values[1]))))
+    if not shared:
+        return None
+    return (f"cpus.realtime ({values[0]}) and cpus.housekeeping ({values[1]}) share CPU "
+            f"{format_cpu_list(shared)}: loads, thread pools and stress-ng will run beside the "
+            "real-time threads there, so every experiment measures contention on its real-time "
+            "CPU, as on an untuned host, whatever shield is in place; name disjoint lists (or "
+            "`housekeeping: auto`) to keep them apart")
+
+
 def check_value(value) -> str | None:
     """A params rule: ``auto`` or a CPU list (checked against the host only when measuring)."""
     if value == AUTO:

@@ -149,6 +149,14 @@ def close(directory: Path) -> Path | None:
     return final
 
 
+def open_ids(host_id: str, profile: str, root: Path | None = None) -> set[str]:
+    """The sessions the current (not yet closed) datasets of this checkout's ``host_id`` record
+    for ``profile``: what ``make study`` resumes (:func:`rtstudy.harness.start_session`)."""
+    raw = (Path(root) if root is not None else paths.data_dir()) / "raw"
+    found = {session_of(raw / experiment / host_id / profile) for experiment in registry.REGISTRY}
+    return found - {""}
+
+
 def _alive(work_name: str) -> bool:
     """Whether the process that owns work folder ``.tmp-<cell id>-<pid>`` still runs."""
     pid = work_name.rsplit("-", 1)[-1]

@@ -68,6 +68,9 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
         where = placement.resolve(configs[params.CPUS], fp)
         print(f"{name}: Holoscan {sdk.version_of(fp)} ({env.name}); {where.describe()}",
               file=stream, flush=True)
+        shared = placement.overlap(configs[params.CPUS])
+        if shared:
+            print(f"{name}: warning: {shared}", file=stream, flush=True)
         outcomes += run_sweep(exp.plan.plan(cfg, fp, configs), directory,
                               SweepContext.from_fingerprint(fp, cfg["profile"], where, env),
                               cfg["order_seed"], progress=stream)

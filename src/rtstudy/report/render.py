@@ -1,10 +1,110 @@
-"""Turning the executed report notebook into ``report/report.html``: template and contents."""
+"""Turning the executed report notebook into ``report/report.html``: template and contents;
+and publishing a render whole (:func:`staged`)."""
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
+import shutil
 from pathlib import Path
 
-from rtstudy import atomic, paths
+from rtstudy import atomic, integrity, paths
+
+STAGING = ".staging"  # inside report/, so that swapping it in is a rename on one file system
+# What a render needs free beside report/: the old report stays until the new one is whole.
+MIN_FREE_BYTES = 64 * 2**20
+
+
+class ReportError(RuntimeError):
+    """The report could not be written; ``report/`` is as it was."""
+
+
+@contextlib.contextmanager
+def staged():
+    """Render the report into ``report/.staging/`` and swap it in only when all of it succeeded.
+
+    Inside the ``with`` block :func:`rtstudy.paths.report_dir` is the staging folder, for this
+    process and the notebook's kernel alike (``$RTSTUDY_REPORT_DIR``). On success the staged
+    figures, plots, metrics and HTML replace ``report/``'s, the HTML last; on any failure the
+    staging folder is removed and ``report/`` keeps the previous report, whole. A full disk is
+    named as such (:class:`ReportError`), whatever error the writer that met it raised.
+
+    Yields
+    ------
+    pathlib.Path
+        The staging folder.
+    """
+    target = paths.report_dir()
+    staging = target / STAGING
+    shutil.rmtree(staging, ignore_errors=True)  # a killed render's leftovers
+    staging.mkdir(parents=True)
+    free = shutil.disk_usage(staging).free
+    if free < MIN_FREE_BYTES:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise ReportError(_full_disk(target, free) + "; nothing was rendered")
+    before = os.environ.get(paths.REPORT_DIR_ENV)
+    os.environ[paths.REPORT_DIR_ENV] = str(staging)
+    try:
+        yield staging
+    except BaseException as exc:
+        full = _disk_full(exc, staging)
+        free = shutil.disk_usage(target).free
+        shutil.rmtree(staging, ignore_errors=True)
+        if full:
+            raise ReportError(_full_disk(target, free)) from exc
+        raise
+    finally:
+        if before is None:
+            os.environ.pop(paths.REPORT_DIR_ENV, None)
+        else:
+            os.environ[paths.REPORT_DIR_ENV] = before
+    _swap(staging, target)
+
+
+def _full_disk(target: Path, free: int) -> str:
+    return (f"the disk holding {target} is full ({free / 2**20:.0f} MiB free; a render needs "
+            f"about {MIN_FREE_BYTES / 2**20:.0f} MiB beside the last report): free space there "
+            f"and run `make report` again; {target} still holds the last report, whole")
+
+
+def _disk_full(exc: BaseException, staging: Path) -> bool:
+    """Whether ``exc`` came of a full disk: an ENOSPC/EDQUOT anywhere in its chain or in the
+    notebook's traceback (a writer may turn it into another error, e.g. matplotlib's PDF
+    backend into an ``AttributeError``), or hardly any space left beside the staged files."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    text = " ".join([str(exc), *(getattr(exc, "traceback", None) or [])])
+    if os.strerror(errno.ENOSPC) in text or os.strerror(errno.EDQUOT) in text:
+        return True
+    with contextlib.suppress(OSError):
+        return shutil.disk_usage(staging).free < 2**20
+    return False
+
+
+def _swap(staging: Path, target: Path) -> None:
+    """Move everything in ``staging`` into ``target``, the HTML last, then remove ``staging``.
+
+    A file is replaced in one rename; a folder is renamed aside, the new one renamed in, then
+    the old one removed, so each item is at every moment the old one or the new one.
+    """
+    items = sorted(staging.iterdir(), key=lambda p: p.name == paths.report_html().name)
+    for item in items:
+        dest = target / item.name
+        if item.is_dir():
+            old = target / f".old-{item.name}"
+            shutil.rmtree(old, ignore_errors=True)
+            if dest.exists():
+                dest.rename(old)
+            item.rename(dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(item, dest)
+    staging.rmdir()
+    integrity.fsync_dir(target)
 
 
 def render_html(executed_notebook) -> str:

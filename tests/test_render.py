@@ -1,0 +1,133 @@
+"""The report is published whole: rendered into a staging folder, swapped in only on success."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from rtstudy import figstyle, paths  # noqa: E402
+from rtstudy.report.render import STAGING, ReportError, staged  # noqa: E402
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture()
+def project(tmp_path, monkeypatch) -> Path:
+    """A project root whose report/ holds a previous report."""
+    monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))
+    monkeypatch.delenv(paths.REPORT_DIR_ENV, raising=False)
+    report = tmp_path / "report"
+    (report / "figures").mkdir(parents=True)
+    (report / "figures" / "old.png").write_bytes(b"old figure")
+    (report / "metrics.json").write_text('{"old": 1}')
+    (report / "report.html").write_text("<html>old</html>")
+    (report / "README.md").write_text("what report/ holds")
+    return tmp_path
+
+
+def _write_new_report() -> None:
+    figstyle.save(plt.figure(), "new")
+    plt.close("all")
+    (paths.report_dir() / "metrics.json").write_text('{"new": 1}')
+    paths.report_html().write_text("<html>new</html>")
+
+
+def test_a_successful_render_replaces_the_report_and_leaves_nothing_behind(project):
+    with staged() as staging:
+        assert paths.report_dir() == staging and os.environ[paths.REPORT_DIR_ENV] == str(staging)
+        _write_new_report()
+    report = project / "report"
+    assert sorted(p.name for p in (report / "figures").iterdir()) == ["new.pdf", "new.png",
+                                                                      "new.svg"]
+    assert (report / "metrics.json").read_text() == '{"new": 1}'
+    assert (report / "report.html").read_text() == "<html>new</html>"
+    assert (report / "README.md").read_text() == "what report/ holds"
+    assert sorted(p.name for p in report.iterdir()) == ["README.md", "figures", "metrics.json",
+                                                        "report.html"]
+    assert paths.report_dir() == report and paths.REPORT_DIR_ENV not in os.environ
+
+
+def test_a_failed_render_leaves_the_last_report_whole(project):
+    report = project / "report"
+    before = _tree(report)
+    with pytest.raises(RuntimeError, match="the notebook broke"), staged():
+        _write_new_report()
+        raise RuntimeError("the notebook broke")
+    assert _tree(report) == before
+    assert not (report / STAGING).exists()
+    assert paths.REPORT_DIR_ENV not in os.environ
+
+
+def test_a_killed_render_s_staging_folder_is_cleared_by_the_next(project):
+    leftover = project / "report" / STAGING / "figures"
+    leftover.mkdir(parents=True)
+    (leftover / "half.pdf").write_bytes(b"%PDF-")
+    with staged():
+        _write_new_report()
+    assert not (project / "report" / "figures" / "half.pdf").exists()
+
+
+@pytest.fixture()
+def small_disk(project):
+    """``report/`` on a tmpfs of its own (root only): a disk that can be filled."""
+    report = project / "report"
+    before = {p.name: p.read_bytes() for p in report.iterdir() if p.is_file()}
+    for p in report.iterdir():
+        if p.is_file():
+            p.unlink()
+        else:
+            for f in p.iterdir():
+                f.unlink()
+            p.rmdir()
+
+    def mount(mib: int) -> Path:
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mib}m", "tmpfs",
+                               str(report)], capture_output=True, text=True)
+        if proc.returncode:
+            pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+        for name, data in before.items():
+            (report / name).write_bytes(data)
+        return report
+
+    yield mount
+    subprocess.run(["umount", str(report)], capture_output=True)
+
+
+def _fill(folder: Path) -> None:
+    with open(folder / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 2**20)
+                f.flush()
+        except OSError:
+            pass
+
+
+def test_a_full_disk_is_named_and_the_last_report_kept(small_disk):
+    report = small_disk(80)
+    before = _tree(report)
+    with pytest.raises(ReportError, match=r"is full .*free space there.*still holds the last"), \
+            staged() as staging:
+        _fill(staging)
+        # What the report notebook does first: a figure, whose writer meets the full disk.
+        figstyle.save(plt.figure(), "e1_emit_period")
+    plt.close("all")
+    assert _tree(report) == before
+    assert not (report / STAGING).exists()
+
+
+def test_a_disk_too_full_to_start_is_refused_before_rendering(small_disk):
+    report = small_disk(16)
+    with pytest.raises(ReportError, match="nothing was rendered"), staged():
+        raise AssertionError("the render must not start")
+    assert not (report / STAGING).exists()
