@@ -184,6 +184,10 @@ def test_holoscan_5_refuses_a_real_time_request_it_cannot_honour_and_the_cell_fa
         expected = ("THREAD_PLACEMENT_REJECTED" if case == "no CAP_SYS_NICE"
                     else "RUNTIME_LANE_STARTUP_FAILED")
         assert expected in outcome.reason, outcome.reason
+        # 5.0's words made readable and the fix named, as for 4.x (no object dump).
+        fix = "CAP_SYS_NICE" if case == "no CAP_SYS_NICE" else "kernel.sched_rt_runtime_us"
+        assert "Fix: " in outcome.reason and fix in outcome.reason, outcome.reason
+        assert " object at 0x" not in outcome.reason, outcome.reason
         assert not (outcome.path / "samples.parquet").exists()
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
@@ -194,3 +198,103 @@ def test_an_experiment_without_holoscan_runs_once_in_the_venv(devnull):
 
     envs = stage.environments("e4_host", params.stage_config("e4_host", "smoke"), devnull)
     assert [e.root for e in envs] == [None]
+
+
+def test_a_folder_at_the_roots_place_that_is_no_finished_build_goes_before_building(
+        tmp_path, capsys):
+    """A folder without its record at the final path (a crash, or put there by hand) made
+    every build run to its end and then fail to rename, stranding its work."""
+    home = tmp_path / "roots"
+    final = home / "debian13-holoscan9.9.9-abc"
+    (final / "etc").mkdir(parents=True)
+    assert "has no rtstudy-root.json" in sdkroot.damage(final)
+
+    def make(work, out):
+        work.mkdir()
+        (work / sdkroot.MANIFEST).write_text(json.dumps(dict.fromkeys(sdkroot.MANIFEST_KEYS, "")))
+
+    assert sdkroot.build_once(final, make, "a test root", "debian13-holoscan9.9.9-*", home) == final
+    assert sdkroot.manifest(final) is not None and not (final / "etc").exists()
+    assert "not a finished build" in capsys.readouterr().err
+    assert sorted(p.name for p in home.iterdir()) == [final.name, final.name + ".log"]
+
+
+def test_a_failed_build_leaves_no_work_folder(tmp_path):
+    home = tmp_path / "roots"
+
+    def make(work, out):
+        (work / "opt").mkdir(parents=True)
+        raise sdkroot.RootError("pip install failed")
+
+    with pytest.raises(sdkroot.RootError, match="pip install failed"):
+        sdkroot.build_once(home / "r", make, "a test root", "r-*", home)
+    assert [p.name for p in home.iterdir()] == ["r.log"]
+
+
+def test_a_damaged_record_is_reported_with_its_fix_not_a_traceback(tmp_path, monkeypatch,
+                                                                    capsys):
+    from rtstudy import cli
+
+    monkeypatch.setenv("RTSTUDY_ROOTS", str(tmp_path))
+    root = sdkroot.root_path("5.0.0")
+    root.mkdir()
+    (root / sdkroot.MANIFEST).write_text(json.dumps({"sdk": "5.0.0", "key": "x"}))
+    assert sdkroot.manifest(root) is None
+    assert cli.main(["sdk", "status"]) == 0
+    out = capsys.readouterr().out
+    assert "lacks built_utc, glibc, python, pip" in out and "`make sdk` removes it" in out
+    with pytest.raises(sdk.SdkError, match="not built yet"):
+        sdk.environment("5.0.0")
+    (root / sdkroot.MANIFEST).write_text("{not json")
+    assert "cannot be read" in sdkroot.damage(root)
+
+
+def test_a_killed_debootstrap_leaves_no_mount_on_the_host(tmp_path):
+    """debootstrap mounts /proc inside the new root; run in a mount namespace of its own, that
+    mount dies with it (a stand-in debootstrap that mounts and then waits to be killed)."""
+    import signal
+    import subprocess
+    import time
+
+    if sdkroot.problems():
+        pytest.skip("; ".join(sdkroot.problems()))
+    fake = tmp_path / "bin" / "debootstrap"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nmkdir -p "$4/proc" && mount -t proc proc "$4/proc" && '
+                    'touch "$4/mounted" && exec sleep 60\n')
+    fake.chmod(0o755)
+    home = tmp_path / "roots"
+    work = home / "r.building"
+    work.mkdir(parents=True)
+    proc = subprocess.Popen(sdkroot.debootstrap_command(work),
+                            env={**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"})
+    try:
+        deadline = time.monotonic() + 30
+        while not (work / "mounted").exists() and proc.poll() is None:
+            assert time.monotonic() < deadline, "the stand-in never mounted /proc"
+            time.sleep(0.05)
+        assert (work / "mounted").exists()
+        assert not any(str(work / "proc") in line for line in mounts())
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert not os.path.ismount(work / "proc")
+    sdkroot._remove(work, home)  # the next build's clean-up goes through
+    assert not work.exists()
+
+
+def test_a_data_folder_on_another_disk_is_seen_inside_the_root(root5, tmp_path, monkeypatch):
+    """`data/` a link to another disk: the root sees it at the link's target too."""
+    import subprocess
+
+    project = tmp_path / "project"
+    (project / "src" / "rtstudy").mkdir(parents=True)
+    other = tmp_path / "other-disk" / "data"
+    other.mkdir(parents=True)
+    (other / "marker").write_text("measured elsewhere")
+    (project / "data").symlink_to(other)
+    monkeypatch.setenv("RTSTUDY_ROOT", str(project))
+    assert sdkroot.binds() == [project, other]
+    proc = subprocess.run(sdkroot.command(root5, ["/bin/cat", str(project / "data" / "marker")]),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout == "measured elsewhere", proc.stderr

@@ -226,15 +226,22 @@ def _sdk_status(args) -> int:
             continue
         if known.python:
             folder = sdkvenv.venv_path(version, known.python)
-            made, kind = sdkvenv.manifest(folder), f"Python {known.python} venv"
+            made, kind, record = (sdkvenv.manifest(folder), f"Python {known.python} venv",
+                                  sdkvenv.MANIFEST)
         elif known.api > 4:
             folder = sdkroot.root_path(version)
-            made, kind = sdkroot.manifest(folder), "Debian 13 root"
+            made, kind, record = sdkroot.manifest(folder), "Debian 13 root", sdkroot.MANIFEST
         else:
             print(f"Holoscan {version}: not installed (the venv holds {sdk.installed()})")
             continue
-        where = (f"{kind} {folder}, built {made['built_utc']} (glibc {made['glibc']}, "
-                 f"Python {made['python']})" if made else f"{kind}, not built (`make sdk`): {folder}")
+        damaged = sdkroot.damage(folder, record)
+        if made:
+            where = (f"{kind} {folder}, built {made['built_utc']} (glibc {made['glibc']}, "
+                     f"Python {made['python']})")
+        elif damaged:
+            where = f"{kind}, not usable: {damaged}; `make sdk` removes it and builds it again"
+        else:
+            where = f"{kind}, not built (`make sdk`): {folder}"
         print(f"Holoscan {version}: {where}")
     return 0
 

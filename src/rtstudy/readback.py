@@ -26,22 +26,31 @@ def log_failures(log_text: str) -> list[str]:
     return [line.strip() for line in log_text.splitlines() if any(m in line for m in markers)]
 
 
+# How to fix each way a host refuses a real-time policy (4.x's log lines and 5.0's diagnostics
+# lead to the same fixes: rtstudy.apps.run5).
+FIX_PINNED_DEADLINE = (
+    "the kernel refuses a SCHED_DEADLINE thread pinned to one CPU unless "
+    "kernel.sched_rt_runtime_us = -1; run DEADLINE unpinned (the experiments do so when "
+    "`rtstudy host check` shows 'SCHED_DEADLINE pinned' refused) or set "
+    "`sysctl -w kernel.sched_rt_runtime_us=-1`")
+FIX_PRIVILEGE = (
+    "this process may not use real-time policies: run as root or grant CAP_SYS_NICE and an "
+    "rtprio limit (see `rtstudy host check`; in Docker: --cap-add=SYS_NICE --ulimit rtprio=99)")
+FIX_ADMISSION = (
+    "SCHED_DEADLINE admission control refused the reservation: the total runtime/period of all "
+    "DEADLINE threads exceeds sched_rt_runtime_us/sched_rt_period_us x CPUs; lower the runtimes "
+    "or lengthen the periods")
+
+
 def realtime_fix(request: RealtimeRequest, log_lines: list[str]) -> str:
     """How to fix a refused policy, from the request and Holoscan's own error line."""
     text = " ".join(log_lines)
     if request.policy == "SCHED_DEADLINE" and request.cpus and "not permitted" in text:
-        return ("the kernel refuses a SCHED_DEADLINE thread pinned to one CPU unless "
-                "kernel.sched_rt_runtime_us = -1; run DEADLINE unpinned (the experiments do so "
-                "when `rtstudy host check` shows 'SCHED_DEADLINE pinned' refused) or set "
-                "`sysctl -w kernel.sched_rt_runtime_us=-1`")
+        return FIX_PINNED_DEADLINE
     if "not permitted" in text or "permission" in text.lower():
-        return ("this process may not use real-time policies: run as root or grant CAP_SYS_NICE "
-                "and an rtprio limit (see `rtstudy host check`; in Docker: --cap-add=SYS_NICE "
-                "--ulimit rtprio=99)")
+        return FIX_PRIVILEGE
     if "busy" in text.lower() or "Device or resource busy" in text:
-        return ("SCHED_DEADLINE admission control refused the reservation: the total "
-                "runtime/period of all DEADLINE threads exceeds sched_rt_runtime_us/sched_rt_period_us "
-                "x CPUs; lower the runtimes or lengthen the periods")
+        return FIX_ADMISSION
     return "see the cell's run.log; check `rtstudy host check` for which policies this host allows"
 
 

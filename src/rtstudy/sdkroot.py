@@ -82,13 +82,33 @@ def root_path(version: str) -> Path:
     return roots_dir() / f"debian13-holoscan{version}-{key(version)}"
 
 
+# What every finished build records (rtstudy.sdk reads them into each cell's host record).
+MANIFEST_KEYS = ("sdk", "key", "built_utc", "glibc", "python", "pip")
+
+
 def manifest(root: Path, name: str = MANIFEST) -> dict | None:
     """What a finished root (or other build, whose record is ``name``) records about itself, or
-    None if it is not (completely) built."""
-    try:
-        return json.loads((root / name).read_text())
-    except (OSError, json.JSONDecodeError):
+    None if it is not (completely) built: no record, or one that is damaged
+    (:func:`damage` says how)."""
+    return None if damage(root, name) else json.loads((root / name).read_text())
+
+
+def damage(root: Path, name: str = MANIFEST) -> str | None:
+    """Why the folder ``root`` is not a finished build (a sentence), or None when it is one or
+    when there is no such folder: its record ``name`` missing, unreadable, or without a key
+    of :data:`MANIFEST_KEYS`."""
+    if not root.exists():
         return None
+    try:
+        record = json.loads((root / name).read_text())
+    except FileNotFoundError:
+        return f"{root} has no {name}: an interrupted build or a folder put there by hand"
+    except (OSError, ValueError) as exc:
+        return f"{root / name} cannot be read ({exc})"
+    missing = [k for k in MANIFEST_KEYS if not isinstance(record, dict) or k not in record]
+    if missing:
+        return f"{root / name} lacks {', '.join(missing)}: a damaged or older record"
+    return None
 
 
 def problems() -> list[str]:
@@ -142,7 +162,18 @@ def command(root: Path, argv: list[str], env: dict[str, str] | None = None) -> l
     inner = base_env()
     inner["PYTHONPATH"] = PACKAGE_DIR
     inner.update(env or {})
-    return _script(root, argv, inner, [paths.root()])
+    return _script(root, argv, inner, binds())
+
+
+def binds() -> list[Path]:
+    """The host folders a cell inside a root needs at their own paths: the project, and its
+    data folder where that is a link to another disk (the link resolves inside the root too)."""
+    project = paths.root()
+    found = [project]
+    data = paths.data_dir().resolve()
+    if project.resolve() != data and project.resolve() not in data.parents:
+        found.append(data)
+    return found
 
 
 def _run(root: Path, argv: list[str], log, what: str, timeout_s: float = BUILD_TIMEOUT_S) -> None:
@@ -209,15 +240,23 @@ def build_once(final: Path, make, what: str, older: str, home: Path, log=None) -
     work = final.with_name(final.name + ".building")
     log_path = final.with_name(final.name + ".log")
     _remove(work, home)
+    # Whatever holds the final place is not a finished build (callers build only then): an
+    # interrupted one or a folder put there by hand. It goes first, so that the new build
+    # can be renamed into place (and not fail at the end, stranding its work).
+    if final.is_dir() and not final.is_symlink():
+        print(f"Removing {final}: not a finished build", file=log or sys.stderr, flush=True)
+        _remove(final, home)
+    elif final.exists() or final.is_symlink():
+        final.unlink()
     started = time.monotonic()
     with open(log_path, "w") as out:
         print(f"Building {what} in {final} (log: {log_path})", file=log or sys.stderr, flush=True)
         try:
             make(work, out)
+            os.rename(work, final)
         except BaseException:
             _remove(work, home)
             raise
-        os.rename(work, final)
     # One build per SDK version: one of an older recipe (its lock or packages changed) goes.
     for old in final.parent.glob(older):
         if old.name not in (final.name, log_path.name):
@@ -231,8 +270,7 @@ def build_once(final: Path, make, what: str, older: str, home: Path, log=None) -
 
 def _build(version: str, work: Path, out) -> None:
     print("  debootstrap", file=out, flush=True)
-    proc = subprocess.run(["debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES),
-                           SUITE, str(work), MIRROR], stdout=out, stderr=subprocess.STDOUT,
+    proc = subprocess.run(debootstrap_command(work), stdout=out, stderr=subprocess.STDOUT,
                           timeout=BUILD_TIMEOUT_S)
     if proc.returncode != 0:
         raise RootError(f"debootstrap {SUITE} failed (exit {proc.returncode}): is {MIRROR} "
@@ -261,6 +299,15 @@ def _build(version: str, work: Path, out) -> None:
     record.update({"sdk": version, "key": key(version), "suite": SUITE, "mirror": MIRROR,
                    "built_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     (work / MANIFEST).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def debootstrap_command(work: Path) -> list[str]:
+    """debootstrap into ``work``, in a mount namespace of its own: the /proc and /sys it mounts
+    inside the new root vanish with it, so a build killed midway leaves no mount on the host
+    (one that would block the next build's clean-up)."""
+    return ["unshare", "--mount", "--propagation", "private",
+            "debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES),
+            SUITE, str(work), MIRROR]
 
 
 def _inventory(root: Path) -> dict:

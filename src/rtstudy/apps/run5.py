@@ -15,14 +15,46 @@ import time
 import holoscan as hs  # the package's import preloads libcudart first (rtstudy.apps)
 
 
+from rtstudy.readback import FIX_ADMISSION, FIX_PINNED_DEADLINE, FIX_PRIVILEGE  # noqa: E402
+
+# 5.0's refusals (a diagnostic's token) and how to fix each, in the words 4.x's refusals get.
+FIXES = {
+    # The compiler probes whether this process may apply the placement (CAP_SYS_NICE, rtprio).
+    "THREAD_PLACEMENT_REJECTED": FIX_PRIVILEGE,
+    # The kernel refused a thread's reservation when its lane started: pinned, or over admission.
+    "RUNTIME_LANE_STARTUP_FAILED": f"{FIX_PINNED_DEADLINE}; or {FIX_ADMISSION}",
+}
+
+
 class RefusedError(RuntimeError):
     """Holoscan 5.0 refused the requested placement (at compile) or could not start it (at run)."""
 
 
 def describe(diagnostic) -> str:
-    """A diagnostic's code and its details, as one line (5.0's repr gives only the code)."""
-    detail = getattr(diagnostic, "detail", None) or getattr(diagnostic, "message", "")
-    return f"{diagnostic} {detail}".strip()
+    """A diagnostic as one line: its token, the operator, 5.0's message and its error code
+    (the diagnostic's repr gives only the token; its ``detail`` may be None)."""
+    text = str(getattr(diagnostic, "token", "") or diagnostic)
+    detail = getattr(diagnostic, "detail", None)
+    where = getattr(detail, "operator_path", "") if detail is not None else ""
+    error = getattr(detail, "error", None) if detail is not None else None
+    message = getattr(error, "message", "") if error is not None else ""
+    code = getattr(error, "code", None) if error is not None else None
+    if where:
+        text += f" at {where}"
+    if message:
+        text += f": {message}"
+    if code is not None:
+        text += f" ({getattr(code, 'name', code)})"
+    return text
+
+
+def refusal(what: str, diagnostics) -> str:
+    """What :class:`RefusedError` says: ``what``, every diagnostic, and the fix of each token."""
+    diagnostics = list(diagnostics)
+    fixes = dict.fromkeys(FIXES[t] for t in (str(getattr(d, "token", "")) for d in diagnostics)
+                          if t in FIXES)
+    return (f"{what}: " + "; ".join(describe(d) for d in diagnostics)
+            + "".join(f". Fix: {fix}" for fix in fixes))
 
 
 def thread_placement(request):
@@ -53,9 +85,8 @@ def compile_checked(graph, binding=None) -> tuple[object, list[dict]]:
     plan = hs.compile(graph, options)
     placements = json.loads(plan.json()).get("partition_placements", [])
     if not plan.ok:
-        raise RefusedError("Holoscan 5.0 rejected the plan at compile: "
-                           + "; ".join(describe(d) for d in plan.errors)
-                           + f"; placements {json.dumps(placements)}")
+        raise RefusedError(refusal("Holoscan 5.0 rejected the plan at compile", plan.errors)
+                           + f". Placements: {json.dumps(placements)}")
     return plan, placements
 
 
@@ -81,6 +112,5 @@ def run_within(plan, limit_s: float) -> tuple[object, float]:
         session.wait()
     measured_s = (time.monotonic_ns() - start) / 1e9
     if session.termination.name == "FAILED":
-        raise RefusedError("Holoscan 5.0's run FAILED: "
-                           + "; ".join(describe(d) for d in session.diagnostics))
+        raise RefusedError(refusal("Holoscan 5.0's run FAILED", session.diagnostics))
     return session, measured_s
