@@ -104,8 +104,8 @@ def test_importing_again_under_another_name_finds_nothing_new(ours, origin):
     dest, env = ours
     assert rtstudy_import(dest, env, origin[0]).returncode == 0
     again = rtstudy_import(dest, env, origin[0], "--name", "second")
-    assert again.returncode == 2
-    assert "nothing new" in again.stderr and "already here" in again.stderr
+    assert again.returncode == 0, again.stderr  # a no-op is no error
+    assert "nothing new" in again.stdout and "already here" in again.stdout
     assert not (dest / "data" / "imported" / "second").exists()
     # Under its own name, it is refreshed in place.
     folder, _ = the_import(dest)
@@ -122,7 +122,62 @@ def test_a_damaged_source_imports_nothing_and_names_the_file(ours, origin, tmp_p
     victim.write_bytes(victim.read_bytes()[:100])
     out = rtstudy_import(dest, env, copy)
     assert out.returncode == 2
-    assert "nothing imported" in out.stderr and str(victim.parent.name) in out.stderr
+    # The source's own file is named (the staged copy is gone), with the colleague's fix.
+    assert "nothing imported" in out.stderr and str(victim) in out.stderr, out.stderr
+    assert "fresh copy" in out.stderr and "re-run its stage" not in out.stderr
+    assert sorted(p.name for p in (dest / "data" / "imported").iterdir()) == ["README.md"]
+
+
+def _as_host(raw: Path, dest: Path, new_id: str, sidecars: bool = True) -> Path:
+    """A copy of the datasets under ``raw`` filed under host ``new_id`` (its cells' sidecars and
+    host.json saying so too, unless ``sidecars`` is False): another machine of the same name."""
+    # The datasets of the host that measured in the study's venv (not its SDK roots' hosts).
+    host_id = yaml.safe_load((raw.parent / "host" / "fingerprint.json").read_text())["host_id"]
+    for folder in raw.glob(f"*/{host_id}"):
+        shutil.copytree(folder, dest / folder.parent.name / new_id)
+    for record in [*dest.rglob("cell.json"), *dest.rglob("host.json")] if sidecars else []:
+        text = record.read_text()
+        doc = yaml.safe_load(text)
+        record.write_text(text.replace(f'"{doc["host_id"]}"', f'"{new_id}"'))
+    return dest
+
+
+def test_two_colleagues_whose_machines_share_a_hostname_are_both_kept(ours, origin, tmp_path):
+    """Every reference VM is called `vm`: the second is no refresh of the first."""
+    dest, env = ours
+    raw = origin[0] / "data" / "raw"
+    hostname = yaml.safe_load((raw.parent / "host" / "fingerprint.json").read_text())["hostname"]
+    first = _as_host(raw, tmp_path / "a" / "raw", f"{hostname}-0000000a")
+    second = _as_host(raw, tmp_path / "b" / "raw", f"{hostname}-0000000b")
+    assert rtstudy_import(dest, env, first.parent).returncode == 0
+    out = rtstudy_import(dest, env, second.parent)
+    assert out.returncode == 0, out.stderr
+    imported = dest / "data" / "imported"
+    records = {p.stem: yaml.safe_load(p.read_text())["meta"] for p in imported.glob("*.dvc")}
+    assert len(records) == 2, records.keys()
+    assert sorted(r["source"]["where"] for r in records.values()) == [str(first.parent),
+                                                                      str(second.parent)]
+    hosts = set(data.hosts("smoke", root=dest / "data")["host_id"])
+    assert {f"{hostname}-0000000a", f"{hostname}-0000000b"} <= hosts
+    # Under a name given by hand, another source adds to that import: both are on record.
+    third = _as_host(raw, tmp_path / "c" / "raw", f"{hostname}-0000000c")
+    name = next(n for n, r in records.items() if r["source"]["where"] == str(first.parent))
+    assert rtstudy_import(dest, env, third.parent, "--name", name).returncode == 0
+    meta = yaml.safe_load((imported / f"{name}.dvc").read_text())["meta"]
+    assert [r["where"] for r in meta["sources"]] == [str(first.parent), str(third.parent)]
+    assert {f"{hostname}-0000000a", f"{hostname}-0000000c"} <= set(
+        data.hosts("smoke", root=dest / "data")["host_id"])
+
+
+def test_a_dataset_filed_under_a_host_that_did_not_measure_it_is_refused(ours, origin, tmp_path):
+    """A folder renamed to another host id (say this one's) would merge into that host."""
+    dest, env = ours
+    raw = origin[0] / "data" / "raw"
+    moved = _as_host(raw, tmp_path / "moved" / "raw", "vm-0000000d", sidecars=False)
+    out = rtstudy_import(dest, env, moved.parent)
+    assert out.returncode == 2
+    assert "filed under host vm-0000000d, but the cell was measured on" in out.stderr, out.stderr
+    assert str(moved) in out.stderr and "fresh copy" in out.stderr
     assert sorted(p.name for p in (dest / "data" / "imported").iterdir()) == ["README.md"]
 
 

@@ -367,6 +367,12 @@ def _data_import(args) -> int:
 
     result = sharing.import_dataset(args.source, name=args.name, remote=args.remote,
                                     rev=args.rev)
+    if not result.added:
+        print(f"nothing new in {result.source.describe()}: every dataset it holds is here "
+              "already; nothing changed")
+        for (experiment, host_id, profile), why in sorted(result.skipped.items()):
+            print(f"  = {experiment} of {host_id} ({profile}): {why}")
+        return 0
     print(f"imported {result.source.describe()} as data/imported/{result.name}/:")
     for (experiment, host_id, profile), cells in sorted(result.added.items()):
         print(f"  + {experiment} of {host_id} ({profile}): {cells} cell(s)")
@@ -540,11 +546,18 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, where it is caught, not at exit
+        return code
     except (params.ParamError, PreflightError, SweepError, DataError, TuningError, sdk.SdkError,
             sdkroot.RootError, ReportError) as exc:
         print(f"rtstudy: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader stopped early (`rtstudy session list | head`): nothing left to say. Point
+        # stdout at /dev/null so that Python's flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         # The harness has killed the running cell and removed its partial files. The
         # notebook client's abandoned task would add a traceback at exit: keep it quiet.

@@ -39,7 +39,7 @@ from pathlib import Path
 import yaml
 
 from rtstudy import data, integrity, params, paths, registry
-from rtstudy.io import DataError
+from rtstudy.io import REMEASURE, DataError
 from rtstudy.paths import FAILED_DIR, HOST_FILE, PLAN_FILE, SESSIONS_DIR
 
 GIT_TIMEOUT_S = 600
@@ -278,6 +278,36 @@ def _default_name(listing: dict, odb) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", "+".join(sorted(names)))[:64] or "imported"
 
 
+def recorded_sources(name: str) -> list[dict]:
+    """Every source the import ``name`` holds, as its ``.dvc`` file records them (empty when
+    there is no such import)."""
+    try:
+        meta = (yaml.safe_load(paths.imported_dir().joinpath(f"{name}.dvc").read_text())
+                or {}).get("meta") or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    return list(meta.get("sources") or ([meta["source"]] if meta.get("source") else []))
+
+
+def _same(recorded: dict, source: Source) -> bool:
+    """Whether a recorded source is ``source`` (another revision of it refreshes it)."""
+    return (recorded.get("kind"), recorded.get("where")) == (source.kind, source.where)
+
+
+def _free_name(base: str, listing: dict, source: Source) -> str:
+    """``base``, unless an import of another source holds it (the reference hosts are all
+    called ``vm``): then ``base`` with the hosts' id suffixes, then with a number."""
+    suffixes = "+".join(sorted({host_id.rsplit("-", 1)[-1] for _, host_id, _ in listing}))
+    candidates = [base, f"{base}-{suffixes}"[:64], *(f"{base[:60]}-{i}" for i in range(2, 100))]
+    for candidate in candidates:
+        held = recorded_sources(candidate)
+        if not held and not (paths.imported_dir() / candidate).exists():
+            return candidate
+        if any(_same(r, source) for r in held):
+            return candidate
+    raise DataError(f"no free name for the import of {source.describe()}: give one with --name")
+
+
 def _stage(listing: dict, keys: list[Key], odb, staging: Path) -> dict[Key, Path]:
     """Copy or download ``keys`` into ``staging/<experiment>/<host>/<profile>/``, checking
     every downloaded file against its hash."""
@@ -306,14 +336,48 @@ def _stage(listing: dict, keys: list[Key], odb, staging: Path) -> dict[Key, Path
     return out
 
 
-def _check(fetched: dict[Key, Path]) -> None:
-    """Load every dataset as the report would: any damaged file stops the import."""
+ASK_FRESH = "ask the colleague who measured it for a fresh copy (`make push` there)"
+
+
+def _origin(source: Source, listing: dict, key: Key, folder: Path):
+    """How to name, in an error, the source's own copy of a staged dataset ``folder``."""
+    def where(staged: str) -> str:
+        rel = Path(staged).relative_to(folder).as_posix() if staged != str(folder) else ""
+        what = listing[key].get(rel)
+        if isinstance(what, Path):
+            return str(what)
+        return f"{'/'.join(key)}/{rel} in {source.describe()}".replace("/ in ", " in ")
+    return where
+
+
+def _check(fetched: dict[Key, Path], listing: dict, source: Source) -> None:
+    """Load every dataset as the report would, and check that its cells were measured on the
+    host it is filed under: any problem stops the import, naming the source's file."""
     problems = []
-    for (experiment, host_id, profile), folder in fetched.items():
-        try:
-            registry.get(experiment).analysis.load(folder, params.stage_config(experiment, profile))
-        except DataError as exc:
-            problems.append(f"{experiment} of {host_id} ({profile}): {exc}")
+    for key, folder in fetched.items():
+        experiment, host_id, profile = key
+        found = []
+        for sidecar in sorted(folder.rglob(paths.SIDECAR_FILE)):
+            try:
+                measured_on = json.loads(sidecar.read_text()).get("host_id")
+            except (OSError, ValueError):
+                continue  # a damaged sidecar: the load below names it
+            if measured_on != host_id:
+                found.append(f"{sidecar}: filed under host {host_id}, but the cell was measured "
+                             f"on {measured_on}; {ASK_FRESH}")
+                break
+        if not found:
+            try:
+                registry.get(experiment).analysis.load(folder,
+                                                       params.stage_config(experiment, profile))
+            except DataError as exc:
+                found.append(str(exc).replace(REMEASURE, ASK_FRESH))
+        where = _origin(source, listing, key, folder)
+        for problem in found:
+            # The staged copy is gone once the import stops: name the source's own file.
+            problem = re.sub(re.escape(str(folder)) + r"[^\s:]*", lambda m: where(m.group(0)),
+                             problem)
+            problems.append(f"{experiment} of {host_id} ({profile}): {problem}")
     if problems:
         raise DataError("nothing imported: the source's data does not load:\n- "
                         + "\n- ".join(problems))
@@ -331,16 +395,19 @@ def _ours(name: str) -> dict[Key, Path]:
     return found
 
 
-def _record(dvc_file: Path, source: Source, result: Imported) -> None:
-    """Where the data came from, in the ``.dvc`` file's ``meta`` (which DVC keeps as is)."""
+def _record(dvc_file: Path, source: Source, result: Imported, before: list[dict]) -> None:
+    """Where the data came from, in the ``.dvc`` file's ``meta`` (which DVC keeps as is):
+    this import's ``source`` and ``datasets``, and ``sources``, every source the folder holds
+    (``before``, the recorded ones, with this one refreshed or added)."""
     doc = yaml.safe_load(dvc_file.read_text())
-    doc["meta"] = {
-        "imported_by": "rtstudy data import",
-        "imported_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "source": {"kind": source.kind, "where": source.where, "rev": source.rev,
-                   "remote": source.remote},
-        "datasets": [f"{e}/{h}/{p}" for e, h, p in sorted(result.added)],
-    }
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    this = {"kind": source.kind, "where": source.where, "rev": source.rev,
+            "remote": source.remote}
+    datasets = [f"{e}/{h}/{p}" for e, h, p in sorted(result.added)]
+    sources = [r for r in before if not _same(r, source)]
+    sources.append({**this, "imported_utc": now, "datasets": datasets})
+    doc["meta"] = {"imported_by": "rtstudy data import", "imported_utc": now, "source": this,
+                   "datasets": datasets, "sources": sources}
     dvc_file.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
@@ -353,8 +420,10 @@ def import_dataset(text: str, name: str | None = None, remote: str | None = None
     text : str
         A folder, git repository or DVC remote (the module docstring).
     name : str, optional
-        The imported dataset's name; default the imported hosts' hostnames. Importing again
-        under the same name refreshes it.
+        The imported dataset's name; default the imported hosts' hostnames (with their host
+        ids' suffixes where an import of another source holds that name). Importing the same
+        source again under the same name refreshes it; another source under a name given
+        here adds its datasets to that import, and its ``.dvc`` records both sources.
     remote : str, optional
         For a git source: the DVC remote of this checkout to fetch its data from; default
         the repository's own default remote.
@@ -364,13 +433,15 @@ def import_dataset(text: str, name: str | None = None, remote: str | None = None
     Returns
     -------
     Imported
-        The name, the datasets added (with their cell counts) and those skipped (why).
+        The name, the datasets added (with their cell counts) and those skipped (why); none
+        added when every dataset of the source is here already (nothing changes then).
 
     Raises
     ------
     DataError
-        The source holds nothing new, cannot be reached, or its data does not load. Nothing
-        under ``data/imported/`` changes then.
+        The source cannot be reached, holds no dataset, or its data does not load (a damaged
+        file, cells filed under a host that did not measure them). Nothing under
+        ``data/imported/`` changes then.
     """
     if name is not None and not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,63}", name):
         raise DataError(f"--name {name!r}: use letters, digits and . _ + - (at most 64, not "
@@ -401,7 +472,7 @@ def import_dataset(text: str, name: str | None = None, remote: str | None = None
                 listing = _odb_listing(odb, [o for o in odb.all() if o.endswith(".dir")])
             if not listing:
                 raise DataError(f"{source.describe()}: holds no rtstudy dataset")
-            name = name or _default_name(listing, odb)
+            name = name or _free_name(_default_name(listing, odb), listing, source)
             result = Imported(name, source)
             ours = _ours(name)
             keys = []
@@ -411,15 +482,13 @@ def import_dataset(text: str, name: str | None = None, remote: str | None = None
                 else:
                     keys.append(key)
             if not keys:
-                raise DataError(f"{source.describe()}: nothing new; every dataset it holds is "
-                                "already here:\n- " + "\n- ".join(
-                                    f"{'/'.join(k)}: {why}" for k, why in result.skipped.items()))
+                return result  # nothing new: nothing changes (the caller says so)
             staging = workdir / "staging"
             fetched = _stage(listing, keys, odb, staging)
         finally:
             if repo is not None:
                 repo.close()
-        _check(fetched)
+        _check(fetched, listing, source)
         # Cells: the folders of a dataset but its failed cells' and closed sessions'.
         result.added = {key: sum(1 for p in folder.iterdir()
                                  if p.is_dir() and p.name not in (FAILED_DIR, SESSIONS_DIR))
@@ -433,8 +502,9 @@ def import_dataset(text: str, name: str | None = None, remote: str | None = None
             target.rename(workdir / "previous")
         staging.rename(target)
     relative = target.relative_to(paths.root())
+    before = recorded_sources(name)
     _run([_dvc(), "add", "--quiet", str(relative)], paths.root(), DVC_ADD_TIMEOUT_S,
          f"tracking {relative} with DVC")
     result.dvc_file = target.with_name(target.name + ".dvc")
-    _record(result.dvc_file, source, result)
+    _record(result.dvc_file, source, result, before)
     return result
