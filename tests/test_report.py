@@ -131,3 +131,25 @@ def test_a_damaged_dataset_is_reported_whole_before_anything_is_rendered(measure
     for victim in victims:
         assert str(victim) in proc.stderr, f"{victim} not named:\n{proc.stderr}"
     assert proc.stderr.count("re-run its stage") == len(victims)
+
+
+def test_a_host_with_part_of_the_study_shows_what_it_has(measured_project, tmp_path,
+                                                          monkeypatch):
+    """A study imported in part (E3 only): the report is built from it, and its Limitations
+    name the sections left out (it used to stop with "no e1_async_buffer data from host …")."""
+    import shutil
+
+    src, _, _ = measured_project
+    dest = tmp_path / "project"
+    (dest / "src").mkdir(parents=True)
+    for name in ("params.yaml", "dvc.yaml"):
+        shutil.copy2(src / name, dest / name)
+    (dest / "src" / "rtstudy").symlink_to(src / "src" / "rtstudy")
+    (dataset,) = venv_datasets(src, "e3_overhead")
+    shutil.copytree(dataset, dest / dataset.relative_to(src))
+    monkeypatch.setenv("RTSTUDY_ROOT", str(dest))
+    study = Study.load("smoke")
+    assert list(study.sections) == ["e3_overhead"]
+    (left_out,) = [item for item in study.limitations() if "left out" in item]
+    assert "E1, E2, E4" in left_out
+    assert study.summary() and study.hosts_blocks() is not None

@@ -138,6 +138,10 @@ class Study:
         host_id = report_host(profile)
         loaded, problems = {}, []
         for name in registry.REGISTRY:
+            # A host with some experiments only (an import of part of a study) shows what it
+            # has; the Limitations name the sections it lacks.
+            if not data.has_dataset(name, host_id, profile):
+                continue
             try:
                 loaded[name] = data.load_dataset(name, host_id, profile)
             except DataError as exc:
@@ -317,9 +321,13 @@ class Study:
     def limitations(self) -> list[str]:
         """What limits this dataset: the host's fingerprint first, then each experiment's."""
         fp = self.fingerprint
+        absent = [registry.get(n).section.LABEL for n in registry.REGISTRY
+                  if n not in self.sections]
+        missing = ([words("missing_experiments", names=", ".join(absent), count=len(absent))]
+                   if absent else [])
         if not fp:
-            return [words("no_fingerprint")]
-        out = []
+            return missing + [words("no_fingerprint")]
+        out = missing
         if fp["cpu"]["count"] <= 4:
             out.append(words("few_cpus", n_cpu=fp["cpu"]["count"]))
         shielded = shield.of(fp)
