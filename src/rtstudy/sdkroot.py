@@ -90,7 +90,9 @@ def manifest(root: Path, name: str = MANIFEST) -> dict | None:
     """What a finished root (or other build, whose record is ``name``) records about itself, or
     None if it is not (completely) built: no record, or one that is damaged
     (:func:`damage` says how)."""
-    return None if damage(root, name) else json.loads((root / name).read_text())
+    if not root.is_dir() or damage(root, name):
+        return None
+    return json.loads((root / name).read_text())
 
 
 def damage(root: Path, name: str = MANIFEST) -> str | None:

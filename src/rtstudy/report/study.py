@@ -121,6 +121,8 @@ class Study:
     datasets: dict = field(default_factory=dict)
     _by_host: dict | None = field(default=None, repr=False)  # sections_by_host(), built once
     _described: pd.DataFrame | None = field(default=None, repr=False)  # described(), read once
+    # The labels of the experiments the shown host has no data for (a study in part).
+    missing: list[str] = field(default_factory=list)
     _sessions: dict = field(default_factory=dict, repr=False)  # sessions_of(), per host
 
     @classmethod
@@ -151,7 +153,9 @@ class Study:
                             "problem(s); fix them all, then run `make report` again):\n- "
                             + "\n- ".join(problems))
         fp = data_fingerprint(profile, host_id)
-        study = cls(profile, ci, configs, host_id, fp, build_sections(loaded, configs, ci), loaded)
+        study = cls(profile, ci, configs, host_id, fp, build_sections(loaded, configs, ci), loaded,
+                    missing=[registry.get(n).section.LABEL for n in registry.REGISTRY
+                             if n not in loaded])
         for name, section in study.sections.items():
             section.session_headlines = partial(study.session_headlines, name)
         return study
@@ -321,10 +325,8 @@ class Study:
     def limitations(self) -> list[str]:
         """What limits this dataset: the host's fingerprint first, then each experiment's."""
         fp = self.fingerprint
-        absent = [registry.get(n).section.LABEL for n in registry.REGISTRY
-                  if n not in self.sections]
-        missing = ([words("missing_experiments", names=", ".join(absent), count=len(absent))]
-                   if absent else [])
+        missing = ([words("missing_experiments", names=", ".join(self.missing),
+                          count=len(self.missing))] if self.missing else [])
         if not fp:
             return missing + [words("no_fingerprint")]
         out = missing
