@@ -51,9 +51,7 @@ from rtstudy import host, params, paths, registry, sdk, sdkroot, sdkvenv, shield
 
 
 def _params_check(args) -> int:
-    from rtstudy import stage
-
-    from rtstudy import placement
+    from rtstudy import placement, stage
 
     data = params.load()
     params.validate(data)

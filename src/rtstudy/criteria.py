@@ -183,8 +183,9 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "(neither halved nor doubled), fewer / more when wholly below / above 1 and past the "
         "band, else not settled; the band is the smallest effect that matters (a halving), "
         "and the power plan sizes runs for it",
-        (Change("2026-11-27T13:24Z", "c532982", "replaces two CIs that do not overlap; after data existed (the "
-                "reference sessions it judges), before any session was sized by its plan"),)),
+        (Change("2026-11-27T13:24Z", "c532982", "replaces two CIs that do not overlap; after "
+                "data existed (the reference sessions it judges), before any session was sized "
+                "by its plan"),)),
     Criterion(
         "e2_min_late_events", "H2", 10, "late frames",
         "a rate ratio is judged only where both conditions together had at least this many "

@@ -199,18 +199,25 @@ def start_session(path: Path | None = None, resume: frozenset[str] | set[str] = 
     id from the start time and the boot. ``rtstudy session new`` closes the datasets, so the
     next call starts a new session.
     """
+    path = path or paths.session_file()
     boot, started = _boot_and_now()
-    record = {"id": os.environ.get(SESSION_VARIABLE) or f"{started}-{boot[:8]}",
-              "boot_id": boot, "started_utc": started}
-    try:
-        before = json.loads((path or paths.session_file()).read_text())
-    except (OSError, ValueError):
-        before = {}
-    if not os.environ.get(SESSION_VARIABLE) and isinstance(before, dict) and \
-            before.get("id") in resume:
+    before = _recorded(path)
+    if not os.environ.get(SESSION_VARIABLE) and before.get("id") in resume:
         record = {**before, "boot_id": boot, "resumed_utc": started}
-    atomic.write_text(path or paths.session_file(), json.dumps(record, indent=2) + "\n")
+    else:
+        record = {"id": os.environ.get(SESSION_VARIABLE) or f"{started}-{boot[:8]}",
+                  "boot_id": boot, "started_utc": started}
+    atomic.write_text(path, json.dumps(record, indent=2) + "\n")
     return record
+
+
+def _recorded(path: Path) -> dict:
+    """The session record at ``path``, or ``{}`` where there is none (or it is unreadable)."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def session_record(path: Path | None = None) -> dict:
@@ -222,13 +229,10 @@ def session_record(path: Path | None = None) -> dict:
     the level above runs: what varies between two studies of one host state.
     """
     boot, started = _boot_and_now()
-    written = ""
-    try:
-        record = json.loads((path or paths.session_file()).read_text())
-        # A session never outlives a reboot: a record of an earlier boot is stale.
-        written = record.get("id", "") if record.get("boot_id") == boot else ""
-    except (OSError, ValueError, AttributeError):
-        pass
+    record = _recorded(path or paths.session_file())
+    # A session never outlives a reboot: a record of an earlier boot is stale (start_session
+    # writes the new boot into a session it resumes).
+    written = record.get("id", "") if record.get("boot_id") == boot else ""
     return {"id": os.environ.get(SESSION_VARIABLE) or written or f"{started}-{boot[:8]}",
             "boot_id": boot, "stage_started_utc": started}
 

@@ -119,7 +119,8 @@ REPORT_DIR_ENV = "RTSTUDY_REPORT_DIR"
 
 
 def report_dir() -> Path:
-    """``report/``, or the staging folder a render in progress writes into (``$RTSTUDY_REPORT_DIR``)."""
+    """``report/``, or the staging folder a render in progress writes into
+    (``$RTSTUDY_REPORT_DIR``)."""
     env = os.environ.get(REPORT_DIR_ENV)
     return Path(env) if env else root() / "report"
 

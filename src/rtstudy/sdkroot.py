@@ -90,27 +90,31 @@ def manifest(root: Path, name: str = MANIFEST) -> dict | None:
     """What a finished root (or other build, whose record is ``name``) records about itself, or
     None if it is not (completely) built: no record, or one that is damaged
     (:func:`damage` says how)."""
-    if not root.is_dir() or damage(root, name):
-        return None
-    return json.loads((root / name).read_text())
+    return _record(root, name)[0]
 
 
 def damage(root: Path, name: str = MANIFEST) -> str | None:
     """Why the folder ``root`` is not a finished build (a sentence), or None when it is one or
     when there is no such folder: its record ``name`` missing, unreadable, or without a key
     of :data:`MANIFEST_KEYS`."""
-    if not root.exists():
-        return None
+    return _record(root, name)[1]
+
+
+def _record(root: Path, name: str) -> tuple[dict | None, str | None]:
+    """``(record, None)`` for a finished build, ``(None, why)`` for a folder that is not one,
+    ``(None, None)`` where there is no folder."""
+    if not root.is_dir():
+        return None, None
     try:
         record = json.loads((root / name).read_text())
     except FileNotFoundError:
-        return f"{root} has no {name}: an interrupted build or a folder put there by hand"
+        return None, f"{root} has no {name}: an interrupted build or a folder put there by hand"
     except (OSError, ValueError) as exc:
-        return f"{root / name} cannot be read ({exc})"
+        return None, f"{root / name} cannot be read ({exc})"
     missing = [k for k in MANIFEST_KEYS if not isinstance(record, dict) or k not in record]
     if missing:
-        return f"{root / name} lacks {', '.join(missing)}: a damaged or older record"
-    return None
+        return None, f"{root / name} lacks {', '.join(missing)}: a damaged or older record"
+    return record, None
 
 
 def problems() -> list[str]:

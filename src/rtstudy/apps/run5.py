@@ -14,8 +14,7 @@ import time
 
 import holoscan as hs  # the package's import preloads libcudart first (rtstudy.apps)
 
-
-from rtstudy.readback import FIX_ADMISSION, FIX_PINNED_DEADLINE, FIX_PRIVILEGE  # noqa: E402
+from rtstudy.readback import FIX_ADMISSION, FIX_PINNED_DEADLINE, FIX_PRIVILEGE
 
 # 5.0's refusals (a diagnostic's token) and how to fix each, in the words 4.x's refusals get.
 FIXES = {

@@ -119,10 +119,10 @@ class Study:
     fingerprint: dict | None
     sections: dict[str, Section] = field(default_factory=dict)
     datasets: dict = field(default_factory=dict)
-    _by_host: dict | None = field(default=None, repr=False)  # sections_by_host(), built once
-    _described: pd.DataFrame | None = field(default=None, repr=False)  # described(), read once
     # The labels of the experiments the shown host has no data for (a study in part).
     missing: list[str] = field(default_factory=list)
+    _by_host: dict | None = field(default=None, repr=False)  # sections_by_host(), built once
+    _described: pd.DataFrame | None = field(default=None, repr=False)  # described(), read once
     _sessions: dict = field(default_factory=dict, repr=False)  # sessions_of(), per host
 
     @classmethod
