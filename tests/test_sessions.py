@@ -128,21 +128,20 @@ def test_the_session_level_interval_covers_what_one_sessions_interval_does_not()
 
 
 def test_a_shift_between_sessions_is_never_called_reproduced():
+    from rtstudy import judge
+
     # Session 1 clears a 50 % threshold with its whole CI; session 2, shifted, straddles it.
-    first = stats.Estimate(70.0, 60.0, 80.0, 5, 0.95)
-    second = stats.Estimate(52.0, 40.0, 64.0, 5, 0.95)
-    per = [stats.effect_verdict(first, 50.0), stats.effect_verdict(second, 50.0)]
-    assert per == ["shown", "inconclusive"]
-    assert stats.verdict_over_sessions(per) == "inconclusive"
-    # Judged on the session-level estimate, the shift widens the CI across the threshold too.
-    est = stats.over_sessions([first.value, second.value], [first.low, second.low],
-                              [first.high, second.high], [5, 5], 0.95)
-    pooled = stats.Estimate(est.value, est.low, est.high, 2, 0.95)
-    assert est.low < 50 < est.high and stats.effect_verdict(pooled, 50.0) == "inconclusive"
-    # Sessions that agree keep their verdict.
-    assert stats.verdict_over_sessions(["shown", "shown", "shown"]) == "shown"
+    rule = judge.Rule(judge.AT_LEAST, 50.0)
+    first = judge.Part("cut", rule, 70.0, 60.0, 80.0, 5)
+    second = judge.Part("cut", rule, 52.0, 40.0, 64.0, 5)
+    assert (first.state, second.state) == ("shown", "not settled")
+    # Pooled with the session a random effect, the shift widens the CI across the threshold.
+    pooled = judge.pool([first, second], 0.95)
+    assert pooled.low < 50 < pooled.high and pooled.state == "not settled"
+    # Sessions that agree, enough of them, keep their verdict.
+    assert judge.pool([first] * 4, 0.95).state == "shown"
     with pytest.raises(ValueError):
-        stats.verdict_over_sessions([])
+        judge.pool([], 0.95)
 
 
 def test_the_summary_states_the_verdict_over_sessions_beside_the_latest():
@@ -151,14 +150,15 @@ def test_the_summary_states_the_verdict_over_sessions_beside_the_latest():
 
     verdicts = [Verdict("H2", "−83.6 %", "71 % [55, 80]", "reproduced"),
                 Verdict("H3", "~60 µs", "21 µs [18, 24]", "partly reproduced")]
-    over = {"H2": {"verdict": "inconclusive", "sessions": ["reproduced", "inconclusive",
-                                                             "reproduced"]},
-            "H3": {"verdict": "partly reproduced", "sessions": ["partly reproduced"] * 3}}
+    over = {"H2": {"verdict": "not settled", "why": "SCHED_FIFO's CI straddles its edge",
+                   "sessions": ["reproduced", "not settled", "reproduced"]},
+            "H3": {"verdict": "differs", "why": "", "sessions": ["differs"] * 3}}
     text = words("summary", verdicts=verdicts, ci=stats.CI(0.95), second={}, rerun=None,
                  earlier=[], over=over, k=3)
     assert "over 3 sessions" in text
-    assert "| reproduced | **inconclusive**: reproduced, inconclusive, reproduced |" in text
-    assert "**partly reproduced** (every session)" in text
+    assert ("| reproduced | **not settled** (SCHED_FIFO's CI straddles its edge); each session: "
+            "reproduced, not settled, reproduced |") in text
+    assert "**differs**; each session: differs, differs, differs" in text
 
 
 def test_new_session_makes_dvc_measure_again(measured_project, tmp_path):

@@ -69,16 +69,6 @@ def test_two_group_difference_is_welchs_interval():
     assert np.isnan(stats.two_group_ci(a, b[:2], lambda x, y: 0.0, CI(0.9)).low)
 
 
-@pytest.mark.parametrize("low,high,verdict", [
-    (0.55, 0.90, "shown"),          # the whole CI past the threshold
-    (0.425, 0.934, "inconclusive"),  # FIFO's 71 % [42.5, 93.4] against 50 %: straddles
-    (0.10, 0.45, "refuted"),
-    (np.nan, np.nan, "inconclusive"),
-])
-def test_an_effect_is_shown_only_when_the_cis_far_bound_passes_the_threshold(low, high, verdict):
-    assert stats.effect_verdict(stats.Estimate(0.71, low, high, 5, 0.95), 0.5) == verdict
-
-
 def test_ci_settings_come_from_the_report_parameters():
     ci = CI.from_params({"confidence": 0.9})
     assert ci.confidence == 0.9 and ci.level == "90 %"

@@ -41,8 +41,8 @@ def e1_cells(default_slope, async_slope, noise, reps, outlier=0.0, seed=0) -> pd
 @pytest.mark.parametrize("case,cells,verdict", [
     ("clear effect", e1_cells(1.0, 0.0, 0.5, 3), "reproduced"),
     ("no effect", e1_cells(0.0, 0.0, 0.5, 3), "not reproduced"),
-    ("noisy async slope", e1_cells(1.0, 0.05, 6.0, 3), "inconclusive"),
-    ("too few runs", e1_cells(1.0, 0.0, 0.5, 2), "inconclusive"),
+    ("noisy async slope", e1_cells(1.0, 0.05, 6.0, 3), "not settled"),
+    ("too few runs", e1_cells(1.0, 0.0, 0.5, 2), "not settled"),
     ("async coupled after all", e1_cells(1.0, 1.0, 0.5, 3), "not reproduced"),
 ])
 def test_h1(case, cells, verdict):
@@ -55,7 +55,7 @@ def test_h1_a_noisy_slope_whose_ci_covers_zero_is_not_flat():
     slopes = e1.slopes(e1_cells(1.0, 0.05, 6.0, 3), 0.95)
     a = slopes[slopes["buffer"] == "async"].iloc[0]
     assert abs(a["slope"]) < 0.1 and a["low"] < 0 < a["high"]
-    assert e1.h1_verdict(slopes, flat_margin=0.1)["S1"]["flat"] == "inconclusive"
+    assert e1.h1_verdict(slopes, flat_margin=0.1)["S1"]["flat"] == "not settled"
 
 
 def test_h1_one_extreme_run_moves_least_squares_not_theil_sen():
@@ -92,23 +92,23 @@ def e2_runs(rt_stds, normal_std=1.5, zero_diff=0.0, seed=0, base_mean_ms=16.7):
 @pytest.mark.parametrize("case,rt,verdict", [
     ("clear effect", [0.2, 0.22, 0.18, 0.21, 0.19], "reproduced"),
     ("no effect", [1.5, 1.45, 1.55, 1.5, 1.52], "not reproduced"),
-    ("noisy, straddling 50 %", [0.2, 1.4, 0.3, 1.3, 0.8], "inconclusive"),
-    ("too few runs", [0.2, 0.21], "inconclusive"),
-    ("one outlier run", [0.2, 0.2, 0.2, 0.2, 4.0], "inconclusive"),
+    ("noisy, straddling 50 %", [0.2, 1.4, 0.3, 1.3, 0.8], "not settled"),
+    ("too few runs", [0.2, 0.21], "not settled"),
+    ("one outlier run", [0.2, 0.2, 0.2, 0.2, 4.0], "not settled"),
 ])
-def test_h2(case, rt, verdict):
+def test_h2_std_reading(case, rt, verdict):
     runs, frames = e2_runs(rt)
-    got = e2.h2_verdict(e2_reductions(runs, frames, CI95))
+    got = e2.h2_std(e2_reductions(runs, frames, CI95))
     assert got["verdict"] == verdict, (case, got.get("why"), got.get("each"))
 
 
-def test_h2_is_inconclusive_where_the_baseline_starved():
+def test_h2s_std_reading_is_not_settled_where_the_baseline_starved():
     """A baseline that lost frames (mean period 40.3 ms of 16.7) has a std of the frames that
     came: the clearest std reduction against it shows nothing."""
     runs, frames = e2_runs([0.2, 0.22, 0.18, 0.21, 0.19], base_mean_ms=40.3)
-    got = e2.h2_verdict(e2_reductions(runs, frames, CI95))
-    assert got["verdict"] == "inconclusive" and "starved" in got["why"], got.get("why")
-    assert set(got["each"].values()) == {"inconclusive"}
+    got = e2.h2_std(e2_reductions(runs, frames, CI95))
+    assert got["verdict"] == "not settled" and "starved" in got["why"], got.get("why")
+    assert set(got["each"].values()) == {"not settled"}
 
 
 @pytest.mark.parametrize("case,diff,verdict", [
@@ -143,11 +143,11 @@ def e3_runs(ops_us, ping_us, reps, noise=0.2, seed=0, event_based=1.5) -> pd.Dat
 @pytest.mark.parametrize("case,runs,verdict", [
     ("close to the published figures", e3_runs(12, 20, 3), "reproduced"),
     # The ordering alone does not rescue costs ten times the published ones.
-    ("ten times slower, same ordering", e3_runs(100, 170, 3), "not reproduced"),
+    ("ten times slower, same ordering", e3_runs(100, 170, 3), "differs"),
     # The reference host: Greedy as published, EventBased ×1 five times its published figure.
-    ("EventBased far, Greedy close", e3_runs(12, 20, 3, event_based=6.0), "partly reproduced"),
-    ("too few repetitions", e3_runs(12, 20, 2), "inconclusive"),
-    ("noise across the band's edge", e3_runs(19.5, 33, 3, noise=3.0), "inconclusive"),
+    ("EventBased far, Greedy close", e3_runs(12, 20, 3, event_based=6.0), "differs"),
+    ("too few repetitions", e3_runs(12, 20, 2), "not settled"),
+    ("noise across the band's edge", e3_runs(19.5, 33, 3, noise=3.0), "not settled"),
 ])
 def test_h3(case, runs, verdict):
     got = e3.h3_verdict(runs, CI95)
@@ -169,7 +169,7 @@ def e4_stats(iso_tail, hk_tail, reps, isolated=(1,)):
 @pytest.mark.parametrize("case,args,verdict", [
     ("quiet isolated core", (1.2, 40.0, 3), "reproduced"),
     ("isolated core no quieter", (40.0, 1.2, 3), "not reproduced"),
-    ("too few repetitions", (1.2, 40.0, 2), "inconclusive"),
+    ("too few repetitions", (1.2, 40.0, 2), "not settled"),
 ])
 def test_h4(case, args, verdict):
     record, stats = e4_stats(*args)
@@ -199,13 +199,14 @@ def test_h4_does_not_judge_a_load_that_ran_on_the_housekeeping_cpu_only():
     record, stats = shield_stats()
     got = e4.h4_verdict(record, stats, CI95)
     assert got["judged"] == ["idle"] and "stress" in got["not_judged"], got
-    assert got["verdict"] == "inconclusive" and got["above"] == [], got
+    # Idle, both CPUs lose the same: the shielded one is not a percentage point quieter.
+    assert got["verdict"] == "not reproduced" and got["above"] == [], got
 
 
-def test_h4_without_an_isolated_cpu_is_inconclusive_and_says_why():
+def test_h4_without_an_isolated_cpu_is_not_testable_here_and_says_why():
     record, stats = e4_stats(1.2, 40.0, 3, isolated=())
     got = e4.h4_verdict(record, stats, CI95)
-    assert got["verdict"] == "inconclusive" and "isolated" in got["why"]
+    assert got["verdict"] == "not testable here" and "isolated" in got["why"]
 
 
 def test_h1_a_run_far_off_its_neighbours_is_listed_with_what_its_files_say(tmp_path):
@@ -231,17 +232,17 @@ def test_h2_runs_of_two_sessions_apart_are_not_reproduced_when_pooled():
     # condition on another day, sits at ~0.37: shifted by far more than A's CI is wide.
     session_a = [0.50, 0.49, 0.51, 0.50, 0.50]
     session_b = [0.95, 0.94, 0.96, 0.95, 0.95]
-    a = e2.h2_verdict(e2_reductions(*e2_runs(session_a), CI95))
-    b = e2.h2_verdict(e2_reductions(*e2_runs(session_b), CI95))
+    a = e2.h2_std(e2_reductions(*e2_runs(session_a), CI95))
+    b = e2.h2_std(e2_reductions(*e2_runs(session_b), CI95))
     assert (a["verdict"], b["verdict"]) == ("reproduced", "not reproduced")
     row_a = a["rows"][0]
     assert b["rows"][0]["reduction"] < row_a["low"] - (row_a["high"] - row_a["low"])
     # Pooled, as one dataset of runs would hold both sessions: the estimate reaches 50 % with
     # a CI above 0 (what the old rule called "reproduced"), but the CI straddles 50 %.
-    pooled = e2.h2_verdict(e2_reductions(*e2_runs(session_a + session_b), CI95))
+    pooled = e2.h2_std(e2_reductions(*e2_runs(session_a + session_b), CI95))
     fifo = next(r for r in pooled["rows"] if r["policy"] == "SCHED_FIFO")
     assert fifo["reduction"] >= 0.5 and fifo["low"] > 0
-    assert pooled["verdict"] != "reproduced" and pooled["each"]["SCHED_FIFO"] == "inconclusive"
+    assert pooled["verdict"] != "reproduced" and pooled["each"]["SCHED_FIFO"] == "not settled"
 
 
 def test_h1_runs_of_two_sessions_apart_are_not_reproduced_when_pooled():
@@ -250,7 +251,7 @@ def test_h1_runs_of_two_sessions_apart_are_not_reproduced_when_pooled():
     pooled = pd.concat([one, other.assign(cell_id=other["cell_id"] + "-b")], ignore_index=True)
     got = e1.h1_verdict(e1.slopes(pooled, 0.95))["S1"]
     assert got["default"]["slope"] >= e1.DEFAULT_MIN_SLOPE and got["default"]["low"] > 0
-    assert got["verdict"] == "inconclusive" and got["coupled"] == "inconclusive", got
+    assert got["verdict"] == "not settled" and got["coupled"] == "not settled", got
 
 
 def straddling_reductions() -> pd.DataFrame:
@@ -263,28 +264,45 @@ def straddling_reductions() -> pd.DataFrame:
                          for p, v, lo, hi in rows])
 
 
-def test_a_ci_straddling_the_threshold_is_inconclusive_in_the_code_and_in_the_words():
-    from rtstudy.experiments.e2_rt_threads import section as e2_section, tables as e2_tables
+def test_a_ci_straddling_the_threshold_is_not_settled_in_the_code_and_in_the_words():
+    from rtstudy.experiments.e2_rt_threads import section as e2_section
     from rtstudy.report.section import render
 
-    v = e2.h2_verdict(straddling_reductions())
-    assert v["verdict"] == "inconclusive" and v["each"]["SCHED_FIFO"] == "inconclusive"
-    h = {"verdict": v, "min_reduction": e2.MIN_REDUCTION, "min_runs": 3,
+    v = e2.h2_std(straddling_reductions())
+    assert v["verdict"] == "not settled" and v["each"]["SCHED_FIFO"] == "not settled"
+    h = {"std": v, "min_reduction": e2.MIN_REDUCTION, "min_runs": 3,
          "baseline": "normal_dedicated"}
     rule = render(e2_section.FOLDER, "rule", h=h)
-    summary = render(e2_section.FOLDER, "summary", h=h, v=v, change=e2_tables.std_change)
-    criterion = render(e2_section.FOLDER, "criterion", h=h)
     assert "whole CI of its change at or below −50%" in rule
-    assert "inconclusive when a CI straddles −50%" in rule
-    assert "whole CI (over runs) at or below −50%" in criterion and "is inconclusive" in criterion
-    assert "FIFO −71% [−93%, −42%]" in summary.replace("-", "−")
-    assert "straddles the −50% threshold" in summary
+    assert "not settled when a CI straddles −50%" in rule
     # The report's own statement of the rule (Methods) says the same.
     from rtstudy.report.study import words
     methods = words("methods", host="", profile="default", placement="", sections=[],
                     ci=CI95, min_runs=3)
     assert "shown only when its whole CI lies past its stated size" in methods
-    assert "a CI across a threshold or margin is inconclusive" in methods
+    assert "a CI across a threshold or margin is *not settled*" in methods
+
+
+def test_h2s_verdict_is_on_late_frames_in_the_code_and_in_the_words():
+    from rtstudy.experiments.e2_rt_threads import section as e2_section
+    from rtstudy.report.section import render
+
+    recs = [{"change": p, "kind": "policy", "late_ratio": r, "late_ratio_low": lo,
+             "late_ratio_high": hi, "runs": 5, "runs_base": 5, "late_base": 120, "late": k,
+             "frames_base": 1200, "frames": 1200, "late_phi": 1.0, "late_frames_needed": np.nan}
+            for p, r, lo, hi, k in (("SCHED_FIFO", 0.05, 0.02, 0.11, 6),
+                                    ("SCHED_RR", 0.6, 0.4, 1.3, 72))]
+    v = e2.h2_verdict(recs + [{"change": "fragment", "kind": "fix"}])
+    assert [p.name for p in v["parts"]] == ["SCHED_FIFO", "SCHED_RR"]
+    assert v["each"] == {"SCHED_FIFO": "fewer", "SCHED_RR": "not settled"}
+    assert v["verdict"] == "not settled" and "SCHED_RR's CI straddles" in v["why"]
+    h = {"verdict": v, "factors": [0.0, 3.0], "baseline": "normal_dedicated", "min_runs": 3}
+    summary = render(e2_section.FOLDER, "summary", h=h)
+    assert "FIFO ×0.05 [0.02, 0.11] (120 → 6 late) fewer" in summary
+    criterion = render(e2_section.FOLDER, "criterion", h=h, cfg={"late_threshold_ms": 1},
+                       margin=(0.5, 2.0), min_events=10)
+    assert "rate ratio" in criterion and "not applicable" in criterion
+    assert e2.h2_verdict([])["verdict"] == "not testable here"
 
 
 def test_h1_words_and_code_agree_on_a_straddling_default_slope():
@@ -294,7 +312,8 @@ def test_h1_words_and_code_agree_on_a_straddling_default_slope():
     slopes = e1.slopes(e1_cells(1.0, 0.0, 0.5, 3), 0.95)
     slopes.loc[slopes["buffer"] == "default", ["slope", "low", "high"]] = [0.9, 0.7, 1.1]
     got = e1.h1_verdict(slopes)["S1"]
-    assert got["verdict"] == "inconclusive" and "straddles the threshold" in got["why"]
+    assert got["verdict"] == "not settled" and "straddles its edge" in got["why"]
+    assert "runs would settle it" in got["why"]
     h = {"default_min_slope": e1.DEFAULT_MIN_SLOPE, "flat_margin": e1.FLAT_MARGIN, "min_runs": 3}
     assert "A CI that straddles a threshold" in render(e1_section.FOLDER, "rule", h=h)
     assert "whole CI >= 0.8 ms/ms" in render(e1_section.FOLDER, "criterion", h=h)

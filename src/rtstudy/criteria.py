@@ -83,7 +83,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
     Criterion(
         "min_runs", "every claim", 3, "runs",
         "below this many independent runs of a condition no CI is given and no verdict rests on "
-        "it (inconclusive); at 3 runs a t-interval has 2 degrees of freedom",
+        "it (not settled); at 3 runs a t-interval has 2 degrees of freedom",
         (Change("2026-11-22T15:00Z", "be5726b", "E1's whiskers: the range below 3 repetitions, "
                 "not a CI"),
          Change("2026-11-23T15:04Z", "3b9899f", "MIN_RUNS = 3: no CI and no verdict below 3 "
@@ -108,17 +108,20 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
          Change("2026-11-25T05:39Z", "9e591f9", "moved here from params.yaml (a criterion, not a "
                 "measuring parameter); value unchanged"))),
     Criterion(
-        "h2_min_reduction", "H2", 0.5, "fraction",
-        "every real-time policy cuts the frame-period std by at least this against "
-        "normal_dedicated at the highest native load factor: the whole CI at or above it; the "
-        "whole CI below refutes; a CI across it is inconclusive",
+        "h2_min_reduction", "H2 (std)", 0.5, "fraction",
+        "the seeds' reading of H2, shown beside its verdict: every real-time policy cuts the "
+        "frame-period std by at least this against normal_dedicated at the highest native load "
+        "factor: the whole CI at or above it; the whole CI below refutes; a CI across it is "
+        "not settled",
         (Change("2026-11-21T20:05Z", "c43831a", "reduction >= 0.5 with its CI above 0 against "
                 "`normal`, before any data was recorded"),
          Change("2026-11-23T15:19Z", "ff552fb", "CI over runs (each run's std one value), after "
                 "data existed"),
          Change("2026-11-23T20:36Z", "6f4dbcf", "baseline `normal_dedicated` (only the policy "
                 "differs), after data existed"),
-         Change("2026-11-25T05:39Z", "9e591f9", "strict: the CI's lower bound must reach 0.5"))),
+         Change("2026-11-25T05:39Z", "9e591f9", "strict: the CI's lower bound must reach 0.5"),
+         Change("PENDING_UTC", "PENDING", "a reading beside H2, no longer its verdict: H2 is "
+                "judged on late frames (e2_late_ratio_margin), after data existed"))),
     Criterion(
         "h2_control_floor_multiple", "H2 control", 1.0, "× the floor's std",
         "without contention a real-time policy's jitter equals normal_dedicated's when the "
@@ -135,13 +138,16 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "the seed's method (whole app / N) at the seed's N, Greedy and EventBased ×1 (the "
         "published `--workers 1`) in both apps: close when the whole CI lies within this band "
         "around the published figure (0.5 × its low end to 2 × its high end), far when wholly "
-        "outside",
+        "outside; every cost close and the published ordering held: reproduced; any far, or "
+        "the ordering not held: differs; else not settled",
         (Change("2026-11-21T20:18Z", "d0b9b03", "Greedy's steady cost within 0.5–2× the "
                 "published figure (point estimate), before any data was recorded"),
          Change("2026-11-23T15:19Z", "ff552fb", "the seed's method at the seed's N, its whole "
                 "CI in the band, after data existed"),
          Change("2026-11-25T05:39Z", "eabb0ed", "judged on both schedulers (EventBased ×1 too), "
-                "after data existed"))),
+                "after data existed"),
+         Change("PENDING_UTC", "PENDING", "any cost far, or the ordering not held: differs "
+                "(it was partly reproduced while any other was close), after data existed"))),
     Criterion(
         "h4_interruption_ns", "H4", 1000, "ns",
         "H4's metric: the share of the jitter probe's time in loop-to-loop gaps longer than "
@@ -155,9 +161,17 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
          Change("2026-11-25T05:39Z", "eabb0ed", "like with like: a load placed on the "
                 "housekeeping CPU only is not compared with the shielded CPU"))),
     Criterion(
+        "h4_min_difference", "H4", 0.01, "fraction of the probe's time",
+        "the smallest effect that matters for H4: the isolated CPU loses at least this share of "
+        "its time less than the housekeeping CPU (whole CI at or above: shown; wholly below: "
+        "refuted; across: not settled); 1 % of a 60 FPS frame is 0.17 ms, a sixth of E2's late "
+        "threshold, below which a shield buys a real-time thread nothing it needs",
+        (Change("PENDING_UTC", "PENDING", "a minimum instead of any difference above 0, after "
+                "data existed"),)),
+    Criterion(
         "h2_starved_offset", "H2", 0.05, "fraction of the nominal period",
         "a condition whose mean frame period (over its runs) is more than this off the nominal "
-        "one starved: a std comparison with it is void, and H2 is inconclusive",
+        "one starved: a std comparison with it is void, and H2's std reading not settled",
         (Change("2026-11-25T05:20Z", "0d4c341", "set from the reference data's split (every "
                 "condition but one within 0.3 %, the starved ones 17–142 % off), after data "
                 "existed"),)),
@@ -185,7 +199,11 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "and the power plan sizes runs for it",
         (Change("2026-11-27T13:24Z", "c532982", "replaces two CIs that do not overlap; after "
                 "data existed (the reference sessions it judges), before any session was sized "
-                "by its plan"),)),
+                "by its plan"),
+         Change("PENDING_UTC", "PENDING", "H2's verdict: each real-time policy against "
+                "normal_dedicated at the headline point (every one fewer: reproduced, none: not "
+                "reproduced, some: partly; every one with too few late frames: not "
+                "applicable, no contention reached the target), after data existed"))),
     Criterion(
         "e2_min_late_events", "H2", 10, "late frames",
         "a rate ratio is judged only where both conditions together had at least this many "
@@ -230,16 +248,27 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "over one condition's runs, so no drift could exceed it"))),
     Criterion(
         "over_sessions", "every claim", None, "",
-        "with two sessions or more of a host state, a claim's verdict is the one every session "
-        "gave (each judged on its own runs), else inconclusive; E2's recommendations are "
-        "judged on the sessions pooled; each headline is estimated over sessions (t over "
-        "sessions, k − 1 df)",
+        "with two sessions or more of a host state, each part a claim rests on is pooled over "
+        "them (a DerSimonian–Laird mean, the session a random effect; late frames' counts in "
+        "one rate ratio) and the claim's rule judges the pooled parts; E2's recommendations "
+        "likewise; each headline is estimated over sessions (t over sessions, k − 1 df)",
         (Change("2026-11-26T16:54Z", "fa37c46", "sessions as a level, after data of two "
                 "sessions existed"),
          Change("2026-11-27T13:24Z", "c532982", "E2's recommendations pooled over sessions (late "
                 "frames: one rate ratio of the pooled counts; typical jitter: a random-effects "
                 "mean of the sessions' ratios) instead of unanimity; the claims H1-H4 still by "
-                "unanimity"))),
+                "unanimity"),
+         Change("PENDING_UTC", "PENDING", "H1-H4 pooled too: each part's estimate over the "
+                "sessions (random effect), the claim's rule applied to the pooled parts, "
+                "instead of unanimity; after data of several sessions existed"))),
+    Criterion(
+        "verdict_words", "every claim", None, "",
+        "a claim this host cannot test (a condition not measured, no isolated CPU) is not "
+        "testable here, with the reason; one whose CI straddles its edge (or has none, below "
+        "min_runs) is not settled, with about how many runs or sessions would settle it at "
+        "the effect seen",
+        (Change("PENDING_UTC", "PENDING", "inconclusive, the one word for both since the first "
+                "verdicts, split into not testable here and not settled, after data existed"),)),
 )}
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats as sps
 
 from rtstudy import criteria
-from rtstudy.stats import MIN_RUNS, event_counts
+from rtstudy.stats import MIN_RUNS, event_counts, random_effects
 
 # The words, in one place: what a rate ratio's CI shows against the margin.
 FEWER, EQUIVALENT, MORE, NOT_SETTLED, TOO_FEW, NO_CI = (
@@ -292,29 +292,13 @@ def pooled_over_sessions(rows: list[dict], confidence: float) -> RateRatio:
 
 def pooled_log_ratio(values, lows, highs, confidence: float) -> tuple[float, float, float]:
     """One ratio from several sessions' ratios with their CIs: a random-effects (DerSimonian–
-    Laird) mean on the log scale, each session's standard error read off its CI with the
-    normal quantile (wider than its t-interval's, so the pooled CI errs wide).
+    Laird) mean on the log scale (:func:`rtstudy.stats.random_effects`), each session's
+    standard error read off its CI with the normal quantile (wider than its t-interval's, so
+    the pooled CI errs wide).
 
     Returns
     -------
     tuple of float
         The pooled ratio and its CI; NaN where no session has a CI.
     """
-    v, lo, hi = (np.asarray(x, dtype=float) for x in (values, lows, highs))
-    ok = np.isfinite(v) & np.isfinite(lo) & np.isfinite(hi) & (v > 0) & (lo > 0) & (hi > lo)
-    if not ok.any():
-        return float("nan"), float("nan"), float("nan")
-    z = _z(1 - (1 - confidence) / 2)
-    y = np.log(v[ok])
-    var = ((np.log(hi[ok]) - np.log(lo[ok])) / (2 * z)) ** 2
-    w = 1 / var
-    mean = float((w * y).sum() / w.sum())
-    tau2 = 0.0
-    if y.size > 1:
-        q = float((w * (y - mean) ** 2).sum())
-        c = float(w.sum() - (w ** 2).sum() / w.sum())
-        tau2 = max(0.0, (q - (y.size - 1)) / c) if c > 0 else 0.0
-    w_star = 1 / (var + tau2)
-    mean = float((w_star * y).sum() / w_star.sum())
-    half = z / np.sqrt(w_star.sum())
-    return float(np.exp(mean)), float(np.exp(mean - half)), float(np.exp(mean + half))
+    return random_effects(values, lows, highs, confidence, log=True)

@@ -93,7 +93,7 @@ def test_slopes_and_verdict_are_computed(e1_data, e1_cfg):
     longest = fixed[fixed["varied_period_ms"] == max(e1_cfg["periods_ms"])]
     assert (fixed[fixed["buffer"] == "async"]["latency_p50_ms"] < ceiling).all()
     assert (longest[longest["buffer"] == "default"]["latency_p50_ms"] > ceiling).all()
-    assert analysis.h1_verdict(slopes, 0.1)["S1"]["verdict"] == "inconclusive"  # one run per point
+    assert analysis.h1_verdict(slopes, 0.1)["S1"]["verdict"] == "not settled"  # one run per point
 
 
 def test_too_much_deadline_bandwidth_is_rejected_naming_the_parameters(fingerprint, e1_cfg):
@@ -136,7 +136,7 @@ def test_the_section_reads_its_numbers_from_the_data(e1_data, e1_cfg):
     # The threshold's one source (rtstudy.criteria), judged on the CI's lower bound.
     assert f"{analysis.DEFAULT_MIN_SLOPE:g} ms/ms (the CI's lower bound" in " ".join(text.split())
     assert [v.claim for v in sec.verdicts] == ["H1 S1"]
-    assert sec.verdicts[0].verdict == "inconclusive"
+    assert sec.verdicts[0].verdict == "not settled"
 
 
 def test_holoscan_5_runs_only_its_periods_and_they_must_be_among_4xs(fingerprint):

@@ -124,5 +124,5 @@ def test_the_section_says_what_was_not_recorded(tmp_path, audit):
     sec = section.build(ds, params.stage_config("e4_host", "smoke"), CI(0.95))
     text = sec.blocks[0].text
     assert "**rtla osnoise**: N/A — not recorded." in text
-    assert sec.verdicts[0].verdict == "inconclusive"
+    assert sec.verdicts[0].verdict == "not testable here"
     assert any(item.startswith("H4 cannot be tested on this host") for item in sec.limitations)

@@ -26,7 +26,10 @@ class Verdict:
     """One row of the report's summary: a claim, the source's figure, ours, the verdict.
 
     ``runs`` is the fewest independent runs behind it and ``criterion`` the rule
-    with its threshold or margin; both go to ``report/metrics.json``.
+    with its threshold or margin; both go to ``report/metrics.json``. ``parts`` are the
+    estimates it was judged on and ``combine`` the claim's rule from them
+    (:mod:`rtstudy.judge`): with them the claim is judged over sessions pooled. A claim
+    this host cannot test has no parts.
     """
 
     claim: str
@@ -35,6 +38,8 @@ class Verdict:
     verdict: str
     runs: int = 0
     criterion: str = ""
+    parts: tuple = ()
+    combine: Callable | None = None
 
 
 # The unit of a rate of rare frames (E2's late frames), and the units a Quantity may carry

@@ -19,14 +19,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy import (atomic, criteria, data, host, params, paths, placement, registry, sessions,
-                     shield)
+from rtstudy import (atomic, criteria, data, host, judge, params, paths, placement, registry,
+                     sessions, shield)
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures, sdks, stability
 from rtstudy.report.section import (TEMPLATES, Figure, LazyMarkdown, Markdown, Section, Table,
-                                    render)
-from rtstudy.stats import CI, MIN_RUNS, verdict_over_sessions
+                                    Verdict, render)
+from rtstudy.stats import CI, MIN_RUNS
 
 
 def words(block: str, **context) -> str:
@@ -106,6 +106,34 @@ def build_sections(datasets: dict, configs: dict, ci: CI) -> dict[str, Section]:
     """Every experiment's section from its dataset, in registry order (each from its own data)."""
     return {name: registry.get(name).section.build(datasets[name], configs[name], ci)
             for name in registry.REGISTRY if name in datasets}
+
+
+def pooled_verdict(given: list[Verdict], confidence: float) -> tuple[str, str]:
+    """A claim's verdict over sessions: each of its parts pooled over the sessions that
+    judged it (:func:`rtstudy.judge.pool_by_name`: a random session effect, late frames'
+    counts in one rate ratio), then the claim's own rule (``Verdict.combine``) applied to
+    them, so a new session can settle what fewer sessions left open. Not testable here
+    where no session had a part to judge.
+
+    Parameters
+    ----------
+    given : list of Verdict
+        The claim's verdict in each session, oldest first (at least one).
+    confidence : float
+        The pooled CIs' level.
+
+    Returns
+    -------
+    tuple of str
+        The verdict and, where it is not decided, why.
+    """
+    if not given:
+        raise ValueError("no session's verdict to pool")
+    judged = [v for v in given if v.parts and v.combine]
+    if not judged:
+        return judge.NOT_TESTABLE, "no session could judge it"
+    parts = judge.pool_by_name([list(v.parts) for v in judged], confidence)
+    return judged[-1].combine(parts)
 
 
 @dataclass
@@ -236,24 +264,27 @@ class Study:
         return stability.session_quantities(self.sessions_of(host_id))
 
     def verdicts_over_sessions(self, host_id: str | None = None) -> dict[str, dict]:
-        """Claim → ``verdict`` over the sessions and ``sessions`` (each one's, oldest first);
-        empty with fewer than two sessions."""
-        return {r["claim"]: {"verdict": r["over sessions"],
+        """Claim → ``verdict`` over the sessions pooled, ``why`` and ``sessions`` (each one's,
+        oldest first); empty with fewer than two sessions."""
+        return {r["claim"]: {"verdict": r["over sessions"], "why": r["why"],
                              "sessions": [v for c, v in r.items() if c.startswith("session ")]}
                 for r in self.session_verdicts(host_id).to_dict("records")}
 
     def session_verdicts(self, host_id: str | None = None) -> pd.DataFrame:
-        """Each claim's verdict per session and over them (:func:`rtstudy.stats.verdict_over_sessions`)."""
+        """Each claim's verdict per session and over them, pooled
+        (:func:`pooled_verdict`), with why it is not decided where it is not."""
         by_session = self.sessions_of(host_id)
-        per = {s: {v.claim: v.verdict for sec in sections.values() for v in sec.verdicts}
+        per = {s: {v.claim: v for sec in sections.values() for v in sec.verdicts}
                for s, sections in by_session.items()}
         claims = list(dict.fromkeys(c for v in per.values() for c in v))
         rows = []
         for claim in claims:
             given = [per[s][claim] for s in per if claim in per[s]]
-            rows.append({"claim": claim, **{f"session {i}": per[s].get(claim, "—")
+            verdict, why = pooled_verdict(given, self.ci.confidence)
+            rows.append({"claim": claim, **{f"session {i}": per[s][claim].verdict
+                                            if claim in per[s] else "—"
                                             for i, s in enumerate(per, 1)},
-                         "over sessions": verdict_over_sessions(given)})
+                         "over sessions": verdict, "why": why})
         return pd.DataFrame(rows)
 
     def session_estimates(self, host_id: str | None = None) -> pd.DataFrame:

@@ -13,12 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria, paths
+from rtstudy import criteria, judge, paths
 from rtstudy.experiments.e1_async_buffer import published
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
 from rtstudy.io import Dataset, read_cells, set_aside_drift, stack, wide
-from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
-                           equivalence_verdict, holm, linear_fit, over_runs, percentiles,
+from rtstudy.stats import (CI, MIN_RUNS, drift_check, holm, linear_fit, over_runs, percentiles,
                            rank_test, robust_slope, spread_test)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
@@ -183,15 +182,39 @@ def slopes(cells: pd.DataFrame, confidence: float, metric: str = "latency_max_ms
     return pd.DataFrame(rows)
 
 
+COUPLED = judge.Rule(judge.AT_LEAST, DEFAULT_MIN_SLOPE)
+
+
+def h1_parts(d: dict, a: dict, runs: int, flat_margin: float = FLAT_MARGIN) -> list[judge.Part]:
+    """H1's two parts in one scenario: the default buffer's max-latency slope against
+    :data:`DEFAULT_MIN_SLOPE` (``shown`` / ``refuted``) and the async buffer's against
+    ±``flat_margin`` (``equivalent`` / ``different``), each with its CI over runs."""
+    return [judge.Part("default slope", COUPLED, d["slope"], d["low"], d["high"], runs),
+            judge.Part("async slope", judge.Rule(judge.WITHIN, flat_margin), a["slope"],
+                       a["low"], a["high"], runs)]
+
+
+def h1_combine(parts: list[judge.Part]) -> tuple[str, str]:
+    """H1's verdict from its parts (:func:`h1_parts`): reproduced when the default slope is
+    shown and the async one equivalent to flat; not reproduced when either is refuted
+    (``refuted`` / ``different``); else not settled, naming what would settle it."""
+    states = {p.name: p.state for p in parts}
+    if states.get("default slope") == "shown" and states.get("async slope") == "equivalent":
+        return "reproduced", ""
+    if states.get("default slope") == "refuted" or states.get("async slope") == "different":
+        return "not reproduced", ""
+    return judge.NOT_SETTLED, judge.unsettled_why(parts)
+
+
 def h1_verdict(slope_df: pd.DataFrame, flat_margin: float = FLAT_MARGIN) -> dict:
     """H1 per scenario from the DEADLINE, native-work slopes of max latency, over runs.
 
     The default buffer *couples* when its slope's whole CI lies at or above
     :data:`DEFAULT_MIN_SLOPE` ms/ms, and does not when the whole CI lies below it; the
     async buffer is *flat* when its whole CI lies within ±``flat_margin`` ms/ms
-    and not flat when it lies wholly outside. Reproduced when both hold, not
-    reproduced when either is refuted; otherwise inconclusive — also with fewer
-    than :data:`rtstudy.stats.MIN_RUNS` runs at some period.
+    and not flat when it lies wholly outside (:func:`h1_combine`). Not settled where
+    a CI straddles its edge, or with fewer than :data:`rtstudy.stats.MIN_RUNS` runs at
+    some period (no CI); not testable here without both buffers measured.
     """
     out = {}
     sel = slope_df[(slope_df["policy"] == "deadline") & (slope_df["work_model"] == "native")
@@ -200,29 +223,20 @@ def h1_verdict(slope_df: pd.DataFrame, flat_margin: float = FLAT_MARGIN) -> dict
         d = g[g["buffer"] == "default"]
         a = g[g["buffer"] == "async"]
         if d.empty or a.empty:
-            out[scenario] = {"verdict": "inconclusive", "why": "needs both buffers"}
+            out[scenario] = {"verdict": judge.NOT_TESTABLE, "why": "needs both buffers",
+                             "parts": []}
             continue
-        d, a = d.iloc[0], a.iloc[0]
+        d, a = d.iloc[0].to_dict(), a.iloc[0].to_dict()
         runs = int(min(d["runs_min"], a["runs_min"]))
-        record = {"default": d.to_dict(), "async": a.to_dict(), "runs": runs,
-                  "margin": flat_margin}
+        # Below MIN_RUNS runs per period a slope's CI is not one over runs: none is judged.
+        no_ci = {"low": np.nan, "high": np.nan} if runs < MIN_RUNS else {}
+        parts = h1_parts({**d, **no_ci}, {**a, **no_ci}, runs, flat_margin)
+        verdict, why = h1_combine(parts)
         if runs < MIN_RUNS:
-            out[scenario] = {**record, "verdict": "inconclusive",
-                             "why": f"{runs} run(s) per period, fewer than {MIN_RUNS}"}
-            continue
-        coupled = effect_verdict(Estimate(d["slope"], d["low"], d["high"], runs, 0),
-                                 DEFAULT_MIN_SLOPE)
-        flat = equivalence_verdict(Estimate(a["slope"], a["low"], a["high"], runs, 0), flat_margin)
-        if coupled == "shown" and flat == "equivalent":
-            verdict, why = "reproduced", ""
-        elif coupled == "refuted" or flat == "different":
-            verdict, why = "not reproduced", ""
-        else:
-            verdict = "inconclusive"
-            why = ("the async slope's CI straddles the ±margin" if flat == "inconclusive"
-                   else "the default slope's CI straddles the threshold")
-        out[scenario] = {**record, "verdict": verdict, "coupled": coupled, "flat": flat,
-                         **({"why": why} if why else {})}
+            why = f"{runs} run(s) per period, fewer than {MIN_RUNS}: no CI"
+        out[scenario] = {"default": d, "async": a, "runs": runs, "margin": flat_margin,
+                         "verdict": verdict, "coupled": parts[0].state, "flat": parts[1].state,
+                         "parts": parts, **({"why": why} if why else {})}
     return out
 
 

@@ -43,7 +43,8 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         Markdown(words("methods", hosts=sorted(cells["host_id"].unique()))),
     ]
     section.verdicts = [Verdict(f"{HYPOTHESIS} {scenario}", published.SUMMARY, words("summary", v=v),
-                                v["verdict"], int(v.get("runs", 0)), words("criterion"))
+                                v["verdict"], int(v.get("runs", 0)), words("criterion"),
+                                tuple(v["parts"]), analysis.h1_combine)
                         for scenario, v in sorted(h["verdict"].items())]
     section.quantities = [
         Quantity(f"{r['scenario']} {r['buffer']}: max-latency slope", r["slope"], r["low"],

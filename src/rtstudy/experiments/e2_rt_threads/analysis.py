@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria
+from rtstudy import criteria, judge, rates
 from rtstudy.experiments.e2_rt_threads.attribution import (GIL_TIMES, PARTS, PATTERNS,
                                                            attribute_cell, attribution_summary,
                                                            mechanism_summary, mechanism_totals,
@@ -40,8 +40,7 @@ from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import (CellData, Dataset, read_cells, read_samples, set_aside_drift, stack,
                         wide)
 from rtstudy.realtime import DISPATCHER, POLICY_BY_NUMBER
-from rtstudy.stats import (CI, MIN_RUNS, Estimate, drift_check, effect_verdict,
-                           equivalence_verdict)
+from rtstudy.stats import CI, MIN_RUNS, drift_check
 
 # The columns and Arrow types of samples.parquet, as app.py and floor.py write them (data/README.md).
 SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
@@ -301,27 +300,29 @@ def _dispatcher_read(cell: CellData) -> str:
     return POLICY_BY_NUMBER.get(dispatcher.get("policy"), "")
 
 
-def h2_verdict(red: pd.DataFrame) -> dict:
-    """H2 at the highest native load factor, each real-time policy judged over runs.
+CUT = judge.Rule(judge.AT_LEAST, MIN_REDUCTION)
 
-    A policy *shows* H2 when its std reduction's whole CI (over runs) lies at or
-    above :data:`MIN_REDUCTION`, and *refutes* it when the whole CI lies below
-    :data:`MIN_REDUCTION` (:func:`rtstudy.stats.effect_verdict`). Reproduced when
-    every policy shows it; not reproduced when every one refutes it; partly
-    reproduced when some show and the rest refute it; otherwise, and below
-    3 runs, inconclusive.
+
+def h2_std(red: pd.DataFrame) -> dict:
+    """H2 as the seeds asked it: the frame-period std at the highest native load factor,
+    each real-time policy's reduction judged over runs (a reading beside the verdict, which
+    is on late frames: :func:`h2_verdict`).
+
+    A policy *shows* a cut when its std reduction's whole CI (over runs) lies at or above
+    :data:`MIN_REDUCTION`, and *refutes* it when the whole CI lies below
+    :data:`MIN_REDUCTION` (:data:`CUT`, :mod:`rtstudy.judge`). ``verdict``: every policy
+    shows it (reproduced), every one refutes it (not reproduced), some each (partly
+    reproduced), else not settled; not testable here without the runs to compare.
     """
     native = red[red["load_work_model"] == "native"] if len(red) else red
     if native.empty:
-        return {"verdict": "inconclusive", "why": "no native-load runs"}
+        return {"verdict": judge.NOT_TESTABLE, "why": "no native-load runs"}
     top = native[native["load_factor"] == native["load_factor"].max()]
     rt = top[top["policy"].isin(RT_POLICIES)]
     if rt.empty:
-        return {"verdict": "inconclusive", "why": "no real-time policy measured"}
+        return {"verdict": judge.NOT_TESTABLE, "why": "no real-time policy measured"}
     # A std comparison with a starved condition is void: it cannot show or refute H2.
-    each = {r["policy"]: "inconclusive" if r["void"] else
-            effect_verdict(Estimate(r["reduction"], r["low"], r["high"],
-                                    min(r["n_runs"], r["n_runs_normal"]), 0), MIN_REDUCTION)
+    each = {r["policy"]: judge.NOT_SETTLED if r["void"] else CUT.state(r["low"], r["high"])
             for r in rt.to_dict("records")}
     states = set(each.values())
     if states == {"shown"}:
@@ -331,17 +332,73 @@ def h2_verdict(red: pd.DataFrame) -> dict:
     elif states == {"shown", "refuted"}:
         verdict = "partly reproduced"
     else:
-        verdict = "inconclusive"
+        verdict = judge.NOT_SETTLED
     out = {"verdict": verdict, "load_factor": float(top["load_factor"].iloc[0]),
            "rows": rt.to_dict("records"), "each": each,
            "runs": int(min(rt["n_runs"].min(), rt["n_runs_normal"].min()))}
-    if verdict == "inconclusive":
+    if verdict == judge.NOT_SETTLED:
         few = out["runs"] < MIN_RUNS
         void = sorted({label for r in out["rows"] for label in r["void"]})
         out["why"] = (f"fewer than {MIN_RUNS} runs per policy, so no CI" if few else
                       f"{', '.join(void)} starved, so the std comparison is void" if void else
                       f"a std change's CI straddles the −{MIN_REDUCTION:.0%} threshold")
     return out
+
+
+LATE_RULE = judge.Rule(judge.RATE, criteria.value("e2_late_ratio_margin"))
+
+
+def late_part(r: dict) -> judge.Part:
+    """A change's late frames against its baseline as a rate part, from a
+    :func:`.ladder.recommendations` row."""
+    return judge.Part(r["change"], LATE_RULE, r["late_ratio"], r["late_ratio_low"],
+                      r["late_ratio_high"], int(min(r["runs"], r["runs_base"])), "runs",
+                      {"events_a": r["late_base"], "exposure_a": r["frames_base"],
+                       "events_b": r["late"], "exposure_b": r["frames"],
+                       "dispersion": r.get("late_phi", np.nan),
+                       "df": max(r["runs"] + r["runs_base"] - 2, 0),
+                       "frames_needed": r.get("late_frames_needed", np.nan)})
+
+
+def h2_combine(parts: list[judge.Part]) -> tuple[str, str]:
+    """H2's verdict from each real-time policy's late-frame rate ratio against the baseline
+    (:func:`late_part`): reproduced when every policy judged gives *fewer*, not reproduced
+    when none does (each *equivalent* or *more*), partly reproduced when some do; not settled
+    while a ratio's CI straddles; not applicable when no policy can be compared because the
+    baseline was hardly ever late (fewer than ``e2_min_late_events`` late frames in both
+    together): the contention did not reach the target, so no policy had anything to cut."""
+    states = {p.name: p.state for p in parts}
+    rare = [n for n, w in states.items() if w == rates.TOO_FEW]
+    if not parts or len(rare) == len(parts):
+        return (judge.NOT_APPLICABLE, "too few late frames without a real-time policy to compare: "
+                "the contention did not reach the target")
+    judged = [p for p in parts if p.state != rates.TOO_FEW]
+    aside = f"; too few late frames to compare {', '.join(rare)}" if rare else ""
+    if not all(p.decided for p in judged):
+        return judge.NOT_SETTLED, judge.unsettled_why(judged) + aside
+    fewer = [p.name for p in judged if p.state == rates.FEWER]
+    if len(fewer) == len(judged):
+        return "reproduced", aside.lstrip("; ")
+    if not fewer:
+        return "not reproduced", aside.lstrip("; ")
+    return "partly reproduced", ("not fewer " + ", ".join(p.name for p in judged
+                                                          if p.name not in fewer) + aside)
+
+
+def h2_verdict(recs: list[dict]) -> dict:
+    """H2 at the headline point, judged on late frames: each real-time policy against the
+    baseline as a late-frame rate ratio (:func:`late_part`, the words of
+    ``criteria: e2_late_ratio_margin``), combined by :func:`h2_combine`; not testable here
+    without a policy measured beside the baseline there."""
+    rows = [r for r in recs if r.get("kind") == "policy"]
+    if not rows:
+        return {"verdict": judge.NOT_TESTABLE, "why": "no real-time policy measured beside "
+                f"{BASELINE} at the headline point", "parts": [], "rows": [], "runs": 0}
+    parts = [late_part(r) for r in rows]
+    verdict, why = h2_combine(parts)
+    return {"verdict": verdict, "parts": parts, "rows": rows,
+            "each": {p.name: p.state for p in parts},
+            "runs": int(min(p.runs for p in parts)), **({"why": why} if why else {})}
 
 
 def control_margin(floor: pd.DataFrame) -> float:
@@ -359,30 +416,41 @@ def control_margin(floor: pd.DataFrame) -> float:
     return float(CONTROL_FLOOR_MULTIPLE * lowest["period_std_ms"].mean())
 
 
+def null_combine(parts: list[judge.Part]) -> tuple[str, str]:
+    """The H2 control from each policy's std difference (:func:`null_verdict`): no difference
+    when every one is equivalent, differs when any is different, else not settled."""
+    states = [p.state for p in parts]
+    if states and all(w == "equivalent" for w in states):
+        return "no difference", ""
+    if "different" in states:
+        return "differs", ""
+    return judge.NOT_SETTLED, judge.unsettled_why(parts)
+
+
 def null_verdict(red: pd.DataFrame, margin_ms: float) -> dict:
     """Without contention (the lowest load factor), is each real-time policy's jitter the same?
 
     Equivalence within ±``margin_ms`` (:func:`control_margin`) of the difference in mean
-    per-run std (policy − baseline), CI over runs (:func:`rtstudy.stats.equivalence_verdict`):
-    ``equivalent`` for every policy → "no difference"; any ``different`` → "differs";
-    otherwise, or without a margin (no floor measured), inconclusive.
+    per-run std (policy − baseline), CI over runs, per policy a part (:mod:`rtstudy.judge`),
+    combined by :func:`null_combine`; not testable here without runs or a margin (no floor
+    measured).
     """
     if red.empty:
-        return {"verdict": "inconclusive", "why": "no runs", "margin_ms": margin_ms, "rows": [],
-                "each": {}, "load_factor": float("nan")}
+        return {"verdict": judge.NOT_TESTABLE, "why": "no runs", "margin_ms": margin_ms,
+                "rows": [], "each": {}, "load_factor": float("nan"), "parts": []}
     zero = red[(red["load_factor"] == red["load_factor"].min()) & red["policy"].isin(RT_POLICIES)]
     out = {"margin_ms": margin_ms, "rows": zero.to_dict("records"),
            "load_factor": float(zero["load_factor"].iloc[0]) if len(zero) else float("nan")}
     if not np.isfinite(margin_ms):
-        return {**out, "verdict": "inconclusive", "each": {},
+        return {**out, "verdict": judge.NOT_TESTABLE, "each": {}, "parts": [],
                 "why": "no floor measured in this sweep to set the margin"}
-    each = {r["policy"]: equivalence_verdict(Estimate(r["diff_ms"], r["diff_low"], r["diff_high"],
-                                                      min(r["n_runs"], r["n_runs_normal"]), 0),
-                                             margin_ms) for r in zero.to_dict("records")}
-    states = set(each.values())
-    verdict = ("no difference" if states == {"equivalent"} else
-               "differs" if "different" in states else "inconclusive")
-    return {**out, "verdict": verdict, "each": each}
+    rule = judge.Rule(judge.WITHIN, margin_ms)
+    parts = [judge.Part(r["policy"], rule, r["diff_ms"], r["diff_low"], r["diff_high"],
+                        int(min(r["n_runs"], r["n_runs_normal"])))
+             for r in zero.to_dict("records")]
+    verdict, why = null_combine(parts)
+    return {**out, "verdict": verdict, "each": {p.name: p.state for p in parts},
+            "parts": parts, **({"why": why} if why else {})}
 
 
 def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI,
@@ -422,10 +490,11 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI,
     runs, frames = ds_tables["runs"], ds_tables["frames"]
     conditions = condition_summary(pd.concat([runs, ds_tables["floor"]], ignore_index=True), ci)
     policy = cfg["ladder_policy"]
+    recs = recommendations(runs, policy, ci, messages).to_dict("records")
     return {**_design(runs), "ladder_policy": policy,
             "ladder": ladder(runs, ds_tables["floor"], policy, ci).to_dict("records"),
-            "recommendations": recommendations(runs, policy, ci, messages).to_dict("records"),
-            "late_threshold_ms": cfg["late_threshold_ms"], "verdict": h2_verdict(red), "min_reduction": MIN_REDUCTION,
+            "recommendations": recs, "verdict": h2_verdict(recs), "std": h2_std(red),
+            "late_threshold_ms": cfg["late_threshold_ms"], "min_reduction": MIN_REDUCTION,
             "min_runs": MIN_RUNS, "baseline": BASELINE, "seed_baseline": SEED_BASELINE,
             "conditions": conditions.to_dict("records"), "late": _typical_and_late(conditions),
             "decided_share": DECIDED_SHARE, "starved_offset": STARVED_OFFSET,

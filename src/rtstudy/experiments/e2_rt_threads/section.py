@@ -112,10 +112,12 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     zero_runs = [min(r["n_runs"], r["n_runs_normal"]) for r in h["zero"]["rows"]]
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
                                 h["verdict"]["verdict"], int(h["verdict"].get("runs", 0)),
-                                words("criterion")),
+                                words("criterion"), tuple(h["verdict"]["parts"]),
+                                analysis.h2_combine),
                         Verdict(f"{HYPOTHESIS} control", words("control_claim"),
                                 words("control", z=h["zero"]), h["zero"]["verdict"],
-                                int(min(zero_runs, default=0)), words("control_criterion"))]
+                                int(min(zero_runs, default=0)), words("control_criterion"),
+                                tuple(h["zero"]["parts"]), analysis.null_combine)]
     top = red[(red["load_work_model"] == "native")
               & (red["load_factor"] == red["load_factor"].max())] if len(red) else red
     section.quantities = [

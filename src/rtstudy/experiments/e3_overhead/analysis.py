@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria
+from rtstudy import criteria, judge
 from rtstudy.experiments.e3_overhead import published
 from rtstudy.io import Dataset, read_cells, set_aside_drift, wide
 from rtstudy.stats import (CI, MIN_RUNS, block_mean_variance, drift_check, fit_at, linear_fit,
@@ -265,14 +265,8 @@ def seed_method_at_seed_n(runs: pd.DataFrame, app: str, ci: CI, label: str | Non
 
 def closeness(low: float, high: float, band: tuple[float, float]) -> str:
     """``close`` when the CI [low, high] lies within ``band``, ``far`` when wholly outside it,
-    else (or without a CI) ``inconclusive``."""
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return "inconclusive"
-    if band[0] <= low and high <= band[1]:
-        return "close"
-    if high < band[0] or low > band[1]:
-        return "far"
-    return "inconclusive"
+    else (or without a CI) ``not settled`` (:meth:`rtstudy.judge.Rule.state`)."""
+    return judge.Rule(judge.BAND, band).state(low, high)
 
 
 def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
@@ -286,12 +280,9 @@ def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
     the first, its high end times the second) and *far* when wholly outside
     (:func:`closeness`). The ordering (Greedy below every EventBased configuration,
     on 5.0 one lane below a lane per operator, the message costing more) is judged on
-    the steady in-run cost, our own metric. Reproduced when every part is close and
-    the ordering holds; not reproduced when no part is close and some are far;
-    partly reproduced when some are close and others far, or all close but the
-    ordering differs; inconclusive otherwise (a CI across a band's edge and nothing
-    far), with fewer than :data:`rtstudy.stats.MIN_RUNS` repetitions, or when a judged
-    configuration was not measured.
+    the steady in-run cost, our own metric. The verdict is :func:`h3_combine`'s: reproduced,
+    differs or not settled (also below :data:`rtstudy.stats.MIN_RUNS` repetitions); not
+    testable here when a judged configuration was not measured.
     """
     n_max = runs["iterations"].max()
     steady = runs[runs["iterations"] == n_max].groupby(["app", "scheduler_label"])[
@@ -321,19 +312,32 @@ def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
            "greedy_us": {app: float(steady[(app, single)]) for app in ("ops", "ping")
                          if (app, single) in steady.index}}
     unmeasured = [f"{p['app']} {p['scheduler']}" for p in parts if p["how"] == "not measured"]
-    if reps < MIN_RUNS or unmeasured:
-        why = (f"{reps} repetition(s), fewer than {MIN_RUNS}" if reps < MIN_RUNS else
-               f"{', '.join(unmeasured)} not measured")
-        return {**out, "verdict": "inconclusive", "why": why}
-    across = [f"{p['app']} {p['scheduler']}" for p in parts if p["state"] == "inconclusive"]
-    if "far" in states:
-        verdict = "partly reproduced" if "close" in states else "not reproduced"
-    elif across:
-        verdict = "inconclusive"
-    else:
-        verdict = "reproduced" if ordering else "partly reproduced"
-    return {**out, "verdict": verdict,
-            **({"why": f"the CI of {', '.join(across)} crosses its band's edge"} if across else {})}
+    if unmeasured:
+        return {**out, "verdict": judge.NOT_TESTABLE, "judged": [],
+                "why": f"{', '.join(unmeasured)} not measured"}
+    judged = [judge.Part(f"{p['app']} {p['scheduler']}", judge.Rule(judge.BAND, p["band"]),
+                         p["value"], p["low"], p["high"], int(p["runs"])) for p in parts]
+    verdict, why = h3_combine(judged, ordering)
+    if reps < MIN_RUNS:
+        why = f"{reps} repetition(s), fewer than {MIN_RUNS}: no CI"
+    return {**out, "verdict": verdict, "judged": judged, **({"why": why} if why else {})}
+
+
+def h3_combine(parts: list[judge.Part], ordering: bool = True) -> tuple[str, str]:
+    """H3's verdict from each judged cost against its band (:func:`h3_verdict`): reproduced
+    when every one is close and the published ordering holds; *differs* when any lies wholly
+    outside its band (the why says by how much) or, all close, the ordering does not hold;
+    else not settled (a CI across a band's edge)."""
+    far = [p for p in parts if p.state == "far"]
+    if far:
+        return "differs", "; ".join(
+            f"{p.name} {p.value / (p.rule.threshold[1] / CLOSE_RATIO[1]):.1f}× the published "
+            f"high end" if p.value > p.rule.threshold[1] else
+            f"{p.name} {p.value / (p.rule.threshold[0] / CLOSE_RATIO[0]):.2f}× the published "
+            f"low end" for p in far)
+    if not all(p.decided for p in parts):
+        return judge.NOT_SETTLED, judge.unsettled_why(parts)
+    return ("reproduced", "") if ordering else ("differs", "the ordering differs")
 
 
 # What the drift check compares (stats.drift_check): a name and its unit.

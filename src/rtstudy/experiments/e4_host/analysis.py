@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria
+from rtstudy import criteria, judge
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
 from rtstudy.io import Dataset, read_cells, read_json, set_aside_drift, stack, wide
@@ -26,6 +26,10 @@ LADDER = (50, 99, 99.9, 99.99)
 # H4's metric (rtstudy.criteria): a gap between two of the jitter probe's loops longer than this
 # is an interruption (the tick, an IRQ, another task, the hypervisor): the loop takes about 10 ns.
 INTERRUPTION_NS = criteria.value("h4_interruption_ns")
+# H4's smallest effect that matters: the isolated CPU loses at least this share of its time
+# less (1 % is 0.17 ms of a 60 FPS frame, a sixth of E2's late threshold).
+MIN_DIFFERENCE = criteria.value("h4_min_difference")
+QUIETER = judge.Rule(judge.AT_LEAST, MIN_DIFFERENCE)
 
 def hist_percentiles(latency_ns, count, qs=LADDER) -> dict:
     """Percentiles, max, mean and std of a histogram (values in ns, with counts)."""
@@ -204,11 +208,10 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool =
     repetition one run). For each load measured the housekeeping minus isolated
     difference gets a t-interval over repetitions; only the loads
     :func:`like_with_like` judges comparable count (``judged``; the others are in
-    ``not_judged`` with the reason). Reproduced when every judged load's CI lies
-    above 0; partly reproduced when some do and the others cover 0; not reproduced
-    when every CI lies at or below 0; inconclusive without an isolated CPU measured
-    beside a housekeeping one, below :data:`rtstudy.stats.MIN_RUNS` repetitions, or
-    when every judged CI covers 0. ``ratios`` gives each CPU and load's
+    ``not_judged`` with the reason), each a part judged against :data:`MIN_DIFFERENCE`
+    (:func:`h4_combine`). Not testable here without an isolated CPU measured beside a
+    housekeeping one or a load measured like with like; not settled where a CI straddles
+    the minimum (or below :data:`rtstudy.stats.MIN_RUNS` repetitions). ``ratios`` gives each CPU and load's
     P99.99 / P50 (mean over repetitions), ``loads`` each load's shares and difference.
 
     Parameters
@@ -225,9 +228,9 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool =
     isolated = set(record.get("summary", {}).get("isolated_cpus") or [])
     measured = set(int(c) for c in jitter["cpu"].dropna()) if len(jitter) else set()
     if not isolated & measured or not measured - isolated:
-        return {"verdict": "inconclusive", "why": "no isolated CPU was measured beside a "
-                "housekeeping one on this host", "ratios": ratios}
-    loads, above, below, runs, not_judged = {}, [], [], [], {}
+        return {"verdict": judge.NOT_TESTABLE, "why": "no isolated CPU was measured beside a "
+                "housekeeping one on this host", "ratios": ratios, "parts": []}
+    loads, parts, not_judged = {}, [], {}
     for load, g in jitter.groupby("load", sort=False):
         iso = g.loc[g["cpu"].isin(isolated), "lost_share"]
         hk = g.loc[~g["cpu"].isin(isolated), "lost_share"]
@@ -239,26 +242,33 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool =
             not_judged[load] = ("stress-ng ran on the housekeeping CPU only, and the probe "
                                 "(normal policy) shared that CPU with it")
             continue
-        runs.append(diff.n)
-        if np.isfinite(diff.low):
-            above += [load] if diff.low > 0 else []
-            below += [load] if diff.high <= 0 else []
-    judged = [load for load in loads if load not in not_judged]
-    out = {"ratios": ratios, "loads": loads, "runs": min(runs, default=0), "above": above,
-           "below": below, "judged": judged, "not_judged": not_judged}
+        parts.append(judge.Part(load, QUIETER, diff.value, diff.low, diff.high, int(diff.n)))
+    judged = [p.name for p in parts]
+    out = {"ratios": ratios, "loads": loads, "runs": min((p.runs for p in parts), default=0),
+           "above": [p.name for p in parts if p.state == "shown"],
+           "below": [p.name for p in parts if p.state == "refuted"], "judged": judged,
+           "not_judged": not_judged, "parts": parts, "min_difference": MIN_DIFFERENCE}
     if not judged:
-        return {**out, "verdict": "inconclusive", "why": "no load was measured like with like"}
-    if not all(np.isfinite(loads[load]["low"]) for load in judged):
-        return {**out, "verdict": "inconclusive",
-                "why": f"{min(runs)} repetition(s) per CPU, fewer than {MIN_RUNS}"}
-    if len(above) == len(judged):
-        return {**out, "verdict": "reproduced"}
-    if len(below) == len(judged):
-        return {**out, "verdict": "not reproduced"}
-    if above:
-        return {**out, "verdict": "partly reproduced",
-                "why": "not quieter " + ", ".join(load for load in judged if load not in above)}
-    return {**out, "verdict": "inconclusive", "why": "every judged difference's CI covers 0"}
+        return {**out, "verdict": judge.NOT_TESTABLE, "why": "no load was measured like with like"}
+    verdict, why = h4_combine(parts)
+    if out["runs"] < MIN_RUNS:
+        why = f"{out['runs']} repetition(s) per CPU, fewer than {MIN_RUNS}: no CI"
+    return {**out, "verdict": verdict, **({"why": why} if why else {})}
+
+
+def h4_combine(parts: list[judge.Part]) -> tuple[str, str]:
+    """H4's verdict from each judged load's difference in lost share (:func:`h4_verdict`):
+    reproduced when every one is at least :data:`MIN_DIFFERENCE` (``shown``), not reproduced
+    when every one is below it (``refuted``), partly when some each; else not settled."""
+    if not all(p.decided for p in parts):
+        return judge.NOT_SETTLED, judge.unsettled_why(parts)
+    shown = [p.name for p in parts if p.state == "shown"]
+    if len(shown) == len(parts):
+        return "reproduced", ""
+    if not shown:
+        return "not reproduced", ""
+    return "partly reproduced", "not quieter " + ", ".join(p.name for p in parts
+                                                           if p.name not in shown)
 
 
 def audit_table(record: dict) -> pd.DataFrame:

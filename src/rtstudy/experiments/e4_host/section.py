@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rtstudy import judge
 from rtstudy.experiments.e4_host import analysis, figures, published
 from rtstudy.io import Dataset, read_plan
 from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, render
@@ -32,6 +33,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     # E4 only with them taken out of its parameters).
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci,
                     interruption_us=analysis.INTERRUPTION_NS / 1000,
+                    min_difference_pp=analysis.MIN_DIFFERENCE * 100,
                     floor_kinds=sorted(set(floor["kind"])) if len(floor) else [],
                     floor_loads=sorted(set(floor["load"])) if len(floor) else [])
 
@@ -52,7 +54,8 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY,
                                 words("summary", v=v, worst_ratio=max(ratios.values(), default=np.nan)),
                                 v["verdict"], int(v.get("runs", 0)),
-                                words("criterion", min_runs=MIN_RUNS))]
+                                words("criterion", min_runs=MIN_RUNS), tuple(v["parts"]),
+                                analysis.h4_combine)]
     # One quantity per CPU and load (and per tool and load): the mean over repetitions, each
     # repetition one run, with its CI over runs where there are enough.
     positive = jitter[jitter["p50"] > 0] if len(jitter) else jitter
@@ -73,7 +76,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
                                            float(g["p99_within_us2"].mean())))
     section.measured = words("measured", loops=int(jitter["n"].sum()) if len(jitter) else 0,
                              cycles=int(floor["n"].sum()) if len(floor) else 0)
-    if v["verdict"] == "inconclusive":
+    if v["verdict"] == judge.NOT_TESTABLE:
         section.limitations.append(words("untestable", why=v.get("why", "")))
     if h["warn"]:
         section.limitations.append(words("audit_flags"))
