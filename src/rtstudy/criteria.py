@@ -120,7 +120,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
          Change("2026-11-23T20:36Z", "6f4dbcf", "baseline `normal_dedicated` (only the policy "
                 "differs), after data existed"),
          Change("2026-11-25T05:39Z", "9e591f9", "strict: the CI's lower bound must reach 0.5"),
-         Change("PENDING_UTC", "PENDING", "a reading beside H2, no longer its verdict: H2 is "
+         Change("2026-11-27T18:01Z", "9ffb688", "a reading beside H2, no longer its verdict: H2 is "
                 "judged on late frames (e2_late_ratio_margin), after data existed"))),
     Criterion(
         "h2_control_floor_multiple", "H2 control", 1.0, "× the floor's std",
@@ -146,7 +146,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "CI in the band, after data existed"),
          Change("2026-11-25T05:39Z", "eabb0ed", "judged on both schedulers (EventBased ×1 too), "
                 "after data existed"),
-         Change("PENDING_UTC", "PENDING", "any cost far, or the ordering not held: differs "
+         Change("2026-11-27T18:01Z", "9ffb688", "any cost far, or the ordering not held: differs "
                 "(it was partly reproduced while any other was close), after data existed"))),
     Criterion(
         "h4_interruption_ns", "H4", 1000, "ns",
@@ -166,7 +166,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "its time less than the housekeeping CPU (whole CI at or above: shown; wholly below: "
         "refuted; across: not settled); 1 % of a 60 FPS frame is 0.17 ms, a sixth of E2's late "
         "threshold, below which a shield buys a real-time thread nothing it needs",
-        (Change("PENDING_UTC", "PENDING", "a minimum instead of any difference above 0, after "
+        (Change("2026-11-27T18:01Z", "9ffb688", "a minimum instead of any difference above 0, after "
                 "data existed"),)),
     Criterion(
         "h2_starved_offset", "H2", 0.05, "fraction of the nominal period",
@@ -200,7 +200,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         (Change("2026-11-27T13:24Z", "c532982", "replaces two CIs that do not overlap; after "
                 "data existed (the reference sessions it judges), before any session was sized "
                 "by its plan"),
-         Change("PENDING_UTC", "PENDING", "H2's verdict: each real-time policy against "
+         Change("2026-11-27T18:01Z", "9ffb688", "H2's verdict: each real-time policy against "
                 "normal_dedicated at the headline point (every one fewer: reproduced, none: not "
                 "reproduced, some: partly; every one with too few late frames: not "
                 "applicable, no contention reached the target), after data existed"))),
@@ -258,7 +258,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "frames: one rate ratio of the pooled counts; typical jitter: a random-effects "
                 "mean of the sessions' ratios) instead of unanimity; the claims H1-H4 still by "
                 "unanimity"),
-         Change("PENDING_UTC", "PENDING", "H1-H4 pooled too: each part's estimate over the "
+         Change("2026-11-27T18:01Z", "9ffb688", "H1-H4 pooled too: each part's estimate over the "
                 "sessions (random effect), the claim's rule applied to the pooled parts, "
                 "instead of unanimity; after data of several sessions existed"))),
     Criterion(
@@ -267,7 +267,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "testable here, with the reason; one whose CI straddles its edge (or has none, below "
         "min_runs) is not settled, with about how many runs or sessions would settle it at "
         "the effect seen",
-        (Change("PENDING_UTC", "PENDING", "inconclusive, the one word for both since the first "
+        (Change("2026-11-27T18:01Z", "9ffb688", "inconclusive, the one word for both since the first "
                 "verdicts, split into not testable here and not settled, after data existed"),)),
 )}
 
