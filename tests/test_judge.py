@@ -39,7 +39,7 @@ def test_runs_to_settle_follow_the_half_width_at_the_effect_seen():
     part = judge.Part("FIFO", AT_LEAST, 0.71, 0.425, 0.995, 5)
     assert part.state == "not settled"
     assert part.to_settle() == np.ceil(5 * (0.285 / 0.21) ** 2)
-    assert part.to_settle_text() == "about 10 runs"
+    assert part.to_settle_text() == "about 10 runs in all"
     # Decided parts need nothing; no CI needs the minimum runs; an estimate on the edge never
     # settles.
     assert np.isnan(judge.Part("x", AT_LEAST, 0.8, 0.6, 1.0, 5).to_settle())
@@ -118,7 +118,7 @@ def test_a_third_session_can_settle_what_two_left_open():
     assert e1.h1_combine(one)[0] == judge.NOT_SETTLED  # one session alone says so
     two = judge.pool_by_name(sessions[:2], 0.95)
     verdict, why = e1.h1_combine(two)
-    assert verdict == judge.NOT_SETTLED and "sessions would settle it" in why
+    assert verdict == judge.NOT_SETTLED and "sessions in all would settle it" in why
     three = judge.pool_by_name(sessions, 0.95)
     assert e1.h1_combine(three)[0] == "reproduced"
     assert all(p.level == "sessions" and p.runs == 3 for p in three)

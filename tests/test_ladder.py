@@ -259,8 +259,10 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
 
     c = ladder.conclusions(second, over)
     names = {k: [r["change"] for r in v] for k, v in c.items()}
+    # FIFO's typical jitter is lower in each session, but two sessions' ratios pooled with a
+    # random session effect have t with 1 df: not clearly lower yet (a third would narrow it).
     assert names == {"fewer": ["SCHED_FIFO", "fragment"],
-                     "lower": ["SCHED_FIFO", "operators_pinned", "fragment"],
+                     "lower": ["operators_pinned", "fragment"],
                      "worse": [], "equivalent": ["switch_interval"],
                      "unsettled": ["operators_pinned"], "rare": []}
 

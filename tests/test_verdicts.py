@@ -313,7 +313,7 @@ def test_h1_words_and_code_agree_on_a_straddling_default_slope():
     slopes.loc[slopes["buffer"] == "default", ["slope", "low", "high"]] = [0.9, 0.7, 1.1]
     got = e1.h1_verdict(slopes)["S1"]
     assert got["verdict"] == "not settled" and "straddles its edge" in got["why"]
-    assert "runs would settle it" in got["why"]
+    assert "runs in all would settle it" in got["why"]
     h = {"default_min_slope": e1.DEFAULT_MIN_SLOPE, "flat_margin": e1.FLAT_MARGIN, "min_runs": 3}
     assert "A CI that straddles a threshold" in render(e1_section.FOLDER, "rule", h=h)
     assert "whole CI >= 0.8 ms/ms" in render(e1_section.FOLDER, "criterion", h=h)

@@ -165,12 +165,13 @@ class Part:
         return n if n <= MAX_TO_SETTLE else np.inf
 
     def to_settle_text(self) -> str:
-        """``about 12 runs`` / ``more than 1000 sessions`` / ``""`` (decided or unknown)."""
+        """``about 12 runs in all`` / ``more than 1000 sessions`` / ``""`` (decided or
+        unknown)."""
         n = self.to_settle()
         if not n == n:
             return ""
         return (f"more than {MAX_TO_SETTLE} {self.level}" if not np.isfinite(n) else
-                f"about {n:.0f} {self.level}")
+                f"about {n:.0f} {self.level} in all")
 
 
 def pool(parts: list[Part], confidence: float) -> Part:
@@ -224,13 +225,13 @@ Combine = Callable[[list[Part]], tuple[str, str]]
 
 
 def unsettled_why(parts: list[Part]) -> str:
-    """``the async slope's CI straddles its edge (about 9 runs would settle it)``, for each
+    """``async slope's CI straddles its edge: about 9 runs in all would settle it``, for each
     part not settled."""
     out = []
     for p in parts:
         if p.decided:
             continue
         more = p.to_settle_text()
-        out.append(f"{p.name}'s CI straddles its edge" + (f" ({more} would settle it)"
+        out.append(f"{p.name}'s CI straddles its edge" + (f": {more} would settle it"
                                                            if more else ""))
     return "; ".join(out)
