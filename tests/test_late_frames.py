@@ -131,6 +131,25 @@ def test_a_deadline_run_that_slips_once_has_one_late_frame_not_a_late_tail():
                         P / 1e6, 1.0)
     assert fixed["late"] == 90 and paced["late"] == 1
     assert paced["std_top2_share"] > 0.99
+    # Both yardsticks are kept: on the fixed grid every other policy is judged on, the slip
+    # makes every later frame late; a run released on that grid counts the same on both.
+    assert paced["late_fixed"] == fixed["late_fixed"] == fixed["late"] == 90
+
+
+def test_deadlines_yardsticks_at_the_headline_point():
+    from rtstudy.experiments.e2_rt_threads import analysis
+
+    rows = [{"policy": p, "topology": "dedicated", "dispatcher": "other",
+             "load_placement": "operators", "load_factor": 3.0, "load_work_model": "native",
+             "switch_interval_ms": 5.0, "wake_mode": "sleep", "n": 239, "late": late,
+             "late_fixed": fixed}
+            for p, late, fixed in (("SCHED_DEADLINE", 1, 150), ("SCHED_DEADLINE", 0, 0),
+                                   ("SCHED_FIFO", 2, 2))]
+    y = analysis._yardsticks(pd.DataFrame(rows))
+    assert y == {"late": 1, "late_fixed": 150, "frames": 478, "runs": 2}
+    # Released on the fixed grid (Holoscan 5.0's clock): one yardstick, nothing to add.
+    same = [dict(r, late_fixed=r["late"]) for r in rows]
+    assert analysis._yardsticks(pd.DataFrame(same)) is None
 
 
 def run_rows(label: str, late: list[int], mean_ms: float = 16.667, n: int = 149, **factors):

@@ -121,6 +121,9 @@ _RUN_METRICS = {  # metrics.run_metrics over a run's frames after the warm-up
     **{f"exec_{s}_ms": ("float", "ms", f"the execution times' {m} (0 for the floor)") for s, m in (
         ("mean", "mean"), ("std", "standard deviation"), ("p99", "P99"), ("max", "maximum"))},
     "late": ("int", "count", "late frames: absolute lateness above `late_threshold_ms`"),
+    "late_fixed": ("int", "count", "late frames on the fixed grid of one period, every other "
+                   "policy's yardstick: `late` but for Holoscan 4.x's SCHED_DEADLINE target, "
+                   "whose releases follow its previous frame"),
     "missed": ("int", "count", "the nominal periods the measured span holds, minus the periods "
                "measured (0 when not more)"),
     "load_cpu": ("float", "CPUs", "CPU time the app's process and the loads it started used per "
@@ -497,6 +500,7 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI,
             "late_threshold_ms": cfg["late_threshold_ms"], "min_reduction": MIN_REDUCTION,
             "min_runs": MIN_RUNS, "baseline": BASELINE, "seed_baseline": SEED_BASELINE,
             "conditions": conditions.to_dict("records"), "late": _typical_and_late(conditions),
+            "yardsticks": _yardsticks(runs),
             "decided_share": DECIDED_SHARE, "starved_offset": STARVED_OFFSET,
             "zero": null_verdict(red, control_margin(ds_tables["floor"])),
             "control_floor_multiple": CONTROL_FLOOR_MULTIPLE,
@@ -583,10 +587,10 @@ def _by_policy(conditions: pd.DataFrame):
 def _typical_and_late(conditions: pd.DataFrame) -> dict | None:
     """The policy grid at the headline point: each policy's typical jitter and late frames
     (:func:`.contrasts.summarize` rows, in policy order), the real-time runs whose std the 2
-    most extreme frames decide (and the frames of a run, on average), the real-time policies whose late-frame CI lies wholly below
-    the baseline's (``fewer_late``) and whose IQR CI lies apart from it (``iqr_apart``; NaN
-    bounds, below 3 runs, compare false), and the floor at the same load factor; None
-    without it."""
+    most extreme frames decide (and the frames of a run, on average), the real-time policies
+    whose IQR CI lies apart from the baseline's (``iqr_apart``; NaN bounds, below 3 runs,
+    compare false), and the floor at the same load factor; None without it. Late frames are
+    compared by rate ratio (:func:`h2_verdict`), not here."""
     top = headline_point(grid(conditions)) if len(conditions) else conditions
     if not len(top):
         return None
@@ -595,16 +599,28 @@ def _typical_and_late(conditions: pd.DataFrame) -> dict | None:
     floor = conditions[(conditions["topology"] == "floor") & (conditions["load_factor"] == factor)]
     base = top[top["policy"] == BASELINE]
     b = base.iloc[0] if len(base) else None
-    fewer = [r["policy"] for r in rt.to_dict("records")
-             if b is not None and r["late_high"] < b["late_low"]]
     apart = [r["policy"] for r in rt.to_dict("records")
              if b is not None and (r["iqr_high"] < b["iqr_low"] or r["iqr_low"] > b["iqr_high"])]
     return {"load_factor": factor,
             "rows": [h.iloc[0].to_dict() for _, h in _by_policy(top)],
             "rt_runs": int(rt["runs"].sum()), "rt_decided": int(rt["decided"].sum()),
             "frames_per_run": int(top["frames"].sum() // top["runs"].sum()),
-            "fewer_late": fewer, "iqr_apart": apart,
+            "iqr_apart": apart,
             "floor": floor.iloc[0].to_dict() if len(floor) else None}
+
+
+def _yardsticks(runs: pd.DataFrame) -> dict | None:
+    """SCHED_DEADLINE's late frames at the headline point on both yardsticks: ``late`` against
+    one period after its previous frame (its own releases, :func:`.metrics.release_grid`) and
+    ``late_fixed`` on the fixed grid every other policy is judged on, with ``frames`` and
+    ``runs``; None where its frames were released on the fixed grid (Holoscan 5.0's clock) or
+    it was not measured there."""
+    top = headline_point(grid(runs)) if len(runs) else runs
+    d = top[top["policy"] == "SCHED_DEADLINE"] if len(top) else top
+    if not len(d) or "late_fixed" not in d or (d["late_fixed"] == d["late"]).all():
+        return None
+    return {"late": int(d["late"].sum()), "late_fixed": int(d["late_fixed"].sum()),
+            "frames": int(d["n"].sum()), "runs": int(len(d))}
 
 
 def _floor(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> dict | None:

@@ -155,7 +155,9 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
         (median absolute deviation from the median, unscaled), the |lateness|'s
         ``lateness_p50_us`` and ``lateness_p99_us``;
         late frames: ``late`` (lateness above the threshold), ``late_per_10k``
-        (per :data:`PER_FRAMES` frames) and ``lateness_max_ms``;
+        (per :data:`PER_FRAMES` frames) and ``lateness_max_ms``; ``late_fixed``, the late
+        frames on the fixed grid (:data:`FIXED`), the other policies' yardstick: the same as
+        ``late`` but for a run released one period after its previous frame (:data:`PREVIOUS`);
         NVIDIA's flow benchmarking's ``period_tail_us`` (P100 − P95) and
         ``period_flatness_us`` (P90 − P10), percentiles interpolated linearly;
         the period's mean / std / min / max / P50 / P99 / P99.9 (ms) and
@@ -166,6 +168,7 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
     """
     t, period, execs = frames.t_ns, frames.period_ms, frames.exec_ms
     late = np.abs(frames.lateness_ms[np.isfinite(frames.lateness_ms)])
+    fixed = lateness_ns(t, int(round(nominal_ms * 1e6)), FIXED)[1:] / 1e6 if t.size else t
     p = percentiles(period, (10, 25, 50, 75, 90, 95, 99, 99.9))
     e = percentiles(execs, (50, 99))
     lp = percentiles(late, (50, 99))
@@ -180,6 +183,7 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
                               if period.size else np.nan),
             "lateness_p50_us": lp["p50"] * 1e3, "lateness_p99_us": lp["p99"] * 1e3,
             "late": int((late > late_threshold_ms).sum()),
+            "late_fixed": int((np.abs(fixed) > late_threshold_ms).sum()),
             "late_per_10k": float((late > late_threshold_ms).sum() / late.size * PER_FRAMES)
             if late.size else np.nan,
             "lateness_max_ms": lp["max"],
