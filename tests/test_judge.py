@@ -164,3 +164,15 @@ def test_a_claim_no_session_could_test_is_not_testable_here():
     assert pooled_verdict([untestable, untestable], 0.95)[0] == judge.NOT_TESTABLE
     with pytest.raises(ValueError):
         pooled_verdict([], 0.95)
+
+
+def test_e1s_mode_rule_is_claimed_only_where_it_holds_over_every_session():
+    from rtstudy.experiments.e1_async_buffer import analysis as e1
+
+    whole = {"runs": 6, "first_wait_agree": 6, "backlog_agree": 4}
+    part = {"runs": 6, "first_wait_agree": 4, "backlog_agree": 5}
+    assert e1.modes_over_sessions([{"modes": whole}]) == {}  # one session: its own words
+    over = e1.modes_over_sessions([{"modes": whole}, {"modes": part}, {"modes": {}}])
+    assert over == {"sessions": 2, "of": 3, "runs": 12, "first_wait_agree": 10,
+                    "backlog_agree": 9, "decides": ""}
+    assert e1.modes_over_sessions([{"modes": whole}] * 2)["decides"] == "first_wait"

@@ -87,7 +87,8 @@ def test_a_holoscan_5_e3_cell_times_every_n_and_e3s_fit_reads_it(measure, label)
     # At smoke sizes (N of a few hundred) start-up noise can tip the slope either way.
     assert np.isfinite(fit[["per_iter_us", "startup_ms"]].to_numpy()).all()
     ci = CI.from_params(params.configs("smoke")[params.REPORT])
-    assert analysis.headline(runs, ci)["verdict"]["verdict"] == "not settled"  # one repetition
+    # One app of the two H3 judges: not testable with this dataset.
+    assert analysis.headline(runs, ci)["verdict"]["verdict"] == "not testable here"
 
 
 @pytest.mark.parametrize("buffer", ["default", "async"])

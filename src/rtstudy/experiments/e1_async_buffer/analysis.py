@@ -240,6 +240,23 @@ def h1_verdict(slope_df: pd.DataFrame, flat_margin: float = FLAT_MARGIN) -> dict
     return out
 
 
+def modes_over_sessions(headlines: list[dict]) -> dict:
+    """:func:`mode_summary` over every session of a host (each one's ``headline["modes"]``):
+    ``sessions`` with split points, ``runs`` of theirs, per rule ``<rule>_agree``, and
+    ``decides`` only for the rule that classifies every such run of every session; empty with
+    fewer than two sessions. One session's rule that holds in all of its runs may not hold
+    in the next's: the words claim only what holds over them all."""
+    found = [h["modes"] for h in headlines if h.get("modes", {}).get("runs")]
+    if len(headlines) < 2 or not found:
+        return {}
+    out = {"sessions": len(found), "of": len(headlines),
+           "runs": sum(m["runs"] for m in found),
+           **{f"{rule}_agree": sum(m[f"{rule}_agree"] for m in found) for rule in MODE_RULES}}
+    out["decides"] = next((rule for rule in MODE_RULES if out[f"{rule}_agree"] == out["runs"]),
+                          "")
+    return out
+
+
 def explain(cell_dir: Path) -> str:
     """What a run's own files say that could explain an extreme: log clues, duration, re-reads."""
     notes = []

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from rtstudy.experiments.e1_async_buffer import analysis, figures, published
 from rtstudy.io import Dataset
-from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, \
-    format_p_columns, render
+from rtstudy.report.section import Figure, LazyMarkdown, Markdown, Quantity, Section, Table, \
+    Verdict, format_p_columns, render
 from rtstudy.stats import CI
 
 FOLDER = Path(__file__).resolve().parent
@@ -31,8 +31,11 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     section = Section(name="e1_async_buffer", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
                       headline=h)
     section.blocks = [
-        Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
-                       missing=len(ds.missing), n_outliers=len(far))),
+        # Made when shown: the report sets the host's other sessions after this is built.
+        LazyMarkdown(lambda: words("section", source=published.SOURCE.cite(published.WHERE),
+                                   missing=len(ds.missing), n_outliers=len(far),
+                                   over=analysis.modes_over_sessions(
+                                       section.session_headlines()))),
         Table(lambda: analysis.seed_table(cells, ci), words("caption_seed_table")),
         Table(lambda: far, words("caption_outliers")),
         Table(lambda: format_p_columns(analysis.buffer_tests(messages)),
