@@ -148,6 +148,7 @@ def test_h2_is_judged_on_late_frames_and_pooled_as_counts():
     # No contention reached the target: the baseline itself was hardly ever late.
     verdict, why = e2.h2_combine([late("SCHED_FIFO", 5, 0), late("SCHED_RR", 0, 0)])
     assert verdict == judge.NOT_APPLICABLE and "did not reach the target" in why
+    assert why.startswith("5 of 1,200 normal_dedicated frames late")
     # 20 → 10 late in 1 200 frames straddles; more sessions like it, pooled, decide.
     session = [late("SCHED_FIFO", 20, 10)]
     assert e2.h2_combine(session)[0] == judge.NOT_SETTLED

@@ -17,8 +17,6 @@ could only unsettle one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable
-
 import numpy as np
 
 from rtstudy import rates
@@ -26,7 +24,6 @@ from rtstudy.stats import MIN_RUNS, random_effects
 
 # The two ways a claim goes undecided, in one place (criteria: verdict_words).
 NOT_TESTABLE, NOT_SETTLED = "not testable here", "not settled"
-UNDECIDED = (NOT_TESTABLE, NOT_SETTLED)
 # A claim whose premise did not hold here (H2: no contention reached the target).
 NOT_APPLICABLE = "not applicable"
 
@@ -217,11 +214,6 @@ def pool_by_name(per_session: list[list[Part]], confidence: float) -> list[Part]
         for p in parts:
             names.setdefault(p.name, []).append(p)
     return [pool(ps, confidence) for ps in names.values()]
-
-
-# A claim's verdict from its parts: each experiment's rule (its analysis module), given the
-# parts → (verdict, why).
-Combine = Callable[[list[Part]], tuple[str, str]]
 
 
 def unsettled_why(parts: list[Part]) -> str:

@@ -373,8 +373,10 @@ def h2_combine(parts: list[judge.Part]) -> tuple[str, str]:
     states = {p.name: p.state for p in parts}
     rare = [n for n, w in states.items() if w == rates.TOO_FEW]
     if not parts or len(rare) == len(parts):
-        return (judge.NOT_APPLICABLE, "too few late frames without a real-time policy to compare: "
-                "the contention did not reach the target")
+        base = parts[0].counts if parts else {}
+        return (judge.NOT_APPLICABLE, (f"{base['events_a']} of {base['exposure_a']:,.0f} "
+                                       f"{BASELINE} frames late: " if base else "") +
+                "the contention did not reach the target often enough to compare a policy")
     judged = [p for p in parts if p.state != rates.TOO_FEW]
     aside = f"; too few late frames to compare {', '.join(rare)}" if rare else ""
     if not all(p.decided for p in judged):
