@@ -16,7 +16,7 @@ could only unsettle one.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 import numpy as np
 
 from rtstudy import rates
@@ -191,14 +191,8 @@ def pool(parts: list[Part], confidence: float) -> Part:
         counts = {"events_a": rr.events_a, "exposure_a": rr.exposure_a,
                   "events_b": rr.events_b, "exposure_b": rr.exposure_b,
                   "dispersion": rr.dispersion, "df": sum(p.counts["df"] for p in parts)}
-        out = Part(first.name, first.rule, rr.value, rr.low, rr.high, len(parts), "sessions",
-                   counts)
-        need = np.nan
-        if not out.decided and rr.events_a:
-            planned = rr.value if rr.events_b else first.rule.threshold[0]
-            need = rates.frames_needed(rr.events_a / rr.exposure_a, planned, rr.dispersion,
-                                       confidence)
-        return replace(out, counts={**counts, "frames_needed": need})
+        return Part(first.name, first.rule, rr.value, rr.low, rr.high, len(parts), "sessions",
+                    {**counts, "frames_needed": rates.frames_to_decide(rr, confidence)})
     value, low, high = random_effects([p.value for p in parts], [p.low for p in parts],
                                       [p.high for p in parts], confidence,
                                       runs=[p.runs for p in parts])

@@ -258,6 +258,16 @@ def frames_needed(rate_a: float, ratio: float, phi: float = 1.0, confidence: flo
     return float(high)
 
 
+def frames_to_decide(rr: RateRatio, confidence: float) -> float:
+    """Frames per condition for :func:`word` to decide ``rr``, planned for the ratio seen (for
+    the margin's lower end where the change had no event) by :func:`frames_needed`; NaN where
+    the word is decided or the baseline has no event to plan from."""
+    if word(rr) not in (NOT_SETTLED, TOO_FEW) or rr.events_a == 0:
+        return float("nan")
+    planned = rr.value if rr.events_b else criteria.value("e2_late_ratio_margin")[0]
+    return frames_needed(rr.events_a / rr.exposure_a, planned, rr.dispersion, confidence)
+
+
 def pooled_over_sessions(rows: list[dict], confidence: float) -> RateRatio:
     """One rate ratio from several sessions' counts of the same comparison: sessions are
     pooled, never required to agree, so each new session narrows the CI.

@@ -33,7 +33,7 @@ from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, SEED_BASELIN
 from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, condition_summary,
                                                         effects, floor_ratios, reductions,
                                                         seed_compatible)
-from rtstudy.experiments.e2_rt_threads.ladder import ladder, recommendations
+from rtstudy.experiments.e2_rt_threads.ladder import late_part, ladder, recommendations
 from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
@@ -346,21 +346,6 @@ def h2_std(red: pd.DataFrame) -> dict:
                       f"{', '.join(void)} starved, so the std comparison is void" if void else
                       f"a std change's CI straddles the −{MIN_REDUCTION:.0%} threshold")
     return out
-
-
-LATE_RULE = judge.Rule(judge.RATE, criteria.value("e2_late_ratio_margin"))
-
-
-def late_part(r: dict) -> judge.Part:
-    """A change's late frames against its baseline as a rate part, from a
-    :func:`.ladder.recommendations` row."""
-    return judge.Part(r["change"], LATE_RULE, r["late_ratio"], r["late_ratio_low"],
-                      r["late_ratio_high"], int(min(r["runs"], r["runs_base"])), "runs",
-                      {"events_a": r["late_base"], "exposure_a": r["frames_base"],
-                       "events_b": r["late"], "exposure_b": r["frames"],
-                       "dispersion": r.get("late_phi", np.nan),
-                       "df": max(r["runs"] + r["runs_base"] - 2, 0),
-                       "frames_needed": r.get("late_frames_needed", np.nan)})
 
 
 def h2_combine(parts: list[judge.Part]) -> tuple[str, str]:

@@ -16,13 +16,16 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria, rates
+from rtstudy import criteria, judge, rates
 from rtstudy.experiments.e2_rt_threads.conditions import BASELINE, WAKE_DEFAULT
 from rtstudy.experiments.e2_rt_threads.conditions import \
     SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.stats import CI, over_runs, ratio_ci
+
+# Late frames after a change over before, judged by the dated margin (criteria).
+LATE_RULE = judge.Rule(judge.RATE, criteria.value("e2_late_ratio_margin"))
 
 # The rungs in order: (key, what the rung adds). The report's figure and table name them so.
 RUNGS = (
@@ -181,17 +184,19 @@ def _late_ratio(base: pd.DataFrame, other: pd.DataFrame, ci: CI) -> dict:
     rr = rates.rate_ratio(base["late"], base["n"], other["late"], other["n"], ci.confidence)
     return {"late_ratio": rr.value, "late_ratio_low": rr.low, "late_ratio_high": rr.high,
             "late_phi": rr.dispersion, "late_frames": rates.word(rr),
-            "late_frames_needed": _frames_needed(rr, ci.confidence)}
+            "late_frames_needed": rates.frames_to_decide(rr, ci.confidence)}
 
 
-def _frames_needed(rr: rates.RateRatio, confidence: float) -> float:
-    """Frames per condition for :func:`rtstudy.rates.word` to decide, planned for the ratio
-    seen (for the margin's lower end where the change had no late frame); NaN where the word
-    is decided or the baseline has no late frame to plan from."""
-    if rates.word(rr) not in (rates.NOT_SETTLED, rates.TOO_FEW) or rr.events_a == 0:
-        return np.nan
-    planned = rr.value if rr.events_b else criteria.value("e2_late_ratio_margin")[0]
-    return rates.frames_needed(rr.events_a / rr.exposure_a, planned, rr.dispersion, confidence)
+def late_part(r: dict) -> judge.Part:
+    """A change's late frames against its baseline as a rate part (:mod:`rtstudy.judge`),
+    from a :func:`recommendations` row: what H2 and the pooled recommendations judge."""
+    return judge.Part(r["change"], LATE_RULE, r["late_ratio"], r["late_ratio_low"],
+                      r["late_ratio_high"], int(min(r["runs"], r["runs_base"])), "runs",
+                      {"events_a": r["late_base"], "exposure_a": r["frames_base"],
+                       "events_b": r["late"], "exposure_b": r["frames"],
+                       "dispersion": r.get("late_phi", np.nan),
+                       "df": max(r["runs"] + r["runs_base"] - 2, 0),
+                       "frames_needed": r.get("late_frames_needed", np.nan)})
 
 
 def _direction(low: float, high: float) -> str:
@@ -318,10 +323,7 @@ def over_sessions(headlines: list[dict], confidence: float) -> dict[str, dict]:
             by_change.setdefault(r["change"], []).append(r)
     out: dict[str, dict] = {}
     for change, rows in by_change.items():
-        rr = rates.pooled_over_sessions(
-            [{"events_a": r["late_base"], "exposure_a": r["frames_base"], "events_b": r["late"],
-              "exposure_b": r["frames"], "dispersion": r.get("late_phi", np.nan),
-              "df": max(r["runs"] + r["runs_base"] - 2, 0)} for r in rows], confidence)
+        late = judge.pool([late_part(r) for r in rows], confidence)
         iqr = rates.pooled_log_ratio([r["iqr_ratio"] for r in rows],
                                      [r["iqr_low"] for r in rows],
                                      [r["iqr_high"] for r in rows], confidence)
@@ -329,13 +331,14 @@ def over_sessions(headlines: list[dict], confidence: float) -> dict[str, dict]:
                        "late_frames": Counter(r["late_frames"] for r in rows),
                        "sessions": len(rows), "of": len(headlines),
                        "held": {"typical": _direction(iqr[1], iqr[2]),
-                                "late_frames": rates.word(rr)},
+                                "late_frames": late.state},
                        "iqr_ratio": iqr[0], "iqr_low": iqr[1], "iqr_high": iqr[2],
-                       "late_ratio": rr.value, "late_ratio_low": rr.low,
-                       "late_ratio_high": rr.high, "late": rr.events_b,
-                       "late_frames_needed": _frames_needed(rr, confidence),
-                       "late_base": rr.events_a, "frames": rr.exposure_b,
-                       "frames_base": rr.exposure_a}
+                       "late_ratio": late.value, "late_ratio_low": late.low,
+                       "late_ratio_high": late.high, "late": late.counts["events_b"],
+                       "late_frames_needed": late.counts["frames_needed"],
+                       "late_base": late.counts["events_a"],
+                       "frames": late.counts["exposure_b"],
+                       "frames_base": late.counts["exposure_a"]}
     return out
 
 
