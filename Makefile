@@ -118,13 +118,17 @@ study-tuned: setup sdk
 new-session: $(STAMP)
 	$(BIN)/rtstudy session new
 
+# On WORKERS processes (pytest-xdist; each test module on one of them, so its module-scoped
+# fixtures are built once): the tests that measure take turns (tests/conftest.py's lock),
+# the others run beside them.
+WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=20
 
 # Pure logic only (no measurement, pipeline, server or network: pyproject.toml's markers),
 # for between two edits; `make test` runs every tier.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not cells and not pipeline and not server and not network"
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile -m "not cells and not pipeline and not server and not network"
 
 report: $(STAMP)
 	$(BIN)/rtstudy report

@@ -1,23 +1,20 @@
-"""Shared fixtures: a smoke-sized configuration, a sweep context, and a copy of the project."""
+"""Shared fixtures (a smoke-sized configuration, a sweep context, copies of the project, the
+smoke study the run measures once), the tiers, and the lock that keeps measuring one test at a
+time. Helpers that are not fixtures are in tests/helpers.py."""
 from __future__ import annotations
 
 import os
-import signal
-import shutil
-import socket
 import subprocess
-import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
+from helpers import BIN, copy_checkout, copy_project, project_env, publish, sh
 
-from rtstudy import host, params, paths
+from rtstudy import host, params, sdk, sdkroot
 from rtstudy.harness import SweepContext
 
-BIN = Path(sys.executable).parent
-
-# Outputs of the pipeline: a copy of the project starts without them, as a fresh clone does.
-OUTPUTS = ("data/raw/", "executed/", "report/")
 
 
 # The tiers (pyproject.toml's markers): every test of these modules is in that tier; a test
@@ -30,6 +27,8 @@ TIERS = {
                  "test_sessions.py", "test_schema.py", "test_explore.py", "test_verdicts.py"),
     "server": ("test_ssh_remote.py", "test_lab.py"),
 }
+# Tests outside the cells tier that measure too (a `dvc repro` that runs a measuring stage).
+MEASURES = ("test_pipeline.py", "test_two_hosts_exchange_datasets_through_ssh")
 # Tests of an otherwise fast module that start a fresh interpreter per module or ask apt.
 SLOW_TESTS = ("test_every_module_imports_on_its_own", "test_the_debian_names_exist")
 
@@ -42,6 +41,23 @@ def pytest_collection_modifyitems(items) -> None:
                 item.add_marker(getattr(pytest.mark, tier))
         if item.name.startswith(SLOW_TESTS):
             item.add_marker(pytest.mark.pipeline)
+        if item.get_closest_marker("cells") or where in MEASURES or item.name in MEASURES:
+            item.add_marker(pytest.mark.measures)
+
+
+# One timing experiment at a time on this machine, whichever worker or run asks: every test
+# that measures holds this lock from its fixtures' set-up to their teardown. A file lock, so
+# a worker that dies releases it.
+MEASURING = FileLock(Path(tempfile.gettempdir()) / f"rtstudy-tests-measuring-{os.getuid()}.lock",
+                     is_singleton=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if item.get_closest_marker("measures"):
+        with MEASURING:
+            return (yield)
+    return (yield)
 
 
 @pytest.fixture(scope="session")
@@ -59,52 +75,21 @@ def smoke_e3() -> dict:
     return params.stage_config("e3_overhead", "smoke")
 
 
-def require_policy(fp: dict, name: str) -> None:
-    """Skip unless this host really allows ``name`` (probed by the fingerprint)."""
-    if fp["realtime"].get(name) != "ok":
-        pytest.skip(f"{name} not allowed here ({fp['realtime'].get(name)}); "
-                    "run as root to test real-time cells")
+@pytest.fixture(scope="session")
+def env5() -> sdk.Environment:
+    """Holoscan 5.0.0's environment, its root built here if this machine has none yet (about
+    a minute; /var/lib/rtstudy/roots, shared with the study)."""
+    if sdkroot.problems():
+        pytest.skip("cannot build a Debian 13 root here: " + "; ".join(sdkroot.problems()))
+    env = sdk.environment("5.0.0", build=True)
+    env.prepare()
+    return env
 
 
 @pytest.fixture()
 def devnull():
     with open(os.devnull, "w") as f:
         yield f
-
-
-def copy_checkout(dest: Path) -> dict:
-    """Copy the working tree's files (tracked and untracked, not ignored) to ``dest``.
-
-    Pipeline outputs and ``dvc.lock`` are left out, so ``dest`` looks like a
-    fresh clone of the working tree.
-
-    Parameters
-    ----------
-    dest : Path
-        An empty directory.
-
-    Returns
-    -------
-    dict
-        An environment that points the installed package at ``dest``
-        (``RTSTUDY_ROOT``), puts the venv first on ``PATH`` and gives git an
-        identity for commits.
-    """
-    root = paths.root()
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                           cwd=root, capture_output=True, text=True, check=True,
-                           timeout=60).stdout.split("\n")
-    for rel in filter(None, files):
-        if (root / rel).is_file() and not rel.startswith(OUTPUTS):
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / rel, dest / rel)
-    (dest / "dvc.lock").unlink(missing_ok=True)
-    env = dict(os.environ, RTSTUDY_ROOT=str(dest), PATH=f"{BIN}:{os.environ['PATH']}",
-               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@localhost", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@localhost")
-    # A plain `dvc repro`, as a user runs it: the pipeline names its own session.
-    env.pop("RTSTUDY_SESSION", None)
-    return env
 
 
 @pytest.fixture(scope="session")
@@ -116,87 +101,57 @@ def checkout_copy(tmp_path_factory):
     return make
 
 
-@pytest.fixture(scope="session")
-def project(checkout_copy):
-    """A git repository holding a copy of the working tree, smoke profile, not yet measured.
-
-    Session-scoped: tests/test_pipeline.py measures it with ``dvc repro`` and
-    tests/test_sharing.py reuses that data instead of measuring again. Tests
-    that must not change what others see work on their own copy of it.
-    """
-    dest, env = checkout_copy("project")
-    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"],
-                 [str(BIN / "rtstudy"), "params", "use", "smoke"]):
-        subprocess.run(args, cwd=dest, env=env, capture_output=True, check=True, timeout=120)
-    return dest, env
+def shared_dir(tmp_path_factory) -> Path:
+    """A folder every worker of this run sees: pytest-xdist gives each worker a basetemp of
+    its own inside the run's."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture(scope="session")
-def measured_project(project):
-    """``project`` after its first ``dvc repro`` (smoke): ``(dest, env, stdout of that repro)``.
+def measured_project(tmp_path_factory):
+    """A git repository holding a copy of the working tree after its first ``dvc repro``
+    (smoke): ``(dest, env, stdout of that repro)``.
 
-    Measured once per session, whichever test asks first, so the tests that
-    need smoke data never depend on the order they run in.
+    Measured once per run, by whichever worker asks first (the others wait for it and
+    share it), so the tests that need smoke data never depend on the order or the worker
+    they run in. Read-only: a test that changes it works on a copy.
     """
-    dest, env = project
-    proc = subprocess.run([str(BIN / "dvc"), "repro"], cwd=dest, env=env, capture_output=True,
-                          text=True, timeout=900)
-    assert proc.returncode == 0, f"dvc repro failed:\n{proc.stdout}\n{proc.stderr}"
-    return dest, env, proc.stdout
+    shared = shared_dir(tmp_path_factory)
+    dest, stdout, failed = shared / "measured", shared / "measured.stdout", shared / "measured.failed"
+    if not stdout.exists():
+        # MEASURING before the build's own lock, always in that order: no deadlock with a
+        # worker that holds MEASURING for a test of its own and then asks for this.
+        with MEASURING, FileLock(shared / "measured.lock"):
+            if not stdout.exists() and not failed.exists():
+                dest.mkdir()
+                env = copy_checkout(dest)
+                for args in (["git", "init", "-q"], ["git", "add", "-A"],
+                             ["git", "commit", "-qm", "copy"],
+                             [str(BIN / "rtstudy"), "params", "use", "smoke"]):
+                    subprocess.run(args, cwd=dest, env=env, capture_output=True, check=True,
+                                   timeout=120)
+                proc = subprocess.run([str(BIN / "dvc"), "repro"], cwd=dest, env=env,
+                                      capture_output=True, text=True, timeout=900)
+                if proc.returncode != 0:
+                    failed.write_text(f"dvc repro failed:\n{proc.stdout}\n{proc.stderr}")
+                else:
+                    stdout.write_text(proc.stdout)
+    assert not failed.exists(), failed.read_text()
+    return dest, project_env(dest), stdout.read_text()
 
 
-def default_signals() -> None:
-    """In a child before exec: SIGINT and SIGQUIT handled as in a terminal's foreground job.
-
-    A shell that runs the tests in the background (``make test &``, nohup) ignores both,
-    and its children inherit that; an interrupt test would then interrupt nothing.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
-
-
-def probe_sdk(env, expressions: str) -> list[str]:
-    """What ``print(expressions)`` prints inside SDK environment ``env`` (:mod:`rtstudy.sdk`),
-    split into words, after the import every cell's app does (libcudart, then holoscan).
-
-    The pid of the process the caller started is checked to be the printer's own
-    (``os.getpid()`` must be among ``expressions`` last): the harness's thread sampling
-    and kill must reach the app itself, not a wrapper.
-    """
-    code = f"import os, rtstudy; from rtstudy.apps import child; import holoscan; print({expressions})"
-    proc = subprocess.Popen(env.command(["-c", code]), stdout=subprocess.PIPE, text=True)
-    out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 0, out
-    words = out.split()
-    assert int(words[-1]) == proc.pid
-    return words[:-1]
-
-
-def venv_datasets(project: Path, stage: str, profile: str = "smoke") -> list[Path]:
-    """``stage``'s dataset folders measured with the study's own venv (its Holoscan 4.x): the
-    datasets of other SDK environments (their host.json has an ``sdk`` record) left out."""
-    import json
-
-    return [d for d in sorted((project / "data" / "raw" / stage).glob(f"*/{profile}"))
-            if (d / paths.HOST_FILE).is_file()
-            and "sdk" not in json.loads((d / paths.HOST_FILE).read_text())]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 free right now (a server started next may still lose it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def end_group(proc: subprocess.Popen) -> None:
-    """End a server started with ``start_new_session=True`` and everything it started (its
-    process group): SIGTERM, 30 s to go, then SIGKILL; a group already gone is no error."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+@pytest.fixture(scope="module")
+def origin(measured_project, tmp_path_factory):
+    """A copy of the measured project with a temporary default remote, its data pushed:
+    ``(dest, env, remote name, remote folder)``. One per module: tests/test_sharing.py adds
+    a second host's dataset to it."""
+    src, _, _ = measured_project
+    base = tmp_path_factory.mktemp("sharing")
+    dest, remote = base / "origin", base / "remote"
+    env = copy_project(src, dest)
+    name = sh([BIN / "dvc", "remote", "default"], dest, env).stdout.strip()
+    # --local: .dvc/config.local, which git ignores: the committed default stays as it is.
+    sh([BIN / "dvc", "remote", "modify", "--local", name, "url", remote], dest, env)
+    publish(dest, env, "measured on this host")
+    return dest, env, name, remote

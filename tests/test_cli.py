@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import BIN
+from helpers import BIN
 
 
 def test_a_reader_that_stops_early_gets_no_traceback():

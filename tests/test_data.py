@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import require_policy
+from helpers import require_policy
 from rtstudy import data, io, params, paths, registry
 from rtstudy.data import DataError
 from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan

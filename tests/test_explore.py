@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import end_group, free_port
+from helpers import end_group, free_port
 from rtstudy import browser, data, explore, harness, params, paths, registry, stage
 
 BIN = Path(sys.executable).parent

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import require_policy
+from helpers import require_policy
 from rtstudy import harness, paths
 from rtstudy.harness import Cell, RealtimeRequest, run_sweep
 from rtstudy.readback import verify_realtime

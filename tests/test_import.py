@@ -1,8 +1,8 @@
 """`rtstudy data import`: a colleague's datasets beside ours, from a folder, a git repository or
 a DVC remote, checked first, each import tracked by its own .dvc file.
 
-"Theirs" is the session's smoke dataset measured on this host (tests/test_pipeline.py), copied
-and pushed to a temporary folder remote (test_sharing's ``origin``); "ours" is a fresh copy of
+"Theirs" is the smoke study the run measures once on this host, copied and pushed to a
+temporary folder remote (conftest.py's ``origin``); "ours" is a fresh copy of
 the checkout holding the reference dataset (another host, profile ``default``), pulled offline.
 The exchange between two hosts over a real SSH server is in tests/test_ssh_remote.py.
 """
@@ -17,8 +17,7 @@ import pytest
 import yaml
 
 from rtstudy import data, paths
-from test_sharing import BIN, files, sh
-from test_sharing import origin  # noqa: F401  (a fixture: pytest finds it by name)
+from helpers import BIN, copy_project, files, sh
 
 # Files of an import's .dvc that record its source.
 META_KEYS = {"imported_by", "imported_utc", "source", "datasets"}
@@ -40,9 +39,7 @@ def ours(ours_base, tmp_path):
     """A copy of ``ours_base`` of the test's own: imports change it."""
     src, env = ours_base
     dest = tmp_path / "ours"
-    shutil.copytree(src, dest, symlinks=True,
-                    ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
-    return dest, dict(env, RTSTUDY_ROOT=str(dest))
+    return dest, copy_project(src, dest)
 
 
 def rtstudy_import(dest: Path, env: dict, *args) -> subprocess.CompletedProcess:

@@ -22,7 +22,7 @@ import pytest
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
-from conftest import end_group, free_port
+from helpers import end_group, free_port
 from rtstudy import paths, sdkroot
 
 STAMP = ".venv/.rtstudy-installed"

@@ -1,10 +1,10 @@
 """The whole pipeline, as a user runs it, in a temporary copy of the project (smoke profile).
 
-`dvc repro` measures E3 and renders the report; a second repro re-measures
-nothing; changing one E3 parameter re-runs E3 and the report only; a wrong
-parameter stops before anything is measured, naming the key. The project is
-the session-scoped ``project`` fixture of conftest.py; tests/test_sharing.py
-reuses the data measured here.
+`dvc repro` measures every experiment and renders the report; a second repro
+re-measures nothing; a DVC experiment changing one E3 parameter re-runs E3 and the
+report only; a wrong parameter stops before anything is measured, naming the key.
+The tests change, in turn, a copy of conftest.py's ``measured_project``, the smoke
+study the whole run shares.
 """
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+import yaml
+from helpers import copy_project
 
 from rtstudy import sdkroot
 from rtstudy.io import read_host
@@ -36,8 +40,16 @@ def cells_on_disk(dest: Path, host_id: str = "*", experiment: str = "*") -> int:
     return len(list((dest / "data" / "raw").glob(f"{experiment}/{host_id}/smoke/*/cell.json")))
 
 
-def test_repro_measures_then_renders_the_report(measured_project):
-    dest, env, first_repro = measured_project
+@pytest.fixture(scope="module")
+def project(measured_project, tmp_path_factory):
+    """A copy of the session's measured project, which this module's tests change in turn."""
+    src, _, first_repro = measured_project
+    dest = tmp_path_factory.mktemp("pipeline") / "project"
+    return dest, copy_project(src, dest), first_repro
+
+
+def test_repro_measures_then_renders_the_report(project):
+    dest, env, first_repro = project
     assert ran(first_repro) == {"host", "e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host",
                                "report"}
     html = (dest / "report" / "report.html").read_text()
@@ -76,27 +88,34 @@ def test_repro_measures_then_renders_the_report(measured_project):
     assert (dest / "plots-html" / "index.html").stat().st_size > 1000
 
 
-def test_second_repro_measures_nothing(measured_project):
-    dest, env, _ = measured_project
+def test_second_repro_measures_nothing(project):
+    dest, env, _ = project
     before = cells_on_disk(dest)
     out = sh([str(BIN / "dvc"), "repro"], dest, env)
     assert ran(out.stdout) <= {"host"}, out.stdout
     assert cells_on_disk(dest) == before
 
 
-def test_changing_one_e3_parameter_reruns_e3_and_the_report_only(measured_project):
-    dest, env, _ = measured_project
-    params = dest / "params.yaml"
-    text = params.read_text()
-    params.write_text(text.replace("      warmup_iterations: 20\n", "      warmup_iterations: 21\n"))
-    assert params.read_text() != text
-    out = sh([str(BIN / "dvc"), "repro"], dest, env)
-    assert ran(out.stdout) - {"host"} == {"e3_overhead", "report"}
+def test_a_dvc_experiment_changing_one_e3_parameter_reruns_e3_and_the_report_only(project):
+    """`dvc exp run -S`: one E3 parameter changed re-runs E3 and the report only, and
+    `dvc exp show` lists the experiment with its metrics."""
+    dest, env, _ = project
+    key = "e3_overhead.profiles.smoke.warmup_iterations"
+    out = sh([str(BIN / "dvc"), "exp", "run", "-S", f"{key}=21", "-n", "smoke-exp"], dest, env)
+    assert ran(out.stdout) - {"host"} == {"e3_overhead", "report"}, out.stdout
+    assert "      warmup_iterations: 21\n" in (dest / "params.yaml").read_text()
+    shown = json.loads(sh([str(BIN / "dvc"), "exp", "show", "--json"], dest, env).stdout)
+    experiments = [e for commit in shown for e in (commit.get("experiments") or [])]
+    runs = [r for e in experiments for r in e.get("revs", [])]
+    assert any(r.get("name") == "smoke-exp" for r in runs), shown
+    metrics = next(r for r in runs if r.get("name") == "smoke-exp")["data"]["metrics"]
+    values = metrics["report/metrics.json"]["data"]
+    assert values["profile"] == "smoke" and values["E3"]["verdicts"]["H3"]
 
 
-def test_editing_a_verdict_reruns_the_report_only(measured_project):
+def test_editing_a_verdict_reruns_the_report_only(project):
     """Analysis and words are the report stage's; only app and plan decide what is measured."""
-    dest, env, _ = measured_project
+    dest, env, _ = project
     sh([str(BIN / "dvc"), "repro"], dest, env)  # whatever the tests before left to re-run
     for part in ("analysis.py", "report.md.j2"):
         edited = dest / "src" / "rtstudy" / "experiments" / "e1_async_buffer" / part
@@ -118,13 +137,16 @@ def test_editing_a_verdict_reruns_the_report_only(measured_project):
         edited.write_text(original)
 
 
-def test_a_wrong_parameter_stops_before_measuring(measured_project):
-    dest, env, _ = measured_project
+def test_a_wrong_parameter_stops_before_measuring(project):
+    dest, env, _ = project
     params = dest / "params.yaml"
     good = params.read_text()
     before = cells_on_disk(dest)
     try:
-        params.write_text(good.replace("      iterations: [200, 1000]\n", "      iterations: [-5, 1000]\n"))
+        # Through YAML: `dvc exp run -S` above rewrote the file in its own layout.
+        values = yaml.safe_load(good)
+        values["e3_overhead"]["profiles"]["smoke"]["iterations"] = [-5, 1000]
+        params.write_text(yaml.safe_dump(values))
         check = sh([str(BIN / "rtstudy"), "params", "check"], dest, env, check=False)
         assert check.returncode == 2
         assert "e3_overhead.profiles.smoke.iterations" in check.stderr and "-5" in check.stderr
@@ -134,24 +156,3 @@ def test_a_wrong_parameter_stops_before_measuring(measured_project):
         assert cells_on_disk(dest) == before
     finally:
         params.write_text(good)
-
-
-def test_dvc_experiments_run_in_a_temporary_copy_and_list_the_metrics(checkout_copy):
-    """`dvc exp run --temp`: the stages run in DVC's copy and write there, not in the workspace."""
-    dest, env = checkout_copy("experiments")
-    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"]):
-        sh(args, dest, env)
-    # As a user runs it: no RTSTUDY_ROOT, so the stages find their project from where they run.
-    env = {k: v for k, v in env.items() if k != "RTSTUDY_ROOT"}
-    # One SDK is enough to show DVC's mechanics (measured_project measures both): half the time.
-    out = sh([str(BIN / "dvc"), "exp", "run", "--temp", "-S", "profile=smoke",
-              "-S", "sdk.versions=[4.6.0]", "-n", "smoke-exp"], dest, env)
-    assert ran(out.stdout) >= {"e3_overhead", "report"}, out.stdout
-    assert not (dest / "data" / "raw").exists(), "the temporary copy must keep its data to itself"
-    shown = json.loads(sh([str(BIN / "dvc"), "exp", "show", "--json"], dest, env).stdout)
-    experiments = [e for commit in shown for e in (commit.get("experiments") or [])]
-    runs = [r for e in experiments for r in e.get("revs", [])]
-    assert any(r.get("name") == "smoke-exp" for r in runs), shown
-    metrics = next(r for r in runs if r.get("name") == "smoke-exp")["data"]["metrics"]
-    values = metrics["report/metrics.json"]["data"]
-    assert values["profile"] == "smoke" and values["E3"]["verdicts"]["H3"]

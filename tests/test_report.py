@@ -5,7 +5,7 @@ import copy
 import re
 
 import pytest
-from conftest import venv_datasets
+from helpers import copy_project, venv_datasets
 
 from rtstudy import browser
 from rtstudy.report.render import add_toc
@@ -105,28 +105,25 @@ def test_the_report_is_self_contained_and_renders_cleanly_in_chromium(rendered, 
 def test_a_damaged_dataset_is_reported_whole_before_anything_is_rendered(measured_project,
                                                                           tmp_path):
     """Damage in two experiments: one `make report` names every damaged file, each with its fix."""
-    import shutil
     import subprocess
     import sys
     from pathlib import Path
 
-    src, env, _ = measured_project
-    dest = tmp_path / "project"
-    shutil.copytree(src, dest, symlinks=True,
-                    ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
     from rtstudy.io import read_plan
+
+    src, _, _ = measured_project
+    dest = tmp_path / "project"
+    env = copy_project(src, dest)
 
     victims = []
     for stage, name in (("e1_async_buffer", "cell.json"), ("e3_overhead", "samples.parquet")):
         (dataset,) = venv_datasets(dest, stage)  # the shown host's (Holoscan 5.0's aside)
-        # Cells of the current plan (earlier tests may have left cells of an older one).
         for entry in read_plan(dataset)["cells"][:2]:
             victim = dataset / entry["cell_id"] / name
             victim.write_bytes(b"damaged")
             victims.append(victim)
     proc = subprocess.run([str(Path(sys.executable).parent / "rtstudy"), "report"], cwd=dest,
-                          env=dict(env, RTSTUDY_ROOT=str(dest)), capture_output=True, text=True,
-                          timeout=600)
+                          env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
     for victim in victims:
         assert str(victim) in proc.stderr, f"{victim} not named:\n{proc.stderr}"

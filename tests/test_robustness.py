@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 import rtstudy
-from conftest import default_signals
+from helpers import default_signals
 from rtstudy import io, params, paths, sdk
 from rtstudy.experiments.e3_overhead import plan as e3_plan
 from rtstudy.harness import Cell, DataDirError, SweepError, run_order, run_sweep

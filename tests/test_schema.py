@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN
+from helpers import BIN
 from rtstudy import cli, data, params, paths
 
 README = "data/README.md"
@@ -63,7 +63,7 @@ def test_the_command_prints_every_column(capsys):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     """A copy of the checkout with the reference dataset pulled: its data folder."""
-    from conftest import copy_checkout
+    from helpers import copy_checkout
 
     dest = tmp_path_factory.mktemp("reference")
     env = copy_checkout(dest)

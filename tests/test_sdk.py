@@ -14,21 +14,17 @@ import pytest
 
 from rtstudy import host, sdk, sdkroot
 
-from conftest import probe_sdk
+from helpers import probe_sdk
 
 
 def mounts() -> list[str]:
     return Path("/proc/self/mountinfo").read_text().splitlines()
 
 
-@pytest.fixture(scope="session")
-def root5() -> Path:
-    """Holoscan 5.0.0's root, built here if this machine has none yet (about a minute)."""
-    if sdkroot.problems():
-        pytest.skip("cannot build a Debian 13 root here: " + "; ".join(sdkroot.problems()))
-    env = sdk.environment("5.0.0", build=True)
-    env.prepare()
-    return env.root
+@pytest.fixture()
+def root5(env5) -> Path:
+    """Holoscan 5.0.0's root (conftest.py's ``env5``)."""
+    return env5.root
 
 
 def test_the_venv_runs_its_own_version_with_the_hosts_fingerprint(fingerprint):

@@ -15,7 +15,7 @@ from rtstudy import cli, host, params, paths, placement, sdk, sdkroot, sdkvenv, 
 from rtstudy.harness import SweepContext, run_cell, run_sweep
 from rtstudy.realtime import DISPATCHER
 
-from conftest import probe_sdk
+from helpers import probe_sdk
 
 VERSION = "3.5.0"
 

@@ -13,22 +13,12 @@ import shutil
 import numpy as np
 import pytest
 
-from rtstudy import params, paths, placement, registry, sdk, sdkroot
+from rtstudy import params, paths, placement, registry
 from rtstudy.harness import SweepContext, run_sweep
 from rtstudy.io import read_samples
 from rtstudy.stats import CI
 
 SCHED_DEADLINE = 6  # linux/sched.h; Python's os module has no name for it
-
-
-@pytest.fixture(scope="module")
-def env5() -> sdk.Environment:
-    """Holoscan 5.0.0's environment, its root built here if this machine has none yet."""
-    if sdkroot.problems():
-        pytest.skip("cannot build a Debian 13 root here: " + "; ".join(sdkroot.problems()))
-    env = sdk.environment("5.0.0", build=True)
-    env.prepare()
-    return env
 
 
 @pytest.fixture()

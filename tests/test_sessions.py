@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import numpy as np
@@ -17,7 +16,7 @@ from rtstudy import sessions, stats
 from rtstudy.io import DataError
 from rtstudy.paths import PLAN_FILE, SESSIONS_DIR, SIDECAR_FILE
 
-from conftest import BIN
+from helpers import BIN, copy_project
 
 
 def fake_dataset(folder, session_id: str | None, cells=3, finished="2026-11-26T10:00:00Z"):
@@ -166,8 +165,7 @@ def test_new_session_makes_dvc_measure_again(measured_project, tmp_path):
     date (their outputs moved), so `make study` measures a new session; nothing is lost."""
     src, env, _ = measured_project
     dest = tmp_path / "copy"
-    shutil.copytree(src, dest, symlinks=True)
-    env = {**env, "RTSTUDY_ROOT": str(dest)}  # never the shared project's data
+    env = copy_project(src, dest)  # never the shared project's data
     before = sorted(p.relative_to(dest) for p in (dest / "data" / "raw").rglob(SIDECAR_FILE))
     out = subprocess.run([str(BIN / "rtstudy"), "session", "new"], cwd=dest, env=env,
                          capture_output=True, text=True, timeout=120)

@@ -1,14 +1,12 @@
 """Sharing data with DVC: push, clone, pull, and render the report there without measuring.
 
-The data is the smoke dataset tests/test_pipeline.py measured in the session's
-``project`` (measured here only if that test did not run). It is copied to an
-"origin" repository, pushed with ``make push`` to a temporary remote, cloned
-with git into a folder of its own and pulled there with ``make pull``. The
-clone then renders the report without real-time rights (as ``nobody``, or as
-root without CAP_SYS_NICE where nobody cannot reach the venv's interpreter):
-nothing may be measured and no data file may change. A second host's dataset
-(the first one copied under another host id) is then pushed and pulled, and
-both host ids must reach the report.
+The data is the smoke study the run measures once (conftest.py's ``measured_project``). It is
+copied to an "origin" repository, pushed with ``make push`` to a temporary remote, cloned
+with git into a folder of its own and pulled there with ``make pull``. A second host's
+dataset (the first one copied under another host id) is then pushed and pulled, and the
+clone renders the report without real-time rights (as ``nobody``, or as root without
+CAP_SYS_NICE where nobody cannot reach the venv's interpreter): nothing may be measured, no
+data file may change, and both host ids must reach the report.
 """
 from __future__ import annotations
 
@@ -22,39 +20,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import venv_datasets
+from helpers import BIN, MAKE, SECTIONS, STAGES, files, make_env, publish, sh, venv_datasets
 
 from rtstudy import host
 
-BIN = Path(sys.executable).parent
-VENV = Path(sys.prefix)
-# `make push` / `make pull` run in copies of the project that have no .venv of
-# their own: point the Makefile at this venv and never let it reinstall it.
-MAKE = ["make", "--no-print-directory", f"VENV={VENV}", "-o", f"{VENV}/.rtstudy-installed"]
-STAGES = ("e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host")
-SECTIONS = ("E1 — Async lock-free buffer", "E2 — Real-time vs normal thread",
-            "E3 — Scheduler overhead", "E4 — Host tuning audit")
 OTHER_HOST = "colleague-0badc0de"
 ROOT = os.geteuid() == 0
-
-
-def sh(args, cwd, env, timeout=600, **kwargs) -> subprocess.CompletedProcess:
-    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, **kwargs)
-    if proc.returncode != 0:
-        raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-def make_env(env: dict) -> dict:
-    """``env`` without an outer make's variables (`make test` runs pytest from make)."""
-    return {k: v for k, v in env.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-
-
-def files(raw: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``raw`` with its size and modification time."""
-    return {str(p.relative_to(raw)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in raw.rglob("*") if p.is_file()}
 
 
 def host_ids(project: Path, stage: str) -> set[str]:
@@ -88,39 +59,6 @@ def unprivileged() -> list[str]:
 def chown(path: Path, owner: str) -> None:
     """Hand ``path`` to ``owner`` (git refuses to work in a repository owned by someone else)."""
     sh(["chown", "-R", owner, path], "/", os.environ)
-
-
-def publish(origin: Path, env: dict, message: str) -> None:
-    """What a host does after measuring: record the data in dvc.lock, commit it, push the data."""
-    # `dvc commit` records data/raw/ as it is now. Through the API, not the command line, for
-    # allow_missing: test_pipeline.py's failed repro deleted E3's lab book (an uncached output).
-    sh([BIN / "python", "-c", "import sys; from dvc.repo import Repo\n"
-        "with Repo('.') as repo:\n"
-        "    for stage in sys.argv[1:]:\n"
-        "        repo.commit(stage, force=True, allow_missing=True)", *STAGES], origin, env)
-    sh(["git", "add", "-A"], origin, env)
-    sh(["git", "commit", "-qm", message], origin, env)
-    sh([*MAKE, "push"], origin, make_env(env))
-
-
-@pytest.fixture(scope="module")
-def origin(measured_project, tmp_path_factory):
-    """A copy of the measured project with a temporary default remote, pushed once.
-
-    A copy, so the session's ``project`` stays as tests/test_pipeline.py left it.
-    """
-    src, env, _ = measured_project
-    base = tmp_path_factory.mktemp("sharing")
-    dest, remote = base / "origin", base / "remote"
-    # .dvc/tmp holds locks and a state database tied to the original's inodes.
-    shutil.copytree(src, dest, symlinks=True,
-                    ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
-    env = dict(env, RTSTUDY_ROOT=str(dest))
-    name = sh([BIN / "dvc", "remote", "default"], dest, env).stdout.strip()
-    # --local: .dvc/config.local, which git ignores: the committed default stays as it is.
-    sh([BIN / "dvc", "remote", "modify", "--local", name, "url", remote], dest, env)
-    publish(dest, env, "measured on this host")
-    return dest, env, name, remote
 
 
 @pytest.fixture(scope="module")
@@ -191,21 +129,13 @@ def test_the_committed_default_remote_is_a_folder_outside_the_checkout(clone):
     assert not where.is_relative_to(dest.resolve()), where
 
 
-def test_a_clone_pulls_the_data_and_renders_the_report_without_measuring(origin, clone,
-                                                                        unprivileged):
-    src, _, _, _ = origin
+def test_a_clone_pulls_two_hosts_datasets_and_renders_both_without_measuring(origin, clone,
+                                                                             unprivileged):
+    src, src_env, _, _ = origin
     dest, env = clone
     # Every data file of the origin reached the clone.
     assert files(dest / "data" / "raw").keys() == files(src / "data" / "raw").keys()
     assert not (dest / "report" / "report.html").exists()
-    html = render_report_unprivileged(dest, env, unprivileged)
-    (host_id,) = host_ids(dest, "e3_overhead")
-    assert host_id in html and "Provenance" in html
-
-
-def test_datasets_of_two_hosts_coexist_and_both_reach_the_report(origin, clone, unprivileged):
-    src, src_env, _, _ = origin
-    dest, env = clone
     # The second host's dataset: this host's, copied under another host id.
     for stage in STAGES:
         (first,) = host_ids(src, stage)
@@ -230,6 +160,7 @@ def test_datasets_of_two_hosts_coexist_and_both_reach_the_report(origin, clone, 
     for host_id in host_ids(dest, "e3_overhead"):
         assert host_id in html, f"host {host_id} has data but is not in the report"
     # ... with its state and its verdicts side by side.
+    assert "Provenance" in html
     assert "shielded at run time" in html and "untuned: no CPU isolated or shielded" in html
     assert "Each claim&#39;s verdict per host" in html or "Each claim's verdict per host" in html
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import default_signals
+from helpers import default_signals
 from rtstudy import audit, host, process, tuning
 from rtstudy import shield as shielding
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import require_policy
+from helpers import require_policy
 from rtstudy import params
 from rtstudy.experiments.e1_async_buffer import analysis, plan
 from rtstudy.harness import SweepContext, run_sweep

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import require_policy
+from helpers import require_policy
 from rtstudy import params, placement
 from rtstudy.apps.trace import parse as trace_parse
 from rtstudy.apps.trace import PROBE_GROUP, tracefs_mounts

@@ -1,0 +1,168 @@
+"""Helpers the tests share (fixtures are in conftest.py): commands, copies of the project,
+and what several modules check."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rtstudy import paths
+
+BIN = Path(sys.executable).parent
+VENV = Path(sys.prefix)
+# `make push` / `make pull` run in copies of the project that have no .venv of
+# their own: point the Makefile at this venv and never let it reinstall it.
+MAKE = ["make", "--no-print-directory", f"VENV={VENV}", "-o", f"{VENV}/.rtstudy-installed"]
+STAGES = ("e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host")
+SECTIONS = ("E1 — Async lock-free buffer", "E2 — Real-time vs normal thread",
+            "E3 — Scheduler overhead", "E4 — Host tuning audit")
+# Outputs of the pipeline: a copy of the project starts without them, as a fresh clone does.
+OUTPUTS = ("data/raw/", "executed/", "report/")
+
+
+def sh(args, cwd, env, timeout=600, **kwargs) -> subprocess.CompletedProcess:
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+    if proc.returncode != 0:
+        raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def make_env(env: dict) -> dict:
+    """``env`` without an outer make's variables (`make test` runs pytest from make)."""
+    return {k: v for k, v in env.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+
+
+def files(raw: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``raw`` with its size and modification time."""
+    return {str(p.relative_to(raw)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in raw.rglob("*") if p.is_file()}
+
+
+def publish(origin: Path, env: dict, message: str) -> None:
+    """What a host does after measuring: record the data in dvc.lock, commit it, push the data."""
+    # `dvc commit` records data/raw/ as it is now (a second host's dataset copied in, say).
+    sh([BIN / "dvc", "commit", "--force", *STAGES], origin, env)
+    sh(["git", "add", "-A"], origin, env)
+    sh(["git", "commit", "-qm", message], origin, env)
+    sh([*MAKE, "push"], origin, make_env(env))
+
+
+def require_policy(fp: dict, name: str) -> None:
+    """Skip unless this host really allows ``name`` (probed by the fingerprint)."""
+    if fp["realtime"].get(name) != "ok":
+        pytest.skip(f"{name} not allowed here ({fp['realtime'].get(name)}); "
+                    "run as root to test real-time cells")
+
+
+def copy_checkout(dest: Path) -> dict:
+    """Copy the working tree's files (tracked and untracked, not ignored) to ``dest``.
+
+    Pipeline outputs and ``dvc.lock`` are left out, so ``dest`` looks like a
+    fresh clone of the working tree.
+
+    Parameters
+    ----------
+    dest : Path
+        An empty directory.
+
+    Returns
+    -------
+    dict
+        An environment that points the installed package at ``dest``
+        (``RTSTUDY_ROOT``), puts the venv first on ``PATH`` and gives git an
+        identity for commits.
+    """
+    root = paths.root()
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           cwd=root, capture_output=True, text=True, check=True,
+                           timeout=60).stdout.split("\n")
+    for rel in filter(None, files):
+        if (root / rel).is_file() and not rel.startswith(OUTPUTS):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, dest / rel)
+    (dest / "dvc.lock").unlink(missing_ok=True)
+    return project_env(dest)
+
+
+def project_env(dest: Path) -> dict:
+    """The environment of a command run in the copy of the project at ``dest``: the installed
+    package pointed at it (``RTSTUDY_ROOT``), the venv first on ``PATH``, a git identity."""
+    env = dict(os.environ, RTSTUDY_ROOT=str(dest), PATH=f"{BIN}:{os.environ['PATH']}",
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@localhost", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@localhost")
+    # A plain `dvc repro`, as a user runs it: the pipeline names its own session.
+    env.pop("RTSTUDY_SESSION", None)
+    return env
+
+
+def copy_project(src: Path, dest: Path) -> dict:
+    """A copy of the (measured) project ``src`` at ``dest``, to change; its environment.
+
+    ``.dvc/tmp`` stays behind: it holds locks and a state database tied to the original's inodes.
+    """
+    shutil.copytree(src, dest, symlinks=True,
+                    ignore=lambda d, names: ["tmp"] if Path(d) == src / ".dvc" else [])
+    return project_env(dest)
+
+
+def default_signals() -> None:
+    """In a child before exec: SIGINT and SIGQUIT handled as in a terminal's foreground job.
+
+    A shell that runs the tests in the background (``make test &``, nohup) ignores both,
+    and its children inherit that; an interrupt test would then interrupt nothing.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def probe_sdk(env, expressions: str) -> list[str]:
+    """What ``print(expressions)`` prints inside SDK environment ``env`` (:mod:`rtstudy.sdk`),
+    split into words, after the import every cell's app does (libcudart, then holoscan).
+
+    The pid of the process the caller started is checked to be the printer's own
+    (``os.getpid()`` must be among ``expressions`` last): the harness's thread sampling
+    and kill must reach the app itself, not a wrapper.
+    """
+    code = f"import os, rtstudy; from rtstudy.apps import child; import holoscan; print({expressions})"
+    proc = subprocess.Popen(env.command(["-c", code]), stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    words = out.split()
+    assert int(words[-1]) == proc.pid
+    return words[:-1]
+
+
+def venv_datasets(project: Path, stage: str, profile: str = "smoke") -> list[Path]:
+    """``stage``'s dataset folders measured with the study's own venv (its Holoscan 4.x): the
+    datasets of other SDK environments (their host.json has an ``sdk`` record) left out."""
+    return [d for d in sorted((project / "data" / "raw" / stage).glob(f"*/{profile}"))
+            if (d / paths.HOST_FILE).is_file()
+            and "sdk" not in json.loads((d / paths.HOST_FILE).read_text())]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 free right now (a server started next may still lose it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def end_group(proc: subprocess.Popen) -> None:
+    """End a server started with ``start_new_session=True`` and everything it started (its
+    process group): SIGTERM, 30 s to go, then SIGKILL; a group already gone is no error."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
