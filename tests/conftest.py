@@ -27,8 +27,10 @@ TIERS = {
                  "test_sessions.py", "test_schema.py", "test_explore.py", "test_verdicts.py"),
     "server": ("test_ssh_remote.py", "test_lab.py"),
 }
-# Tests outside the cells tier that measure too (a `dvc repro` that runs a measuring stage).
-MEASURES = ("test_pipeline.py", "test_two_hosts_exchange_datasets_through_ssh")
+# Tests outside the cells tier that measure too (a `dvc repro` that runs a measuring stage;
+# `measured_project` takes the lock itself while it measures).
+MEASURES = ("test_a_dvc_experiment_changing_one_e3_parameter_reruns_e3_and_the_report_only",
+            "test_two_hosts_exchange_datasets_through_ssh_with_data_import")
 # Tests of an otherwise fast module that start a fresh interpreter per module or ask apt.
 SLOW_TESTS = ("test_every_module_imports_on_its_own", "test_the_debian_names_exist")
 
@@ -41,7 +43,7 @@ def pytest_collection_modifyitems(items) -> None:
                 item.add_marker(getattr(pytest.mark, tier))
         if item.name.startswith(SLOW_TESTS):
             item.add_marker(pytest.mark.pipeline)
-        if item.get_closest_marker("cells") or where in MEASURES or item.name in MEASURES:
+        if item.get_closest_marker("cells") or item.name in MEASURES:
             item.add_marker(pytest.mark.measures)
 
 
