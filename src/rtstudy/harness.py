@@ -25,7 +25,7 @@ app and removes its work directory; killed outright, its app dies with it (see
 ``.tmp-*`` folder. A data directory that cannot be written (full, read-only, not
 permitted) stops the sweep at once with :class:`DataDirError`.
 
-The module is long (about 580 lines) because it holds one story whose parts
+The module is long (about 670 lines) because it holds one story whose parts
 share their rules: what a cell is and its id (:class:`Cell`), the steps of one
 cell (:func:`run_cell`) and the order of a sweep (:func:`run_sweep`) all keep a
 completed cell's id and folder intact and never leave half a cell on disk. What
