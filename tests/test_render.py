@@ -1,4 +1,5 @@
-"""The report is published whole: rendered into a staging folder, swapped in only on success."""
+"""The report is published whole: rendered into a staging folder, swapped in only on success;
+its figures are images with their words."""
 from __future__ import annotations
 
 import hashlib
@@ -131,3 +132,25 @@ def test_a_disk_too_full_to_start_is_refused_before_rendering(small_disk):
     with pytest.raises(ReportError, match="nothing was rendered"), staged():
         raise AssertionError("the render must not start")
     assert not (report / STAGING).exists()
+
+
+def test_a_figure_is_shown_as_an_image_with_its_titles_and_axes_in_words():
+    import base64
+    import re
+
+    fig, (left, right) = plt.subplots(1, 2)
+    fig.suptitle("E3 — whole-app time\nagainst N")
+    left.set(title="ops <two operators>", xlabel="iterations N", ylabel="time (ms)")
+    right.set(xlabel="iterations N", ylabel="time (ms)")
+    text = figstyle.alt_text(fig)
+    assert text == ("E3 — whole-app time against N. ops <two operators>: time (ms) against "
+                    "iterations N. time (ms) against iterations N")
+    (src, alt), = re.findall(r'<img src="data:image/png;base64,([^"]+)" alt="([^"]*)">',
+                             figstyle.to_html(fig))
+    assert alt == text.replace("<", "&lt;").replace(">", "&gt;")
+    assert base64.b64decode(src)[:8] == b"\x89PNG\r\n\x1a\n"
+    plt.close(fig)
+    blank = plt.figure()
+    blank.add_subplot()
+    assert figstyle.alt_text(blank) == "A figure without a title"
+    plt.close(blank)

@@ -96,6 +96,9 @@ def test_the_report_is_self_contained_and_renders_cleanly_in_chromium(rendered, 
     shot = tmp_path / "first_screen.png"
     page = browser.check_page(rendered, shot)
     assert page.images >= 10, "the report's figures are embedded images"
+    # ... each with its words for a reader who cannot see it (figstyle.alt_text).
+    images = re.findall(r"<img [^>]*>", html)
+    assert len(images) == page.images and all(re.search(r' alt="[^"]+"', i) for i in images)
     assert page.broken_images == []
     assert page.console_errors == []
     assert page.title.startswith("Real-time scheduling")

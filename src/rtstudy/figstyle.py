@@ -1,12 +1,16 @@
 """The one style of every figure, and how figures are written.
 
 Every figure uses :func:`style` and is written by :func:`save` as PDF (fonts
-embedded as TrueType), PNG (300 dpi) and SVG under ``report/figures/``. The
+embedded as TrueType), PNG (300 dpi) and SVG under ``report/figures/``; the report shows
+it as :func:`to_html` makes it, with its words (:func:`alt_text`) for readers who cannot see it. The
 figures themselves live with their experiment (``rtstudy/experiments/<name>/figures.py``):
 one function per figure, named after the file it writes, taking data frames.
 """
 from __future__ import annotations
 
+import base64
+import html
+import io
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -39,3 +43,25 @@ def save(fig: plt.Figure, name: str, directory: Path | None = None) -> list[Path
         fig.savefig(path, metadata={"Creator": "rtstudy"} if ext != "png" else None)
         written.append(path)
     return written
+
+
+def alt_text(fig: plt.Figure) -> str:
+    """The figure in words, for an image's alt text: its title, then each panel's title and
+    what it plots against what, from the figure's own labels (so they cannot drift apart)."""
+    parts = [fig.get_suptitle()]
+    for ax in fig.axes:
+        if ax.get_visible():
+            axes = " against ".join(label for label in (ax.get_ylabel(), ax.get_xlabel()) if label)
+            parts.append(": ".join(p for p in (ax.get_title() or ax.get_title("left"), axes) if p))
+    # Once each (panels often share a label), on one line.
+    text = ". ".join(dict.fromkeys(" ".join(p.split()) for p in parts if p.strip()))
+    return text or "A figure without a title"
+
+
+def to_html(fig: plt.Figure) -> str:
+    """The figure as an HTML image: a PNG at the figure's own dpi (as Jupyter shows it),
+    embedded, with :func:`alt_text` as its ``alt``."""
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=fig.dpi, bbox_inches="tight")
+    data = base64.b64encode(png.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt_text(fig))}">'

@@ -19,8 +19,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy import (atomic, criteria, data, host, judge, params, paths, placement, registry,
-                     sessions, shield)
+from rtstudy import (atomic, criteria, data, figstyle, host, judge, params, paths, placement,
+                     registry, sessions, shield)
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures, sdks, stability
@@ -56,7 +56,8 @@ def show(blocks: list) -> None:
         elif isinstance(block, Figure):
             fig = block.make()
             if fig is not None:
-                display(fig)
+                # As an image with its words (alt text), which display(fig) would not give.
+                display(HTML(figstyle.to_html(fig)))
                 # Shown once here, not again when the cell ends.
                 plt.close(fig)
         else:
