@@ -16,7 +16,6 @@ from rtstudy import host, params, sdk, sdkroot
 from rtstudy.harness import SweepContext
 
 
-
 # The tiers (pyproject.toml's markers): every test of these modules is in that tier; a test
 # may also be marked itself (`network`). `make test-fast` runs the rest, pure logic, between
 # two edits; `make test` runs every tier.
@@ -135,10 +134,11 @@ def measured_project(tmp_path_factory):
                                    timeout=120)
                 proc = subprocess.run([str(BIN / "dvc"), "repro"], cwd=dest, env=env,
                                       capture_output=True, text=True, timeout=900)
-                if proc.returncode != 0:
-                    failed.write_text(f"dvc repro failed:\n{proc.stdout}\n{proc.stderr}")
-                else:
-                    stdout.write_text(proc.stdout)
+                done, text = ((stdout, proc.stdout) if proc.returncode == 0 else
+                              (failed, f"dvc repro failed:\n{proc.stdout}\n{proc.stderr}"))
+                # Whole or not at all: the other worker looks for the file without the lock.
+                done.with_suffix(".part").write_text(text)
+                done.with_suffix(".part").rename(done)
     assert not failed.exists(), failed.read_text()
     return dest, project_env(dest), stdout.read_text()
 
