@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
-from helpers import BIN, copy_checkout, copy_project, project_env, publish, sh
+from helpers import BIN, copy_checkout, copy_project, git_repository, project_env, publish, sh
 
 from rtstudy import host, params, sdk, sdkroot
 from rtstudy.harness import SweepContext
@@ -26,10 +26,6 @@ TIERS = {
                  "test_sessions.py", "test_schema.py", "test_explore.py", "test_verdicts.py"),
     "server": ("test_ssh_remote.py", "test_lab.py"),
 }
-# Tests outside the cells tier that measure too (a `dvc repro` that runs a measuring stage;
-# `measured_project` takes the lock itself while it measures).
-MEASURES = ("test_a_dvc_experiment_changing_one_e3_parameter_reruns_e3_and_the_report_only",
-            "test_two_hosts_exchange_datasets_through_ssh_with_data_import")
 # Tests of an otherwise fast module that start a fresh interpreter per module or ask apt.
 SLOW_TESTS = ("test_every_module_imports_on_its_own", "test_the_debian_names_exist")
 
@@ -42,7 +38,9 @@ def pytest_collection_modifyitems(items) -> None:
                 item.add_marker(getattr(pytest.mark, tier))
         if item.name.startswith(SLOW_TESTS):
             item.add_marker(pytest.mark.pipeline)
-        if item.get_closest_marker("cells") or item.name in MEASURES:
+        # A test outside the cells tier that measures too (a `dvc repro` of a measuring stage)
+        # is marked `measures` itself; `measured_project` takes the lock while it measures.
+        if item.get_closest_marker("cells"):
             item.add_marker(pytest.mark.measures)
 
 
@@ -127,11 +125,8 @@ def measured_project(tmp_path_factory):
             if not stdout.exists() and not failed.exists():
                 dest.mkdir()
                 env = copy_checkout(dest)
-                for args in (["git", "init", "-q"], ["git", "add", "-A"],
-                             ["git", "commit", "-qm", "copy"],
-                             [str(BIN / "rtstudy"), "params", "use", "smoke"]):
-                    subprocess.run(args, cwd=dest, env=env, capture_output=True, check=True,
-                                   timeout=120)
+                git_repository(dest, env)
+                sh([BIN / "rtstudy", "params", "use", "smoke"], dest, env, timeout=120)
                 proc = subprocess.run([str(BIN / "dvc"), "repro"], cwd=dest, env=env,
                                       capture_output=True, text=True, timeout=900)
                 done, text = ((stdout, proc.stdout) if proc.returncode == 0 else

@@ -27,12 +27,21 @@ SECTIONS = ("E1 — Async lock-free buffer", "E2 — Real-time vs normal thread"
 OUTPUTS = ("data/raw/", "executed/", "report/")
 
 
-def sh(args, cwd, env, timeout=600, **kwargs) -> subprocess.CompletedProcess:
+def sh(args, cwd, env, timeout=900, check=True, **kwargs) -> subprocess.CompletedProcess:
+    """Run ``args`` in ``cwd``; its output captured, a failure an AssertionError with it
+    (unless ``check`` is false)."""
     proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout, **kwargs)
-    if proc.returncode != 0:
+    if check and proc.returncode != 0:
         raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def git_repository(dest: Path, env: dict, message: str = "copy") -> None:
+    """Make the copy at ``dest`` a git repository with everything in it committed (DVC works in
+    a git repository only), as a clone would be."""
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", message]):
+        sh(args, dest, env, timeout=120)
 
 
 def make_env(env: dict) -> dict:

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from rtstudy import data, paths
-from helpers import BIN, copy_project, files, sh
+from helpers import BIN, copy_project, files, git_repository, sh
 
 # Files of an import's .dvc that record its source.
 META_KEYS = {"imported_by", "imported_utc", "source", "datasets"}
@@ -28,9 +28,8 @@ def ours_base(checkout_copy):
     """A fresh copy of the checkout, a git repository, with the reference dataset pulled."""
     dest, env = checkout_copy("ours")
     shutil.copy2(paths.checkout() / "dvc.lock", dest / "dvc.lock")
-    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "ours"],
-                 [BIN / "dvc", "pull", "-q", "-r", "reference"]):
-        sh(args, dest, env)
+    git_repository(dest, env, "ours")
+    sh([BIN / "dvc", "pull", "-q", "-r", "reference"], dest, env)
     return dest, env
 
 

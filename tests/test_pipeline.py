@@ -10,27 +10,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import copy_project
+from helpers import BIN, copy_project, sh
 
 from rtstudy import sdkroot
 from rtstudy.io import read_host
 from rtstudy.sysdeps import which
-
-BIN = Path(sys.executable).parent
-
-
-def sh(args, cwd, env, check=True):
-    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
 
 def ran(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([\w-]+)'", output))
@@ -96,6 +84,7 @@ def test_second_repro_measures_nothing(project):
     assert cells_on_disk(dest) == before
 
 
+@pytest.mark.measures  # re-runs E3
 def test_a_dvc_experiment_changing_one_e3_parameter_reruns_e3_and_the_report_only(project):
     """`dvc exp run -S`: one E3 parameter changed re-runs E3 and the report only, and
     `dvc exp show` lists the experiment with its metrics."""

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import BIN, MAKE, copy_project, files, free_port, make_env, publish, sh
+from helpers import (BIN, MAKE, copy_project, files, free_port, git_repository, make_env,
+                     publish, sh)
 
 from rtstudy import data, sysdeps
 from rtstudy.process import end_process
@@ -111,6 +112,7 @@ def add_server(dest: Path, env: dict, url: str, key: Path) -> None:
     sh([BIN / "dvc", "remote", "modify", "--local", "server", "keyfile", key], dest, env)
 
 
+@pytest.mark.measures  # colleague B measures E3
 def test_two_hosts_exchange_datasets_through_ssh_with_data_import(server, measured_project,
                                                                   checkout_copy, tmp_path):
     """Colleague A (this host) and colleague B (another hostname, so another host id) each
@@ -129,9 +131,8 @@ def test_two_hosts_exchange_datasets_through_ssh_with_data_import(server, measur
     # namespace): the study sees another host, with its own host id.
     b, b_env = checkout_copy("colleague-b")
     b_env = dict(b_env, HOME=str(home))
-    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "B"],
-                 [BIN / "rtstudy", "params", "use", "smoke"]):
-        sh(args, b, b_env)
+    git_repository(b, b_env, "B")
+    sh([BIN / "rtstudy", "params", "use", "smoke"], b, b_env)
     add_server(b, b_env, url, key)
     sh(["unshare", "--uts", "sh", "-c", f"hostname colleague-b && exec {BIN / 'dvc'} repro "
         "e3_overhead"], b, b_env, timeout=900)

@@ -1,9 +1,9 @@
 """The one style of every figure, and how figures are written.
 
 Every figure uses :func:`style` and is written by :func:`save` as PDF (fonts
-embedded as TrueType), PNG (300 dpi) and SVG under ``report/figures/``; the report shows
-it as :func:`to_html` makes it, with its words (:func:`alt_text`) for readers who cannot see it. The
-figures themselves live with their experiment (``rtstudy/experiments/<name>/figures.py``):
+embedded as TrueType), PNG (300 dpi) and SVG under ``report/figures/``; the report
+shows it as :func:`to_html` makes it, with its words (:func:`alt_text`) for readers who
+cannot see it. The figures themselves live with their experiment (``rtstudy/experiments/<name>/figures.py``):
 one function per figure, named after the file it writes, taking data frames.
 """
 from __future__ import annotations
