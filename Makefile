@@ -49,7 +49,7 @@ $(error $(VENV) holds Python $(VENV_VERSION), but PYTHON=$(PYTHON) is Python $(P
 endif
 endif
 
-.PHONY: study study-tuned new-session test test-fast setup sysdeps sdk report profile push pull publish-reference lab lock lock-all clean-venv help
+.PHONY: study study-tuned new-session test test-fast setup sysdeps sdk report screenshots profile push pull publish-reference lab lock lock-all clean-venv help
 
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
@@ -62,6 +62,7 @@ help:
 	@echo "make test-fast      the pure-logic tests only (no measuring, pipeline, server, network)"
 	@echo "make sdk            build the environments of the Holoscan versions that need one (5.0.0's root; the seed profile's 3.5.0 venv)"
 	@echo "make report         render report/report.html from the data present (measures nothing)"
+	@echo "make screenshots    regenerate the docs' pictures: the report's first screen, explore.ipynb in JupyterLab"
 	@echo "make profile P=NAME choose the parameter profile: smoke | default | seed"
 	@echo "make push           send the measured data to the DVC remote (see .dvc/config)"
 	@echo "make pull           fetch the data of dvc.lock (shared remote, else the reference in data/reference)"
@@ -136,6 +137,12 @@ report: $(STAMP)
 
 profile: $(STAMP)
 	$(BIN)/rtstudy params use $(P)
+
+# The docs' pictures, each from what checks that page: the report's first screen from
+# report/report.html as it is, explore.ipynb's from the test that runs it in JupyterLab.
+screenshots: $(STAMP)
+	$(BIN)/python -m rtstudy.browser report/report.html docs/report_first_screen.png
+	RTSTUDY_SCREENSHOTS=$(CURDIR)/docs $(BIN)/python -m pytest -q tests/test_explore.py -k jupyterlab
 
 # Sharing data: DVC moves what dvc.lock names between the cache and the remote
 # (.dvc/config; README "Sharing data"). dvc.lock travels with git.

@@ -175,3 +175,15 @@ def end_group(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+# Where the tests that look at a page in Chromium keep their screenshot: a temporary folder,
+# or the folder this variable names (`make screenshots` names docs/, whose pictures those tests
+# then regenerate); a test never rewrites a tracked file otherwise.
+SCREENSHOTS_ENV = "RTSTUDY_SCREENSHOTS"
+
+
+def screenshot_path(name: str, tmp_path: Path) -> Path:
+    """Where a test writes its screenshot ``name`` (see :data:`SCREENSHOTS_ENV`)."""
+    folder = os.environ.get(SCREENSHOTS_ENV)
+    return (Path(folder) if folder else tmp_path) / name

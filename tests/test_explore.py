@@ -21,12 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import end_group, free_port
+from helpers import end_group, free_port, screenshot_path
 from rtstudy import browser, data, explore, harness, params, paths, registry, stage
 
 BIN = Path(sys.executable).parent
 NOTEBOOK = Path("notebooks") / "explore.ipynb"
-SCREENSHOT = paths.checkout() / "docs" / "explore.png"
 SCREENSHOT_MAX_BYTES = 300_000
 START_TIMEOUT_S = 90
 RUN_ALL_TIMEOUT_S = 180
@@ -249,7 +248,7 @@ ERRORS = (f"(() => {{ const w = {PANEL}; return w.content.widgets"
 COUNT = "document.querySelectorAll({!r}).length"
 
 
-def test_explore_renders_its_widgets_in_jupyterlab_and_measures_nothing(lab):
+def test_explore_renders_its_widgets_in_jupyterlab_and_measures_nothing(lab, tmp_path):
     try:
         browser.find_chromium()
     except browser.BrowserError as exc:
@@ -271,7 +270,7 @@ def test_explore_renders_its_widgets_in_jupyterlab_and_measures_nothing(lab):
         page.evaluate("window.jupyterapp.shell.collapseLeft(), true")
         page.evaluate(f"{PANEL}.content.widgets.at(-1).node.scrollIntoView(), true")
         time.sleep(1)  # the scroll and the re-layout settle
-        page.screenshot(SCREENSHOT)
+        shot = page.screenshot(screenshot_path("explore.png", tmp_path))
         # A choice redraws: the next condition, picked as a reader would, changes the run's figure.
         page.evaluate("(() => { window.shown = document.querySelector('.widget-output img').src;"
                       " const s = document.querySelectorAll('.widget-dropdown select')[1];"
@@ -282,5 +281,5 @@ def test_explore_renders_its_widgets_in_jupyterlab_and_measures_nothing(lab):
         errors = page.console_errors()
     assert raw_files(project) == before, "data/raw changed: the notebook measured something"
     assert errors == [], errors
-    assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert 10_000 < SCREENSHOT.stat().st_size < SCREENSHOT_MAX_BYTES
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert 10_000 < shot.stat().st_size < SCREENSHOT_MAX_BYTES

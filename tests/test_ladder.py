@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from rtstudy import params
-from rtstudy.experiments.e2_rt_threads import conditions, exchange, ladder, plan, plan5, tables
+from rtstudy.experiments.e2_rt_threads import (conditions, exchange, ladder, plan, plan5,
+                                              section, tables)
 from rtstudy.stats import CI
 
 CI95 = CI(0.95)
@@ -227,12 +228,8 @@ def test_the_fragment_fix_is_recommended_with_its_message_latency():
 def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     """Two sessions: pinning the loads off lowers typical jitter in both; its late frames are
     fewer in one and as many as the headline's in the other, so pooled they are not settled,
-    with the frames that would settle them. The opening, the table's last column and the
-    words say exactly that, and one session alone keeps its own words."""
-    from rtstudy.experiments.e2_rt_threads.section import FOLDER
-    from rtstudy.experiments.e2_rt_threads.tables import late_rate, message_cost
-    from rtstudy.report.section import render
-
+    with the frames that would settle them. The table's last column and the report's "What
+    to do" say exactly that, and one session alone keeps its own words."""
     runs, _ = synthetic_runs()
     first = ladder.recommendations(runs, "SCHED_FIFO", CI95).to_dict("records")
     # The second session: pinned runs as late as the headline's, and the fragment measured.
@@ -257,15 +254,6 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     assert frag_over["held"] == {"typical": "lower", "late_frames": "fewer"}
     assert frag_over["sessions"] == 1
 
-    c = ladder.conclusions(second, over)
-    names = {k: [r["change"] for r in v] for k, v in c.items()}
-    # FIFO's typical jitter is lower in each session, but two sessions' ratios pooled with a
-    # random session effect have t with 1 df: not clearly lower yet (a third would narrow it).
-    assert names == {"fewer": ["SCHED_FIFO", "fragment"],
-                     "lower": ["operators_pinned", "fragment"],
-                     "worse": [], "equivalent": ["switch_interval"],
-                     "unsettled": ["operators_pinned"], "rare": []}
-
     table = tables.recommendation_table(pd.DataFrame(second), ladder.CHANGES, over)
     row = table.set_index("change").loc[ladder.CHANGES["operators_pinned"][0]]
     assert row["pooled over the sessions"].startswith("typical jitter ×")
@@ -273,20 +261,21 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     assert "pooled over the sessions" not in tables.recommendation_table(
         pd.DataFrame(second), ladder.CHANGES).columns
 
-    h = {"recommendations": second, "factors": [3.0], "ladder_policy": "SCHED_FIFO"}
-    common = dict(h=h, cfg={"fps": 60, "late_threshold_ms": 1.0, "warmup_frames": 10}, ci=CI95,
-                  changes=ladder.CHANGES, conclusions=ladder.conclusions, rate=late_rate,
-                  message_cost=message_cost, margin=(0.5, 2.0), min_events=10)
-    text = render(FOLDER, "opening", over=over, **common)
+    # The report's "What to do": the pooled words where the sessions have them, what cuts late
+    # frames first, and each change's typical jitter beside it.
+    rows = {a.change: a for a in section.advice(second, over, "SCHED_FIFO")}
     what = {k: v[0] for k, v in ladder.CHANGES.items()}
-    assert "This host has 2 sessions" in text
-    assert f"**Fewer late frames over the sessions**: {what['SCHED_FIFO']} (×" in text
-    needed = f"{pinned['late_frames_needed']:,.0f}"
-    assert (f"**Late frames not settled over the sessions**: {what['operators_pinned']} (×0.50 ["
-            in text)
-    assert f"; about {needed} frames per condition would settle it)" in text
-    alone = render(FOLDER, "opening", over={}, **common)
-    assert "sessions" not in alone and "**Fewer late frames**:" in alone
+    pinned_row = rows[what["operators_pinned"]]
+    assert (pinned_row.word, pinned_row.typical_word, pinned_row.sessions) == (
+        "not settled", "lower", 2)
+    assert pinned_row.late == "50 → 25 in " + f"{pinned['frames_base']:,.0f} frames each"
+    assert pinned_row.against == "FIFO without it"
+    assert [a.word for a in section.advice(second, over, "SCHED_FIFO")][:2] == ["fewer", "fewer"]
+    assert rows[what["fragment"]].sessions == 1
+    alone = section.advice(second, {}, "SCHED_FIFO")
+    assert {a.sessions for a in alone} == {1}
+    assert {a.change: a.word for a in alone}[what["operators_pinned"]] == \
+        {r["change"]: r["late_frames"] for r in second}["operators_pinned"]
 
 
 # Issue 20's re-run check, and the same check on pairs dealt by exchange (exchange.py).

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import copy
+import html as html_module
 import re
 
 import pytest
-from helpers import copy_project, venv_datasets
+from helpers import copy_project, screenshot_path, venv_datasets
 
 from rtstudy import browser
 from rtstudy.report.render import add_toc
@@ -21,6 +22,11 @@ FP = {"host_id": "vm-test", "cpu": {"count": 2, "model": "x", "online": [0, 1]},
       "kernel": {"preempt_model": "PREEMPT_DYNAMIC", "release": "6.1"},
       "sched": {"rt_runtime_us": 950000, "rt_period_us": 1000000},
       "realtime": {"SCHED_FIFO": "ok", "SCHED_DEADLINE pinned": "refused: Operation not permitted"}}
+
+
+def html_text(fragment: str) -> str:
+    """What a browser shows of an HTML fragment without tags: its text, entities decoded."""
+    return html_module.unescape(re.sub(r"<[^>]+>", "", fragment))
 
 
 def study(fp: dict | None, *limitations: str) -> Study:
@@ -55,7 +61,7 @@ def test_the_summary_states_the_report_confidence_level():
     assert "this study (90 % CI)" in s.summary() and "95" not in s.summary()
 
 
-def test_table_of_contents_links_every_section():
+def test_table_of_contents_links_every_main_section():
     html = ('<main><div class="jp-Cell a"><div class="out"><h1 id="T">T<a class="anchor-link" '
             'href="#T">¶</a></h1></div></div><div class="jp-Cell b"><h2 id="Summary">Summary'
             '<a class="anchor-link" href="#Summary">¶</a></h2><h3 id="E1-methods">E1 methods'
@@ -67,7 +73,9 @@ def test_table_of_contents_links_every_section():
     # Between the title's cell and the next cell, never inside a cell's output.
     assert '</div></div><nav class="toc">' in out
     assert out.index('<nav class="toc">') < out.index('<div class="jp-Cell b">')
-    assert '<a href="#Summary">Summary</a>' in out and '<a href="#E1-methods">E1 methods</a>' in out
+    assert '<a href="#Summary">Summary</a>' in out
+    # The lab book's headings (h3, inside collapsed parts) are not the main page's contents.
+    assert 'href="#E1-methods"' not in out.split("</nav>")[0]
 
 
 # ---------------------------------------------------------------------------
@@ -90,11 +98,27 @@ def test_the_report_is_self_contained_and_renders_cleanly_in_chromium(rendered, 
     assert re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="https?://', html) == []
     assert '<nav class="toc">' in html
     # Real headings (the table of contents would match the bare words too).
-    for heading in ("Summary", "Methods", "Limitations", "Hosts-compared"):
+    for heading in ("What-to-do", "The-published-claims", "Hosts-compared", "Lab-book"):
         assert f'<h2 id="{heading}">' in html
+    # The lab book's parts are there, collapsed.
+    for part in ("Methods, and when each criterion was set", "Limitations of this data",
+                 "Every verdict beside its published figure", "Glossary"):
+        assert re.search(f'<details class="rtstudy-details"><summary>{part}', html), part
     assert "<strong>Provenance.</strong>" in html
-    shot = tmp_path / "first_screen.png"
+    shot = screenshot_path("report_first_screen.png", tmp_path)
     page = browser.check_page(rendered, shot)
+    # A person reads the main page: at most 12 screens of 1366 × 768, the detail collapsed.
+    assert page.height <= 12 * 768, f"the main page is {page.height / 768:.1f} screens"
+    # The first screen answers "what should I do, how much does it help, how sure is that":
+    # the first change of "What to do" with its late-frame ratio and CI, or why there is none.
+    first = page.first_screen
+    assert "What to do" in first
+    do = re.search(r'<ol>\s*<li><strong>(.+?)</strong>: late frames (×[\d.,]+ \[[\d.,]+, [\d.,]+\])',
+                   html)
+    if do:
+        assert f"{html_text(do.group(1))}: late frames {do.group(2)}" in first
+    else:
+        assert re.search(r"No change (measured here cuts|was measured on this host)", first)
     assert page.images >= 10, "the report's figures are embedded images"
     # ... each with its words for a reader who cannot see it (figstyle.alt_text).
     images = re.findall(r"<img [^>]*>", html)

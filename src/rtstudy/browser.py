@@ -34,19 +34,36 @@ _IMAGES_JS = """JSON.stringify({
 })"""
 
 
+# The words a reader sees without scrolling: every text node with a box in the first screen
+# (a closed <details>'s body has none).
+_FIRST_SCREEN_JS = """(() => {
+  const out = [], walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const range = document.createRange(); range.selectNodeContents(node);
+    if (Array.from(range.getClientRects()).some(r => r.top < innerHeight && r.bottom > 0
+                                                  && r.width > 0))
+      out.push(node.textContent);
+  }
+  return out.join(" ").replace(/\\s+/g, " ");
+})()"""
+
+
 class BrowserError(RuntimeError):
     """Chromium is missing or did not answer."""
 
 
 @dataclass
 class PageCheck:
-    """What a reader's browser saw: images, console errors, the first screen."""
+    """What a reader's browser saw: images, console errors, the page's height and the first
+    screen (its words, and a picture where asked), all in CSS pixels of the window."""
 
     title: str
     images: int
     broken_images: list[str] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
     screenshot: Path | None = None
+    height: int = 0
+    first_screen: str = ""
 
 
 def find_chromium() -> str:
@@ -236,6 +253,8 @@ def check_page(html: Path, screenshot: Path | None = None, width: int = 1366, he
     Returns
     -------
     PageCheck
+        With the page's ``height`` (its collapsed parts closed) and the words of its
+        ``first_screen``.
     """
     html = Path(html).resolve()
     if not html.is_file():
@@ -247,4 +266,19 @@ def check_page(html: Path, screenshot: Path | None = None, width: int = 1366, he
         if screenshot is not None:
             page.screenshot(screenshot)
         return PageCheck(title=title, images=images["total"], broken_images=images["broken"],
-                         console_errors=page.console_errors(), screenshot=screenshot)
+                         console_errors=page.console_errors(), screenshot=screenshot,
+                         height=int(page.evaluate("document.documentElement.scrollHeight")),
+                         first_screen=page.evaluate(_FIRST_SCREEN_JS))
+
+
+if __name__ == "__main__":  # python -m rtstudy.browser PAGE [PNG]: `make screenshots`
+    import sys
+
+    if not 2 <= len(sys.argv) <= 3:
+        sys.exit("usage: python -m rtstudy.browser PAGE.html [FIRST_SCREEN.png]")
+    check = check_page(Path(sys.argv[1]), Path(sys.argv[2]) if len(sys.argv) == 3 else None)
+    print(f"{sys.argv[1]}: {check.images} images ({len(check.broken_images)} broken), "
+          f"{len(check.console_errors)} console errors, {check.height} px high "
+          f"({check.height / 768:.1f} screens of 768 px)"
+          + (f"; first screen: {check.screenshot}" if check.screenshot else ""))
+    sys.exit(1 if check.broken_images or check.console_errors else 0)

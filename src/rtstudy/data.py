@@ -227,8 +227,8 @@ def hosts(profile: str | None = None, root: Path | None = None) -> pd.DataFrame:
     -------
     DataFrame
         One row per host id, sorted by label: ``host_id``; ``label``, unique and readable
-        (``vm · untuned · Holoscan 4.6.0 · kernel 6.18.0``, with the source when
-        imported); ``hostname``; ``state`` (:func:`_state`); ``cpu_model``; ``kernel``
+        (``vm · AMD EPYC · untuned · Holoscan 4.6.0 · kernel 6.18.0``, with the source when
+        imported, and the host id only where that still leaves two alike); ``hostname``; ``state`` (:func:`_state`); ``cpu_model``; ``kernel``
         (release); ``sdk`` (Holoscan version); ``source`` (``this checkout`` or
         ``imported: <name>``); ``experiments`` (comma-separated). A host whose datasets
         record no fingerprint has ``unknown`` in its description.
@@ -252,8 +252,8 @@ def hosts(profile: str | None = None, root: Path | None = None) -> pd.DataFrame:
             row["experiments"].append(experiment)
     for row in rows.values():
         row["experiments"] = ", ".join(row["experiments"])
-        row["label"] = " · ".join([row["hostname"], row["state"], f"Holoscan {row['sdk']}",
-                                   f"kernel {row['kernel']}"]
+        row["label"] = " · ".join([row["hostname"], row["cpu_model"], row["state"],
+                                   f"Holoscan {row['sdk']}", f"kernel {row['kernel']}"]
                                   + ([row["source"]] if row["source"] != THIS_CHECKOUT else []))
     labels = [row["label"] for row in rows.values()]
     for row in rows.values():

@@ -129,16 +129,17 @@ def render_html(executed_notebook) -> str:
     return str(out)
 
 
-_HEADING = re.compile(r'<h([23]) id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
+_HEADING = re.compile(r'<h2 id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
 
 
 def add_toc(html: str) -> str:
-    """Insert a table of contents of the h2/h3 headings after the report's title (h1)."""
-    entries = [f'<li class="h{level}"><a href="#{anchor}">{text.strip()}</a></li>'
-               for level, anchor, text in _HEADING.findall(html)]
+    """Insert a one-line table of contents of the main page's h2 headings after the report's
+    title (h1); the lab book's headings are inside its collapsed parts."""
+    entries = [f'<li><a href="#{anchor}">{text.strip()}</a></li>'
+               for anchor, text in _HEADING.findall(html)]
     if not entries:
         return html
-    nav = '<nav class="toc"><strong>Contents</strong><ul>' + "".join(entries) + "</ul></nav>"
+    nav = '<nav class="toc"><strong>Contents:</strong> <ul>' + "".join(entries) + "</ul></nav>"
     # Between the title's cell and the next one: inside a cell the output area is a
     # flex row that would squeeze the list to nothing. Without a title, at the top.
     title_end = html.find("</h1>")

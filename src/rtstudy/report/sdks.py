@@ -38,7 +38,8 @@ def groups(states: list[dict], shown: str) -> list[dict]:
     Parameters
     ----------
     states : list of dict
-        :meth:`rtstudy.report.study.Study.host_states` (``host_id``, ``fp``, ``verdicts``).
+        :meth:`rtstudy.report.study.Study.host_states` (``host_id``, ``fp``, ``verdicts``,
+        ``over``).
     shown : str
         The host id the report's sections show.
 
@@ -46,7 +47,8 @@ def groups(states: list[dict], shown: str) -> list[dict]:
     -------
     list of dict
         One per host id of the shown machine state: ``host_id``, ``version``, ``label``,
-        ``verdicts``; sorted by SDK version.
+        ``verdicts`` (over its sessions where it has several, as the summary judges them);
+        sorted by SDK version.
     """
     mine = next((st for st in states if st["host_id"] == shown), None)
     if mine is None:
@@ -54,7 +56,9 @@ def groups(states: list[dict], shown: str) -> list[dict]:
     key = machine_state(mine["fp"])
     same = [st for st in states if st["fp"] and machine_state(st["fp"]) == key]
     rows = [{"host_id": st["host_id"], "version": sdk.version_of(st["fp"]),
-             "label": label(st["fp"]), "verdicts": st["verdicts"]} for st in same]
+             "label": label(st["fp"]),
+             "verdicts": {c: st.get("over", {}).get(c, v) for c, v in st["verdicts"].items()}}
+            for st in same]
     return sorted(rows, key=lambda r: tuple(int(x) if x.isdigit() else 0
                                             for x in r["version"].split(".")))
 

@@ -1,14 +1,17 @@
 """What an experiment's report section is made of, and how its words are rendered.
 
 An experiment's ``section.build`` returns a :class:`Section`: its verdict rows
-for the summary, its headline quantities (compared across hosts), its blocks
-in display order (prose, tables and figures, the last two made only when
-shown) and its lines for the report's Methods and Limitations. The prose comes
+for the summary, its headline quantities (compared across hosts), its one
+figure for the report's main page, its other blocks in display order (prose,
+tables and figures, the last two made only when shown; collapsed under the main
+page's figure), its advice for the report's "What to do" and its lines for the
+report's Methods and Limitations. The prose comes
 from the experiment's ``report.md.j2``, one Jinja2 block per piece, fed with
 numbers from its ``headline``. This module imports no experiment.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -94,6 +97,56 @@ class Figure:
     make: Callable[[], object]
 
 
+@dataclass(frozen=True)
+class Details:
+    """Blocks shown collapsed under a one-line ``summary`` (an HTML ``<details>``): the lab
+    book's detail, which the main page names but does not spread out."""
+
+    summary: str
+    blocks: list
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One change a reader can make, measured: a row of the report's "What to do".
+
+    Attributes
+    ----------
+    change : str
+        What to do, in words (``give the operator SCHED_FIFO (its own pinned thread)``).
+    against : str
+        The condition without it, in words.
+    late : str
+        Late frames before → after, with the frames they were counted in.
+    ratio : str
+        Late frames' rate ratio (after / before) with its CI (``×0.04 [0.03, 0.07]``).
+    word : str
+        What that ratio decided against its stated margin (``fewer``, ``equivalent``,
+        ``more``, ``not settled``, …).
+    typical : str
+        Typical jitter's ratio with its CI (``×0.70 [0.46, 1.06]``).
+    typical_word : str
+        What that CI shows: ``lower``, ``higher``, ``no clear change`` or ``no CI``.
+    cost : str
+        What it costs besides.
+    sessions : int
+        How many sessions the numbers pool (1: one session's).
+    value : float
+        The rate ratio itself (NaN where not compared), for ordering.
+    """
+
+    change: str
+    against: str
+    late: str
+    ratio: str
+    word: str
+    typical: str
+    typical_word: str
+    cost: str
+    sessions: int = 1
+    value: float = float("nan")
+
+
 @dataclass
 class Section:
     """One experiment's part of the report.
@@ -108,12 +161,30 @@ class Section:
         ``H1`` …, the claim it tests.
     claim : str
         The hypothesis in one line, for the report's introduction (``H1 — …``).
+    title : str
+        The experiment's heading without its label (``Scheduler overhead``).
+    main : list
+        What the report's main page shows of it under its verdicts: one figure.
     verdicts : list of Verdict
         Its rows of the summary table.
     quantities : list of Quantity
         Its headline numbers, compared across hosts.
     blocks : list
-        :class:`Markdown`, :class:`Table` and :class:`Figure`, in display order.
+        :class:`Markdown`, :class:`Table` and :class:`Figure`, in display order: the detail
+        the main page shows collapsed under :attr:`main`.
+    advice : callable
+        ``advice()``: its measured changes for the report's "What to do" (list of
+        :class:`Advice`), pooled over the host's sessions where it has several; called when
+        shown, after the report has set :attr:`session_headlines`. Empty by default.
+    scope : str
+        What its advice was measured on, for the report's "What to do" (``a 60 FPS Python
+        operator beside 3 CPU-bound load threads per CPU``).
+    notes : callable
+        ``notes()``: what else its data says to do, Markdown bullets for the same place.
+    compare : callable
+        ``compare(other, change, against)``: its headline measure in ``other`` (the same
+        experiment's section from another dataset, e.g. another SDK version) against this
+        one's, as an :class:`Advice` with those words; None where it has no such measure.
     measured : str
         Its line of the Methods' "what was measured" list (Markdown).
     limitations : list of str
@@ -139,6 +210,8 @@ class Section:
     label: str
     hypothesis: str
     claim: str
+    title: str = ""
+    main: list = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     quantities: list[Quantity] = field(default_factory=list)
     blocks: list = field(default_factory=list)
@@ -149,6 +222,11 @@ class Section:
     pooled_findings: Callable[[list[dict]], dict[str, str]] = field(default=lambda h: {},
                                                                      repr=False)
     session_headlines: Callable[[], list[dict]] = field(default=lambda: [], repr=False)
+    advice: Callable[[], list[Advice]] = field(default=lambda: [], repr=False)
+    scope: str = ""
+    notes: Callable[[], str] = field(default=lambda: "", repr=False)
+    compare: Callable[["Section", str, str], Advice | None] = field(
+        default=lambda other, change, against: None, repr=False)
 
 
 # The report's own templates: shared macros (``macros.j2``) every experiment's words may import.
@@ -188,9 +266,13 @@ def render(folder: Path, block: str, template: str = "report.md.j2", **context) 
     if block not in tmpl.blocks:
         raise KeyError(f"{folder / template}: no block {block!r}; blocks: {', '.join(tmpl.blocks)}")
     text = "".join(tmpl.blocks[block](tmpl.new_context(context)))
-    # Templates wrap long sentences over lines; Markdown paragraphs are what matters.
-    return "\n\n".join(" ".join(p.split()) if not p.lstrip().startswith(("-", "|", "#")) else p.strip()
+    # Templates wrap long sentences over lines; Markdown paragraphs are what matters. A list,
+    # a table or a heading keeps its lines.
+    return "\n\n".join(p.strip() if _KEEP_LINES.match(p.lstrip()) else " ".join(p.split())
                        for p in text.strip().split("\n\n"))
+
+
+_KEEP_LINES = re.compile(r"[-|#]|\d+\. ")
 
 
 def format_p_columns(df: pd.DataFrame) -> pd.DataFrame:

@@ -9,8 +9,9 @@ report's own words are in ``templates/report.md.j2``.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
@@ -24,8 +25,8 @@ from rtstudy import (atomic, criteria, data, figstyle, host, judge, params, path
 from rtstudy.harness import git_state
 from rtstudy.io import DataError, read_host
 from rtstudy.report import figures, sdks, stability
-from rtstudy.report.section import (TEMPLATES, Figure, LazyMarkdown, Markdown, Section, Table,
-                                    Verdict, render)
+from rtstudy.report.section import (TEMPLATES, Advice, Details, Figure, LazyMarkdown, Markdown,
+                                    Section, Table, Verdict, render)
 from rtstudy.stats import CI, MIN_RUNS
 
 
@@ -42,26 +43,58 @@ def table_html(df: pd.DataFrame, caption: str = "") -> str:
     return head + df.to_html(index=False, escape=True, border=0, classes="rtstudy-table")
 
 
+def markdown_html(text: str) -> str:
+    """Markdown as nbconvert renders a Markdown output: pipe tables, headings with anchors."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    return MarkdownWithMath(renderer=IPythonRenderer(escape=False)).render(text)
+
+
+def block_html(block) -> str:
+    """One block as HTML: figures drawn, embedded with their words (alt text), then closed;
+    :class:`Details` collapsed under its summary. "" for a block with nothing to show."""
+    if isinstance(block, Markdown):
+        return markdown_html(block.text)
+    if isinstance(block, LazyMarkdown):
+        return markdown_html(block.make())
+    if isinstance(block, Table):
+        return table_html(block.make(), block.caption)
+    if isinstance(block, Figure):
+        fig = block.make()
+        if fig is None:
+            return ""
+        try:
+            return figstyle.to_html(fig)
+        finally:
+            plt.close(fig)
+    if isinstance(block, Details):
+        inner = "".join(block_html(b) for b in block.blocks)
+        return (f'<details class="rtstudy-details"><summary>{html.escape(block.summary)}'
+                f'</summary>{inner}</details>' if inner else "")
+    raise TypeError(f"not a report block: {block!r}")
+
+
 def show(blocks: list) -> None:
-    """Display blocks in order in the running notebook (figures drawn, shown, then closed)."""
+    """Display blocks in order in the running notebook: words as Markdown, the rest as HTML
+    (:func:`block_html`)."""
     from IPython.display import HTML, Markdown as MarkdownText, display
 
     for block in blocks:
-        if isinstance(block, Markdown):
-            display(MarkdownText(block.text))
-        elif isinstance(block, LazyMarkdown):
-            display(MarkdownText(block.make()))
-        elif isinstance(block, Table):
-            display(HTML(table_html(block.make(), block.caption)))
-        elif isinstance(block, Figure):
-            fig = block.make()
-            if fig is not None:
-                # As an image with its words (alt text), which display(fig) would not give.
-                display(HTML(figstyle.to_html(fig)))
-                # Shown once here, not again when the cell ends.
-                plt.close(fig)
+        if isinstance(block, (Markdown, LazyMarkdown)):
+            display(MarkdownText(block.text if isinstance(block, Markdown) else block.make()))
         else:
-            raise TypeError(f"not a report block: {block!r}")
+            out = block_html(block)
+            if out:
+                display(HTML(out))
+
+
+def advice_table(advice: list[Advice]) -> pd.DataFrame:
+    """The report's "What to do" as a table, one row per change."""
+    return pd.DataFrame([{"change": a.change, "against": a.against,
+                          "late frames: before → after": a.late, "late-frame ratio": a.ratio,
+                          "decided": a.word, "typical jitter": f"{a.typical}: {a.typical_word}",
+                          "costs": a.cost}
+                         for a in advice])
 
 
 def _this_fingerprint() -> dict:
@@ -191,8 +224,85 @@ class Study:
 
     # -- the report's own parts ---------------------------------------------------------
 
+    def label(self, host_id: str | None = None) -> str:
+        """A host's readable label (:func:`rtstudy.data.hosts`); default the shown host."""
+        host_id = host_id or self.host_id
+        described = self.described()
+        return str(described.at[host_id, "label"]) if host_id in described.index else host_id
+
     def title(self) -> str:
-        return words("title", sections=list(self.sections.values()), profile=self.profile)
+        return words("title", sections=list(self.sections.values()), profile=self.profile,
+                     label=self.label(), k=max(len(self.sessions_of()), 1), ci=self.ci)
+
+    def front(self) -> list:
+        """The first screen: what to do on the shown host, each change with its effect on late
+        frames, its CI and what that decided; then each experiment's notes and the glossary."""
+        advice = [a for s in self.sections.values() for a in s.advice()] + self.sdk_advice()
+        notes = [n for n in (s.notes() for s in self.sections.values()) if n]
+        scope = "; ".join(s.scope for s in self.sections.values() if s.scope)
+        return [Markdown(words("what_to_do", advice=advice, ci=self.ci, scope=scope)),
+                Table(lambda: advice_table(advice), words("caption_advice", ci=self.ci)),
+                *[Markdown(n) for n in notes],
+                Details(words("glossary_in_full"), [Markdown(words("glossary"))])]
+
+    def sdk_advice(self) -> list[Advice]:
+        """The other SDK versions of the shown machine state as changes: each experiment's
+        headline measure with that version against the shown one (``Section.compare``), and
+        the changes only that version measured (Holoscan 5.0's wake mode)."""
+        rows = sdks.groups(self.host_states(), self.host_id) if self.sections else []
+        mine = next((r for r in rows if r["host_id"] == self.host_id), None)
+        if mine is None:
+            return []
+        known = {a.change for s in self.sections.values() for a in s.advice()}
+        out = []
+        for r in rows:
+            theirs = self.sections_by_host().get(r["host_id"], {})
+            if r is mine or not theirs:
+                continue
+            for name, s in self.sections.items():
+                a = s.compare(theirs[name], f"{r['label']} instead of {mine['label']}",
+                              "the same machine state") if name in theirs else None
+                if a is not None:
+                    out.append(a)
+            out += [replace(a, against=f"{a.against}; {r['label']}")
+                    for s in theirs.values() for a in s.advice() if a.change not in known]
+        return out
+
+    def verdict_blocks(self) -> list:
+        """One line per published claim: its verdicts (over the sessions where there are
+        several), linked to its section."""
+        over, k = self.verdicts_over_sessions(), len(self.sessions_of())
+        rows = [{"hypothesis": s.hypothesis, "label": s.label, "claim": s.claim,
+                 "anchor": markdown_anchor(self.section_heading(s)),
+                 "verdicts": [{"claim": v.claim, "verdict": over.get(v.claim, {}).get(
+                     "verdict", v.verdict)} for v in s.verdicts]}
+                for s in self.sections.values()]
+        return [Markdown(words("verdicts", rows=rows, k=k))]
+
+    def section_heading(self, section: Section) -> str:
+        return f"{section.label} — {section.title} ({section.hypothesis})"
+
+    def section_blocks(self, section: Section) -> list:
+        """An experiment on the main page: its claim and verdicts, its one figure, and the rest
+        collapsed."""
+        over, k = self.verdicts_over_sessions(), len(self.sessions_of())
+        verdicts = [{"claim": v.claim, "ours": v.ours,
+                     "verdict": over.get(v.claim, {}).get("verdict", v.verdict)}
+                    for v in section.verdicts]
+        return [Markdown(words("section_head", s=section, verdicts=verdicts, k=k)),
+                *section.main,
+                Details(words("in_full", label=section.label), section.blocks)]
+
+    def lab_book(self) -> list:
+        """Everything behind the verdicts, collapsed: the summary beside the published figures,
+        stability and sessions, the methods and criteria, the limitations."""
+        return [Markdown(words("lab_book")),
+                Details(words("summary_in_full"), [Markdown(self.summary())]),
+                Details(words("stability_in_full"), self.stability_blocks()),
+                Details(words("methods_in_full"), [Markdown(self.methods()),
+                                                   *self.criteria_blocks()]),
+                Details(words("limitations_in_full", n=len(self.limitations())),
+                        [Markdown(self.limitations_markdown())])]
 
     def summary(self) -> str:
         verdicts = [v for s in self.sections.values() for v in s.verdicts]
@@ -451,14 +561,21 @@ class Study:
                 return f"{st['over'][claim]} (over {st['sessions']} sessions)"
             return st["verdicts"].get(claim, "—")
 
-        verdicts = pd.DataFrame([{"claim": claim, **{st["host_id"]: verdict(st, claim)
-                                                     for st in states}}
-                                 for claim in dict.fromkeys(c for st in states for c in st["verdicts"])])
-        return [Markdown(words("hosts", hosts=hosts, profile=self.profile, shown=self.host_id,
-                               states=states)),
-                Table(lambda: verdicts, words("caption_host_verdicts")),
-                Table(lambda: cross_host_table(xh), words("caption_hosts")),
-                Figure(lambda: figures.cross_host(xh))]
+        claims = list(dict.fromkeys(c for st in states for c in st["verdicts"]))
+        # One row per host state, named by its label (CPU model, state, SDK): a reader's words.
+        verdicts = pd.DataFrame([{"host state": st["label"] + (" (shown)" if st["host_id"] ==
+                                                               self.host_id else ""),
+                                  **{claim: verdict(st, claim) for claim in claims}}
+                                 for st in states])
+        blocks = [Markdown(words("hosts", hosts=hosts, profile=self.profile,
+                                 shown_label=self.label()))]
+        if hosts:
+            blocks += [Table(lambda: verdicts, words("caption_host_verdicts")),
+                       Details(words("hosts_in_full"), [
+                           Markdown(words("host_states", states=states, shown=self.host_id)),
+                           Table(lambda: cross_host_table(xh), words("caption_hosts")),
+                           Figure(lambda: figures.cross_host(xh))])]
+        return blocks
 
     def sdk_blocks(self) -> list:
         """The "SDK versions compared" section: the shown machine state's verdicts and
@@ -468,7 +585,8 @@ class Study:
         if len(rows) > 1:
             xh = cross_host_table(self.cross_host())
             blocks += [Table(lambda: sdks.verdict_table(rows), words("caption_sdk_verdicts")),
-                       Table(lambda: sdks.headline_table(xh, rows), words("caption_sdks"))]
+                       Details(words("sdks_in_full"), [
+                           Table(lambda: sdks.headline_table(xh, rows), words("caption_sdks"))])]
         return blocks
 
     def metrics(self) -> dict:
@@ -569,6 +687,11 @@ class Study:
     def footer(self) -> str:
         host_ids = [self.host_id] if self.sections else []
         return words("footer", p=provenance(self.profile, host_ids))
+
+
+def markdown_anchor(heading: str) -> str:
+    """The id nbconvert gives a Markdown heading (spaces become hyphens)."""
+    return heading.replace(" ", "-")
 
 
 def first_look(name: str, profile: str) -> pd.DataFrame:

@@ -28,8 +28,10 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     # Every block of the words sees the headline, the parameters and the CI settings.
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
 
-    section = Section(name="e1_async_buffer", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
-                      headline=h)
+    section = Section(name="e1_async_buffer", label=LABEL, hypothesis=HYPOTHESIS,
+                      claim=published.CLAIM, title=words("title"), headline=h)
+    # The main page's figure: the seed's plot, each buffer's max latency against the period.
+    section.main = [Figure(lambda: figures.e1_seed_figures(cells, ci))]
     section.blocks = [
         # Made when shown: the report sets the host's other sessions after this is built.
         LazyMarkdown(lambda: words("section", source=published.SOURCE.cite(published.WHERE),
@@ -40,7 +42,6 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         Table(lambda: far, words("caption_outliers")),
         Table(lambda: format_p_columns(analysis.buffer_tests(messages)),
               words("caption_buffer_tests")),
-        Figure(lambda: figures.e1_seed_figures(cells, ci)),
         Figure(lambda: figures.e1_latency_percentiles(cells)),
         Figure(lambda: figures.e1_emit_period(cells)),
         Markdown(words("methods", hosts=sorted(cells["host_id"].unique()))),

@@ -340,37 +340,3 @@ def over_sessions(headlines: list[dict], confidence: float) -> dict[str, dict]:
                        "frames": late.counts["exposure_b"],
                        "frames_base": late.counts["exposure_a"]}
     return out
-
-
-def conclusions(recs: list[dict], over: dict) -> dict[str, list[dict]]:
-    """The recommendations sorted by what they showed, for the section's opening.
-
-    Without sessions (``over`` empty) each change's own ``typical`` and ``late_frames``
-    decide; with them (:func:`over_sessions`) the words of the pooled sessions.
-
-    Returns
-    -------
-    dict
-        ``fewer`` (fewer late frames), ``lower`` (less typical jitter), ``worse`` (more of
-        either), ``equivalent`` (late frames within the margin), ``unsettled`` (late frames
-        not settled: more frames would decide; or no CI, below 3 runs), ``rare`` (too few late
-        frames in both conditions to compare): lists of ``recs`` rows, in their order.
-    """
-    out: dict[str, list[dict]] = {k: [] for k in ("fewer", "lower", "worse", "equivalent",
-                                                  "unsettled", "rare")}
-    for r in recs:
-        o = over.get(r["change"])
-        typical, late = (o["held"]["typical"], o["held"]["late_frames"]) if o else \
-            (r["typical"], r["late_frames"])
-        if late == rates.FEWER:
-            out["fewer"].append(r)
-        if typical == "lower":
-            out["lower"].append(r)
-        if late == rates.MORE or typical == "higher":
-            out["worse"].append(r)
-        for key, words in (("equivalent", (rates.EQUIVALENT,)),
-                           ("unsettled", (rates.NOT_SETTLED, rates.NO_CI)),
-                           ("rare", (rates.TOO_FEW,))):
-            if late in words:
-                out[key].append(r)
-    return out

@@ -1,19 +1,22 @@
 """E2's report section: its prose (``report.md.j2``), tables, figures and summary rows."""
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
-from rtstudy import criteria
+import numpy as np
+
+from rtstudy import criteria, rates
 from rtstudy.experiments.e2_rt_threads import analysis, contrasts, figures, ladder, published, tables
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
 from rtstudy.io import Dataset, read_plan
-from rtstudy.report.section import (RATE_UNIT, Figure, LazyMarkdown, Markdown, Quantity,
-                                    Section, Table, Verdict, render)
-from rtstudy.stats import CI
+from rtstudy.report.section import (RATE_UNIT, Advice, Figure, LazyMarkdown, Markdown,
+                                    Quantity, Section, Table, Verdict, render)
+from rtstudy.stats import CI, MIN_RUNS
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E2"
@@ -46,20 +49,24 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     # formats a number with its CI as the tables do.
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci, change=tables.std_change,
                     rate=tables.late_rate, iqr=tables.iqr, message_cost=tables.message_cost,
-                    flow=published.FLOW_BENCHMARKING.cite(), conclusions=ladder.conclusions,
+                    flow=published.FLOW_BENCHMARKING.cite(),
                     margin=criteria.value("e2_late_ratio_margin"),
                     min_events=criteria.value("e2_min_late_events"))
     no_trace = words("no_trace", traces=traced_runs(ds)) if not len(att) else ""
 
-    section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
-                      headline=h)
+    section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS,
+                      claim=published.CLAIM, title=words("title"), headline=h)
     recs, rungs = pd.DataFrame(h["recommendations"]), pd.DataFrame(h["ladder"])
 
     def over() -> dict:
         # Made when shown: the report sets the host's other sessions after this is built.
         return ladder.over_sessions(section.session_headlines(), ci.confidence)
 
-    section.blocks = [LazyMarkdown(lambda: words("opening", changes=ladder.CHANGES, over=over()))]
+    section.advice = lambda: advice(h["recommendations"], over(), h["ladder_policy"])
+    section.notes = lambda: words("advice")
+    section.scope = words("scope")
+    section.compare = partial(compare, h, confidence=ci.confidence)
+    section.blocks = [LazyMarkdown(lambda: words("opening", over=over()))]
     if len(recs):
         section.blocks.append(Table(lambda: tables.recommendation_table(recs, ladder.CHANGES,
                                                                         over()),
@@ -76,16 +83,18 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
                        missing=len(ds.missing))),
         Markdown(words("late_frames")),
     ]
-    if h["late"]:
-        section.blocks.append(Figure(lambda: figures.e2_typical_and_late(
-            pd.concat([runs, floor], ignore_index=True), conditions, cfg["late_threshold_ms"], ci)))
+    # The main page's figure: each policy's typical jitter beside its late frames (H2's
+    # verdict is on the late frames), or the std the seeds compared where none are counted.
+    section.main = [Figure(lambda: figures.e2_typical_and_late(
+        pd.concat([runs, floor], ignore_index=True), conditions, cfg["late_threshold_ms"], ci))
+        if h["late"] else Figure(lambda: figures.e2_std(frames, runs, ci))]
     section.blocks += [
         Table(lambda: tables.late_table(conditions, cfg["late_threshold_ms"]),
               words("caption_late")),
         Markdown(words("seeds")),
         Table(lambda: tables.seed_table(h["seeds"]), words("caption_seed_table")),
         Table(lambda: tables.comparison_table(red), words("caption_comparison")),
-        Figure(lambda: figures.e2_std(frames, runs, ci)),
+        *([Figure(lambda: figures.e2_std(frames, runs, ci))] if h["late"] else []),
         Markdown(words("factors", n_floor=len(floor))),
         Table(lambda: tables.effects_table(eff), words("caption_effects")),
         Table(lambda: tables.floor_table(ratios), words("caption_floor")),
@@ -106,8 +115,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         if h["tracing_cost"]:
             section.blocks.append(Table(lambda: tables.tracing_cost_table(
                 pd.DataFrame(h["tracing_cost"])), words("caption_tracing_cost")))
-    section.blocks += [Markdown(words("advice")),
-                       Figure(lambda: figures.e2_period_histograms(frames)),
+    section.blocks += [Figure(lambda: figures.e2_period_histograms(frames)),
                        Figure(lambda: figures.e2_time_series(frames))]
     zero_runs = [min(r["n_runs"], r["n_runs_normal"]) for r in h["zero"]["rows"]]
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
@@ -197,3 +205,68 @@ def pooled_findings(headlines: list[dict], confidence: float) -> dict[str, str]:
             f"{o['late_base']} → {o['late']} late in {o['frames_base']:,.0f} → "
             f"{o['frames']:,.0f} frames over {o['sessions']} sessions)")
     return out
+
+
+# The order of the report's "What to do": what helps first, what is undecided last.
+_ORDER = (rates.FEWER, rates.EQUIVALENT, rates.NOT_SETTLED, rates.TOO_FEW, rates.NO_CI, rates.MORE)
+
+
+def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
+    """Each change measured at the headline point as a row of the report's "What to do":
+    pooled over the sessions where ``over`` (:func:`.ladder.over_sessions`) has it, else the
+    latest session's; what helps first."""
+    out = []
+    for r in recs:
+        o = over.get(r["change"])
+        what, cost = ladder.CHANGES.get(r["change"], (r["change"], ""))
+        cost = "; ".join(part for part in (cost, tables.message_cost(r)) if part)
+        against = ("a normal thread of its own" if r["kind"] == "policy"
+                   else f"{ladder_policy.replace('SCHED_', '')} without it")
+        if o:
+            late = (f"{o['late_base']:,} → {o['late']:,} in {o['frames_base']:,.0f} frames each")
+            ratio, word = (o["late_ratio"], o["late_ratio_low"], o["late_ratio_high"]), \
+                o["held"]["late_frames"]
+            typical = (tables.ratio_text(o["iqr_ratio"], o["iqr_low"], o["iqr_high"]),
+                       o["held"]["typical"])
+            sessions = o["sessions"]
+        else:
+            late = f"{r['late_base']:,} → {r['late']:,} in {r['frames_base']:,} frames each"
+            ratio, word = (r["late_ratio"], r["late_ratio_low"], r["late_ratio_high"]), \
+                r["late_frames"]
+            typical = tables.ratio_text(r["iqr_ratio"], r["iqr_low"], r["iqr_high"]), r["typical"]
+            sessions = 1
+        out.append(Advice(what, against, late, tables.ratio_text(*ratio), word, *typical, cost,
+                          sessions, float(ratio[0])))
+    return sorted(out, key=lambda a: (_ORDER.index(a.word) if a.word in _ORDER else len(_ORDER),
+                                      a.value if np.isfinite(a.value) else np.inf))
+
+
+def _late_row(h: dict, policy: str) -> dict | None:
+    return next((r for r in (h.get("late") or {}).get("rows", []) if r["policy"] == policy), None)
+
+
+def compare(h: dict, other: Section, change: str, against: str, confidence: float
+            ) -> Advice | None:
+    """``other``'s late frames (E2 from another dataset, e.g. another SDK version) against
+    ``h``'s, both with the fixes' policy at the headline point, as a rate ratio judged by the
+    same margin as the changes; None where either lacks that condition.
+
+    The counts are each dataset's latest session; φ is the larger of the two conditions'
+    over-dispersion (the conservative one), and fewer than the minimum runs in either gives
+    no CI."""
+    policy = h.get("ladder_policy") or "SCHED_FIFO"
+    mine, theirs = _late_row(h, policy), _late_row(other.headline, policy)
+    if not mine or not theirs:
+        return None
+    phi = np.nanmax([mine["dispersion"], theirs["dispersion"], 1.0])
+    rr = rates.ratio_from_totals(mine["late"], mine["frames"], theirs["late"], theirs["frames"],
+                                 float(phi), confidence)
+    if min(mine["runs"], theirs["runs"]) < MIN_RUNS:
+        rr = replace(rr, low=float("nan"), high=float("nan"))
+    iqr = theirs["iqr_us"] / mine["iqr_us"] if mine["iqr_us"] > 0 else np.nan
+    return Advice(change, f"{against}, both with {policy.replace('SCHED_', '')}",
+                  f"{mine['late']:,} → {theirs['late']:,} in {mine['frames']:,} → "
+                  f"{theirs['frames']:,} frames", tables.ratio_text(rr.value, rr.low, rr.high),
+                  rates.word(rr), f"×{iqr:.2f} (period IQR {mine['iqr_us']:,.0f} → "
+                  f"{theirs['iqr_us']:,.0f} µs)", "no CI across datasets",
+                  "another SDK environment", 1, float(rr.value))

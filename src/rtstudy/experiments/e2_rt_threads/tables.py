@@ -215,9 +215,17 @@ def attribution_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _ratio(x: float) -> str:
+    """Two decimals where a ratio is read to them (below 100), whole numbers above."""
+    return f"{x:.2f}" if abs(x) < 100 or not np.isfinite(x) else f"{x:,.0f}"
+
+
 def ratio_text(value: float, low: float, high: float) -> str:
     """A ratio with its CI as ×value [low, high]; n/a without a value."""
-    return f"×{value:.2f}" + _ci(low, high, "{:.2f}") if np.isfinite(value) else "n/a"
+    if not np.isfinite(value):
+        return "n/a"
+    return f"×{_ratio(value)}" + (f" [{_ratio(low)}, {_ratio(high)}]" if np.isfinite(low)
+                                  else " (no CI)")
 
 
 

@@ -23,13 +23,14 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     # Every block of the words sees the headline, the parameters and the CI settings.
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci)
 
-    section = Section(name="e3_overhead", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
-                      headline=h)
+    section = Section(name="e3_overhead", label=LABEL, hypothesis=HYPOTHESIS,
+                      claim=published.CLAIM, title=words("title"), headline=h)
+    # The main page's figure: each scheduler's cost per iteration beside the published band.
+    section.main = [Figure(lambda: figures.e3_overhead(runs, fits, ci))]
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
                        missing=ds.missing, min_runs=MIN_RUNS)),
         Table(lambda: analysis.summary_table(runs, fits, ci), words("caption_table")),
-        Figure(lambda: figures.e3_overhead(runs, fits, ci)),
         Figure(lambda: figures.e3_fit(runs, fits)),
         Markdown(words("methods", hosts=sorted(runs["host_id"].unique()))),
     ]

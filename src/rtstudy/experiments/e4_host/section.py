@@ -37,14 +37,15 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
                     floor_kinds=sorted(set(floor["kind"])) if len(floor) else [],
                     floor_loads=sorted(set(floor["load"])) if len(floor) else [])
 
-    section = Section(name="e4_host", label=LABEL, hypothesis=HYPOTHESIS, claim=published.CLAIM,
-                      headline=h)
+    section = Section(name="e4_host", label=LABEL, hypothesis=HYPOTHESIS,
+                      claim=published.CLAIM, title=words("title"), headline=h)
+    # The main page's figure: the jitter ladder, each CPU's tail against its median.
+    section.main = [Figure(lambda: figures.e4_ladder(stats))]
     section.blocks = [
         Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
                        isolation=published.ISOLATION.cite(published.ISOLATION_WHERE),
                        seed_p50=published.LADDER_NS["untuned"]["p50"], missing=len(ds.missing))),
         Table(lambda: analysis.ladder_table(stats), words("caption_ladder")),
-        Figure(lambda: figures.e4_ladder(stats)),
         Figure(lambda: figures.e4_jitter_histograms(hists)),
         Table(lambda: analysis.floor_table(stats), words("caption_floor")),
         Table(lambda: analysis.audit_table(record), words("caption_audit")),
