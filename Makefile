@@ -179,7 +179,7 @@ lab: $(STAMP)
 	echo "  (JupyterLab: http://127.0.0.1:$$LAB_PORT/lab?token=$$token  this machine only; Ctrl-C stops it)"; \
 	JUPYTER_TOKEN="$$token" exec $(BIN)/jupyter lab --no-browser \
 	  --ServerApp.ip=127.0.0.1 --ServerApp.port="$$LAB_PORT" --ServerApp.port_retries=0 \
-	  --ServerApp.root_dir="$(CURDIR)" --ServerApp.default_url=/$(EXPLORE_PATH) \
+	  --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/$(EXPLORE_PATH) \
 	  --MappingKernelManager.default_kernel_name=rtstudy \
 	  $(if $(filter 0,$(shell id -u)),--allow-root)
 

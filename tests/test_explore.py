@@ -98,7 +98,7 @@ def test_explore_runs_headless_shows_the_headline_run_and_two_host_states_and_me
               if o["output_type"] == "error"]
     assert not errors, errors
     # The defaults: E2's headline run (H2's headline point, the seed's real-time policy, its
-    # first run) on one host, overlaid with the reference's other host state.
+    # first run) on one host, overlaid with the same machine in the reference's other state.
     hosts = data.hosts(profile, root=project / "data")
     tables = data.load("e2_rt_threads", profile, root=project / "data")
     expected = registry.get("e2_rt_threads").explore.default_condition(tables)
@@ -114,6 +114,10 @@ def test_explore_runs_headless_shows_the_headline_run_and_two_host_states_and_me
     assert states.nunique() == 2, hosts  # untuned and shielded (of several hosts and SDKs)
     assert states[chosen["host_id"]] == "untuned", shown
     assert states[chosen["other_host_id"]] != "untuned", shown  # the other state overlaid
+    # ... of the same machine: its CPU model and SDK, so the overlay compares like with like.
+    described = hosts.set_index("host_id")
+    for same in ("cpu_model", "sdk"):
+        assert described.at[chosen["host_id"], same] == described.at[chosen["other_host_id"], same]
     for call in ("explore.run_figure(", "explore.condition_figure(", "explore.hosts_figure("):
         assert any("image/png" in o.get("data", {}) for o in outputs(notebook, call)), call
     widget = outputs(notebook, "explore.Explorer(")

@@ -131,6 +131,21 @@ def test_lab_listens_on_localhost_only_and_prints_the_url_with_the_token(lab):
     assert f"http://127.0.0.1:{lab.port}/lab?token={lab.token}" in lab.log.read_text()
 
 
+def test_the_root_url_opens_explore(lab):
+    """The server's root URL, with the token, leads to explore.ipynb (``make lab`` prints
+    that URL first)."""
+    req = urllib.request.Request(f"{lab.base}/?token={lab.token}")
+    try:
+        with urllib.request.build_opener(_NoRedirect).open(req, timeout=30) as resp:
+            status, location = resp.status, resp.headers.get("Location", "")
+    except urllib.error.HTTPError as exc:
+        status, location = exc.code, exc.headers.get("Location", "")
+    assert 300 <= status < 400 and location.split("?")[0].endswith(
+        "/lab/tree/notebooks/explore.ipynb"), (status, location)
+    assert f"http://127.0.0.1:{lab.port}/lab/tree/notebooks/explore.ipynb?token={lab.token}" \
+        in lab.log.read_text()
+
+
 def test_lab_requires_the_token(lab):
     assert lab.request("GET", "/api/status")[0] == 200
     status, _ = lab.request("GET", "/api/status", token="")

@@ -110,8 +110,9 @@ def pick(experiment: str, tables: dict[str, pd.DataFrame], hosts: pd.DataFrame,
     repetition : int, optional
         None: the condition's first run on ``host``.
     other_host : str, optional
-        A host id or label to overlay, other than ``host``; ``""``: none; None: the next host
-        (in the order above) that has ``condition``, if any.
+        A host id or label to overlay, other than ``host``; ``""``: none; None: a host that
+        has ``condition``, if any: the same machine in another state first (the same CPU
+        model and SDK version), then the next in the order above.
 
     Returns
     -------
@@ -149,9 +150,13 @@ def pick(experiment: str, tables: dict[str, pd.DataFrame], hosts: pd.DataFrame,
                          + ", ".join(map(str, runs)))
     if other_host is None:
         others = [h for h in order if h != host_id and len(_rows(observed, h, condition))]
-        # Another machine state first (the shielded CPU beside the untuned one), then the rest.
-        state = dict(zip(with_data["host_id"], with_data["state"]))
-        others.sort(key=lambda h: state[h] == state[host_id])
+        # The same machine in another state first (its CPU shielded beside it untuned: the same
+        # CPU model and SDK), then other machines: like with like before anything else.
+        known = with_data.set_index("host_id")
+        same = {k: dict(zip(known.index, known[k])) for k in ("state", "cpu_model", "sdk")}
+        others.sort(key=lambda h: (same["cpu_model"][h] != same["cpu_model"][host_id],
+                                   same["sdk"][h] != same["sdk"][host_id],
+                                   same["state"][h] == same["state"][host_id]))
         other_id = others[0] if others else None
     else:
         other_id = _host_id(hosts, other_host) if other_host else None
