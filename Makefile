@@ -77,7 +77,7 @@ $(STAMP): $(LOCK) pyproject.toml setup.py src/rtstudy/_native.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	$(BIN)/python -m ipykernel install --sys-prefix --name rtstudy --display-name "rtstudy ($(VENV), Python $(PY_VERSION))" >/dev/null
+	$(BIN)/python -m rtstudy.kernelspec "rtstudy ($(VENV), Python $(PY_VERSION))"
 	@touch $@
 
 # System tools by distribution (rtstudy.sysdeps): what the measurements use; `make test` adds

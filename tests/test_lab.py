@@ -197,7 +197,9 @@ async def execute_cells(lab: Lab, kernel_id: str, cells: list[str]) -> list[dict
 
 def test_a_notebook_runs_on_the_rtstudy_kernel_through_the_server(lab):
     notebook = json.loads((lab.project / "notebooks" / "experiment.ipynb").read_text())
-    cells = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    # Holoscan imports in the kernel's first cell, before anything of the study's ran.
+    cells = ["import holoscan"] + ["".join(c["source"]) for c in notebook["cells"]
+                                   if c["cell_type"] == "code"]
     # Kernel working directory: notebooks/, as when JupyterLab opens the notebook.
     status, kernel = lab.request("POST", "/api/kernels", {"name": "rtstudy", "path": "notebooks"})
     assert status == 201, status
