@@ -71,7 +71,7 @@ def test_stock_host_warns_with_the_exact_commands():
         "C-states": "echo 1 > /sys/devices/system/cpu/cpu3/cpuidle/state3/disable",
         "transparent hugepages": "echo madvise > /sys/kernel/mm/transparent_hugepage/enabled",
         "sched_rt_runtime_us": "sysctl -w kernel.sched_rt_runtime_us=-1",
-        "irqbalance daemon": "systemctl disable --now irqbalance",
+        "irqbalance daemon": "IRQBALANCE_BANNED_CPULIST=2-3 in /etc/default/irqbalance",
         "tuned daemon": "systemctl disable --now tuned",
         "NMI watchdog": "sysctl -w kernel.nmi_watchdog=0",
         "preemption model": "linux-image-rt-amd64",
@@ -81,6 +81,7 @@ def test_stock_host_warns_with_the_exact_commands():
         assert remedy in by_name[name].remedy, name
     assert "C6 (133 µs exit latency) on CPUs 0-3" in by_name["C-states"].evidence
     assert "pid 612" in by_name["irqbalance daemon"].evidence
+    assert "no IRQBALANCE_BANNED_CPULIST" in by_name["irqbalance daemon"].evidence
     assert "voluntary" in by_name["preemption model"].evidence
 
 
@@ -246,3 +247,34 @@ def test_tuned_running_a_realtime_profile_is_a_tuning(tmp_path, profile, status)
     assert audit.summary(items)["tuned"] is (status == "PASS")
     if status == "WARN":
         assert "tuned-adm profile realtime" in item.remedy
+
+
+@pytest.mark.parametrize("config, text, status", [
+    ("default", "IRQBALANCE_BANNED_CPULIST=2-3\n", "PASS"),              # as tuned sets it
+    ("sysconfig", 'IRQBALANCE_BANNED_CPUS="0000000c"\n', "PASS"),        # RHEL's mask form
+    ("default", "# IRQBALANCE_BANNED_CPULIST=2-3\nIRQBALANCE_BANNED_CPULIST=3\n", "WARN"),
+])
+def test_irqbalance_may_run_where_it_is_banned_from_the_realtime_cpus(tmp_path, config, text,
+                                                                      status):
+    """tuned's realtime profile keeps irqbalance and bans the isolated CPUs; stopping it would
+    leave every IRQ where it lies."""
+    root = copy_fixture(tmp_path, "stock")
+    (root / "etc" / config).mkdir(parents=True)
+    (root / "etc" / config / "irqbalance").write_text(text)
+    item = items_by_name(root)["irqbalance daemon"]
+    assert item.status == status, item
+    if status == "PASS":
+        assert item.facts["banned"] == [2, 3] and "2-3" in item.evidence
+    else:
+        assert "bans CPUs 3, not CPUs 2" in item.evidence
+        assert "IRQBALANCE_BANNED_CPULIST=2-3" in item.remedy
+        assert "disable" not in item.remedy
+
+
+def test_rt_throttling_is_described_as_it_works():
+    """950000 of 1000000 µs: throttled only past 950 ms of real-time work in a period, and
+    pinned SCHED_DEADLINE admitted in an exclusive cpuset without load balancing."""
+    rt = items_by_name(FIXTURES / "untuned")["sched_rt_runtime_us"]
+    assert "may run 950000 µs of each 1000000 µs period" in rt.evidence
+    assert "stopped for the rest" not in rt.evidence
+    assert "exclusive cpuset without load balancing" in rt.evidence

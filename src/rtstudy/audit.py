@@ -355,8 +355,12 @@ def _rt_runtime_item(h: _Host) -> AuditItem:
         return AuditItem(name, "PASS", f"{f.path}: -1 (no RT throttling; SCHED_DEADLINE threads may "
                          "be pinned to one CPU)", facts={"value": value})
     return AuditItem(name, "WARN", f"{f.path}: {value} of every {period} µs: RT throttling is on "
-                     "(real-time threads are stopped for the rest of each period), and SCHED_DEADLINE "
-                     "threads cannot be pinned to one CPU (sched_setattr fails with EPERM)",
+                     f"(real-time threads may run {value} µs of each {period} µs period on a CPU; "
+                     "only past that do they wait for the next period), and SCHED_DEADLINE "
+                     "threads cannot be pinned to one CPU (sched_setattr fails with EPERM) except "
+                     "in an exclusive cpuset without load balancing (`rtstudy host apply --method "
+                     "cpuset` makes one), whose CPUs are a root domain of their own, admission "
+                     "control kept",
                      "sysctl -w kernel.sched_rt_runtime_us=-1 (keeps it until reboot; to persist: "
                      "echo kernel.sched_rt_runtime_us=-1 > /etc/sysctl.d/90-realtime.conf). It also "
                      "removes the safety net that stops a runaway FIFO thread from hanging a CPU",
@@ -374,6 +378,51 @@ def _daemon_item(h: _Host, daemon: str, why: str) -> AuditItem:
                          f"systemctl disable --now {daemon}", facts=facts)
     return AuditItem(name, "PASS", f"no {daemon} among {len(h.processes)} processes{h.process_note}",
                      facts=facts)
+
+
+# Where irqbalance reads its environment: Debian and Ubuntu, RHEL and Fedora.
+IRQBALANCE_CONFIGS = ("/etc/default/irqbalance", "/etc/sysconfig/irqbalance")
+
+
+def _irqbalance_banned(h: _Host) -> tuple[list[int] | None, str]:
+    """The CPUs irqbalance's configuration bans (``IRQBALANCE_BANNED_CPULIST``, or the hex
+    mask ``IRQBALANCE_BANNED_CPUS``) and the file that says so; (None, "") where none does."""
+    for path in IRQBALANCE_CONFIGS:
+        text = read_file(h.root, path).text or ""
+        values = dict(re.findall(r'^\s*(IRQBALANCE_BANNED_CPU(?:LIST|S))\s*=\s*"?([^"\s#]*)"?',
+                                 text, re.M))
+        if values.get("IRQBALANCE_BANNED_CPULIST"):
+            return to_cpus(values["IRQBALANCE_BANNED_CPULIST"]) or [], path
+        if values.get("IRQBALANCE_BANNED_CPUS"):
+            mask = int(values["IRQBALANCE_BANNED_CPUS"].replace(",", ""), 16)
+            return [c for c in range(mask.bit_length()) if mask >> c & 1], path
+    return None, ""
+
+
+def _irqbalance_item(h: _Host) -> AuditItem:
+    """irqbalance may run where it keeps off the real-time CPUs, as tuned's realtime profile
+    sets it (``IRQBALANCE_BANNED_CPULIST``); stopping it would leave every IRQ where it lies,
+    on CPU 0 of a large host."""
+    item = _daemon_item(h, "irqbalance", "it spreads IRQs over every CPU it is not banned from")
+    if not item.facts.get("pids"):
+        return item
+    cpus = h.isolated or suggested_isolation(h.online)
+    banned, where = _irqbalance_banned(h)
+    facts = {**item.facts, "banned": banned, "config": where}
+    missing = [c for c in cpus if c not in (banned or [])]
+    if cpus and not missing:
+        return AuditItem(item.name, "PASS", f"irqbalance runs, banned from CPUs "
+                         f"{format_cpu_list(banned)} ({where}), which holds the real-time CPUs "
+                         f"{format_cpu_list(cpus)}", facts=facts)
+    shown = (f"; {where} bans CPUs {format_cpu_list(banned)}" if banned else
+             "; no IRQBALANCE_BANNED_CPULIST in " + " or ".join(IRQBALANCE_CONFIGS))
+    return AuditItem(item.name, "WARN", item.evidence + shown + f", not CPUs "
+                     f"{format_cpu_list(missing)}",
+                     f"ban the real-time CPUs, as tuned's realtime profile does: "
+                     f"IRQBALANCE_BANNED_CPULIST={format_cpu_list(cpus)} in /etc/default/irqbalance "
+                     "(RHEL, Fedora: /etc/sysconfig/irqbalance), then `systemctl restart "
+                     "irqbalance`. Stopping irqbalance instead leaves every IRQ where it lies, "
+                     "often all on CPU 0", facts=facts)
 
 
 def tuned_verify() -> tuple[bool, str] | None:
@@ -637,7 +686,7 @@ def audit(root: Path = Path("/")) -> list[AuditItem]:
     return [
         _cmdline_item(h), _isolated_item(h), _nohz_item(h), _rcu_item(h), _consistency_item(h),
         _governor_item(h), _cstate_item(h), _thp_item(h), _rt_runtime_item(h),
-        _daemon_item(h, "irqbalance", "it moves IRQs back onto isolated CPUs"),
+        _irqbalance_item(h),
         _tuned_item(h),
         _nmi_item(h), _irq_count_item(h), _irq_affinity_item(h), _kthread_item(h),
         _rcu_thread_item(h), _smt_item(h), _preempt_item(h),

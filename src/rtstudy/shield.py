@@ -207,7 +207,10 @@ def commands(method: str, cpus, housekeeping, root: Path = ROOT) -> list[str]:
     """The shield as the shell commands a person would type."""
     if method == "affinity":
         hk = format_cpu_list(housekeeping)
-        return [f"tuna isolate --cpus {format_cpu_list(cpus)}  # or, thread by thread: "
+        cpu_list = format_cpu_list(cpus)
+        # tuna's two syntaxes: options up to 0.17 (Debian 12's 0.15), sub-commands from 0.18.
+        return [f"tuna --cpus={cpu_list} --isolate  # tuna 0.18 and later: tuna isolate "
+                f"--cpus {cpu_list}; or, thread by thread: "
                 f"for t in /proc/[0-9]*/task/*; do taskset -pc {hk} ${{t##*/}}; done "
                 "(per-CPU kernel threads refuse, and stay)"]
     base = cpuset_root(root)

@@ -481,7 +481,8 @@ class Study:
             out.append(words("no_isolation"))
         runtime, period = fp["sched"]["rt_runtime_us"], fp["sched"]["rt_period_us"]
         if runtime != -1 and period > 0:
-            out.append(words("rt_throttle", runtime=runtime, share=runtime / period))
+            out.append(words("rt_throttle", runtime=runtime, period=period,
+                             share=runtime / period))
         pinned_dl = fp["realtime"].get("SCHED_DEADLINE pinned", "not probed")
         if pinned_dl != "ok":
             out.append(words("deadline_pinning", why=pinned_dl))
