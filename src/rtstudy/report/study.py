@@ -280,6 +280,7 @@ class Study:
         return [Markdown(words("verdicts", rows=rows, k=k))]
 
     def section_heading(self, section: Section) -> str:
+        """An experiment's heading on the main page: ``E3 — Scheduler overhead (H3)``."""
         return f"{section.label} — {section.title} ({section.hypothesis})"
 
     def section_blocks(self, section: Section) -> list:
@@ -289,7 +290,8 @@ class Study:
         verdicts = [{"claim": v.claim, "ours": v.ours,
                      "verdict": over.get(v.claim, {}).get("verdict", v.verdict)}
                     for v in section.verdicts]
-        return [Markdown(words("section_head", s=section, verdicts=verdicts, k=k)),
+        return [Markdown(words("section_head", s=section, heading=self.section_heading(section),
+                               verdicts=verdicts, k=k)),
                 *section.main,
                 Details(words("in_full", label=section.label), section.blocks)]
 
