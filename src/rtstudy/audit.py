@@ -394,8 +394,7 @@ def _irqbalance_banned(h: _Host) -> tuple[list[int] | None, str]:
         if values.get("IRQBALANCE_BANNED_CPULIST"):
             return to_cpus(values["IRQBALANCE_BANNED_CPULIST"]) or [], path
         if values.get("IRQBALANCE_BANNED_CPUS"):
-            mask = int(values["IRQBALANCE_BANNED_CPUS"].replace(",", ""), 16)
-            return [c for c in range(mask.bit_length()) if mask >> c & 1], path
+            return mask_to_cpus(values["IRQBALANCE_BANNED_CPUS"]) or [], path
     return None, ""
 
 

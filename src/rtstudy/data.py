@@ -228,8 +228,8 @@ def hosts(profile: str | None = None, root: Path | None = None) -> pd.DataFrame:
     DataFrame
         One row per host id, sorted by label: ``host_id``; ``label``, unique and readable
         (``vm · AMD EPYC · untuned · Holoscan 4.6.0 · kernel 6.18.0``, with the source when
-        imported, and the host id only where that still leaves two alike); ``hostname``; ``state`` (:func:`_state`); ``cpu_model``; ``kernel``
-        (release); ``sdk`` (Holoscan version); ``source`` (``this checkout`` or
+        imported, and the host id only where that still leaves two alike); ``hostname``;
+        ``state`` (:func:`_state`); ``cpu_model``; ``kernel`` (release); ``sdk`` (Holoscan version); ``source`` (``this checkout`` or
         ``imported: <name>``); ``experiments`` (comma-separated). A host whose datasets
         record no fingerprint has ``unknown`` in its description.
     """

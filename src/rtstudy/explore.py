@@ -153,10 +153,9 @@ def pick(experiment: str, tables: dict[str, pd.DataFrame], hosts: pd.DataFrame,
         # The same machine in another state first (its CPU shielded beside it untuned: the same
         # CPU model and SDK), then other machines: like with like before anything else.
         known = with_data.set_index("host_id")
-        same = {k: dict(zip(known.index, known[k])) for k in ("state", "cpu_model", "sdk")}
-        others.sort(key=lambda h: (same["cpu_model"][h] != same["cpu_model"][host_id],
-                                   same["sdk"][h] != same["sdk"][host_id],
-                                   same["state"][h] == same["state"][host_id]))
+        others.sort(key=lambda h: [known.at[h, k] != known.at[host_id, k]
+                                   for k in ("cpu_model", "sdk")]
+                    + [known.at[h, "state"] == known.at[host_id, "state"]])
         other_id = others[0] if others else None
     else:
         other_id = _host_id(hosts, other_host) if other_host else None

@@ -237,7 +237,8 @@ class Study:
     def front(self) -> list:
         """The first screen: what to do on the shown host, each change with its effect on late
         frames, its CI and what that decided; then each experiment's notes and the glossary."""
-        advice = [a for s in self.sections.values() for a in s.advice()] + self.sdk_advice()
+        advice = [a for s in self.sections.values() for a in s.advice()]
+        advice += self.sdk_advice({a.change for a in advice})
         notes = [n for n in (s.notes() for s in self.sections.values()) if n]
         scope = "; ".join(s.scope for s in self.sections.values() if s.scope)
         return [Markdown(words("what_to_do", advice=advice, ci=self.ci, scope=scope)),
@@ -245,15 +246,15 @@ class Study:
                 *[Markdown(n) for n in notes],
                 Details(words("glossary_in_full"), [Markdown(words("glossary"))])]
 
-    def sdk_advice(self) -> list[Advice]:
+    def sdk_advice(self, known: set[str]) -> list[Advice]:
         """The other SDK versions of the shown machine state as changes: each experiment's
         headline measure with that version against the shown one (``Section.compare``), and
-        the changes only that version measured (Holoscan 5.0's wake mode)."""
+        the changes only that version measured, not among ``known`` (the shown host's: so
+        Holoscan 5.0's wake mode)."""
         rows = sdks.groups(self.host_states(), self.host_id) if self.sections else []
         mine = next((r for r in rows if r["host_id"] == self.host_id), None)
         if mine is None:
             return []
-        known = {a.change for s in self.sections.values() for a in s.advice()}
         out = []
         for r in rows:
             theirs = self.sections_by_host().get(r["host_id"], {})
