@@ -206,12 +206,12 @@ def test_json_and_table_carry_every_item():
     items = audit.audit(FIXTURES / "stock")
     data = json.loads(audit.to_json(items))
     assert [i["name"] for i in data["items"]] == [i.name for i in items]
-    assert data["summary"]["counts"]["WARN"] == 12
+    assert data["summary"]["counts"]["WARN"] == 16
     table = audit.format_table(items)
     for item in items:
         assert item.name in table
-    assert table.count("fix: ") == 12
-    assert table.splitlines()[-1] == "12 WARN, 6 N/A; isolated CPUs: none; tuned: no"
+    assert table.count("fix: ") == 16
+    assert table.splitlines()[-1] == "1 PASS, 16 WARN, 6 N/A; isolated CPUs: none; tuned: no"
 
 
 def test_parse_interrupts_names_cpus_by_column():
@@ -222,8 +222,8 @@ def test_parse_interrupts_names_cpus_by_column():
 
 
 def test_remedies_name_debian_ubuntu_rhel_and_igx_commands():
-    by_name = items_by_name(FIXTURES / "stock")
-    boot = by_name["kernel command line"].remedy
+    by_name = items_by_name(FIXTURES / "stock")  # no boot loader in the fixture: every family
+    boot = by_name["boot line"].remedy
     for command in ("update-grub", "grubby --update-kernel=ALL", "extlinux.conf"):
         assert command in boot
     for kernel in ("linux-image-rt-amd64", "realtime-kernel", "kernel-rt"):
@@ -278,3 +278,147 @@ def test_rt_throttling_is_described_as_it_works():
     assert "may run 950000 µs of each 1000000 µs period" in rt.evidence
     assert "stopped for the rest" not in rt.evidence
     assert "exclusive cpuset without load balancing" in rt.evidence
+
+
+# ---------------------------------------------------------------------------
+# What tuned's realtime profile sets beyond isolation (rtstudy.audit_profile)
+
+
+def set_idle_states(root: Path, driver: str, states: list[tuple[str, int]], cpus=range(4)) -> None:
+    """Give ``cpus`` of a fixture the idle states ``(name, exit latency µs)``, state0 first."""
+    cpu_dir = root / "sys/devices/system/cpu"
+    (cpu_dir / "cpuidle/current_driver").write_text(driver + "\n")
+    for cpu in cpus:
+        idle_dir = cpu_dir / f"cpu{cpu}/cpuidle"
+        shutil.rmtree(idle_dir, ignore_errors=True)
+        for i, (name, latency) in enumerate(states):
+            (idle_dir / f"state{i}").mkdir(parents=True)
+            for key, value in (("name", name), ("latency", latency), ("disable", 0)):
+                (idle_dir / f"state{i}" / key).write_text(f"{value}\n")
+
+
+@pytest.mark.parametrize("driver, states, status, boot", [
+    ("haltpoll", [("POLL", 0), ("haltpoll idle", 1)], "PASS", None),     # this VM: nothing deeper
+    ("intel_idle", [("POLL", 0), ("C1", 2), ("C1E", 10), ("C6", 133)], "WARN", "intel_idle.max_cstate=1"),
+    ("acpi_idle", [("POLL", 0), ("C1", 1), ("C2", 18), ("C3", 350)], "WARN", "processor.max_cstate=1"),
+    ("acpi_idle", [("POLL", 0), ("C1", 1)], "PASS", None),              # processor.max_cstate=1 applied
+])
+def test_c_states_follow_tuned_and_the_idle_driver(tmp_path, driver, states, status, boot):
+    """State 1 (C1, haltpoll) is as deep as tuned's realtime profile lets a CPU sleep; the boot
+    fix is the driver's own, and once applied the item passes (it does not then warn about C1)."""
+    root = copy_fixture(tmp_path, "stock")
+    set_idle_states(root, driver, states)
+    by_name = items_by_name(root)
+    item = by_name["C-states"]
+    assert item.status == status and f"idle driver {driver}" in item.evidence
+    assert f"{states[1][0]} ({states[1][1]} µs exit latency) on CPUs 0-3 (state 1" in item.evidence
+    if boot:
+        assert f"add `{boot}` to the kernel command line" in item.remedy
+        assert f"echo 1 > /sys/devices/system/cpu/cpu2/cpuidle/state{len(states) - 1}/disable" in item.remedy
+        assert boot in by_name["boot line"].remedy
+    assert by_name["PM QoS"].status == status
+
+
+@pytest.mark.parametrize("how", ["cpu_dma_latency", "resume latency", "n/a", "disabled"])
+def test_a_pm_qos_limit_or_disabled_states_keep_cpus_out_of_deep_states(tmp_path, how):
+    """tuned's force_latency holds /dev/cpu_dma_latency at state 1's exit latency; a per-CPU
+    resume latency limit or disabling the deeper states does the same."""
+    root = copy_fixture(tmp_path, "stock")  # C1 2 µs, C1E 10 µs, C6 133 µs
+    cpu_dir = root / "sys/devices/system/cpu"
+    for cpu in range(4):
+        if how == "cpu_dma_latency":
+            (root / "dev/cpu_dma_latency").write_bytes((2).to_bytes(4, "little"))
+        elif how in ("resume latency", "n/a"):
+            (cpu_dir / f"cpu{cpu}/power/pm_qos_resume_latency_us").write_text(
+                "2\n" if how == "resume latency" else "n/a\n")
+        else:
+            for state in (2, 3):
+                (cpu_dir / f"cpu{cpu}/cpuidle/state{state}/disable").write_text("1\n")
+    by_name = items_by_name(root)
+    assert by_name["C-states"].status == "PASS", by_name["C-states"]
+    assert by_name["PM QoS"].status == "PASS", by_name["PM QoS"]
+    if how == "disabled":
+        assert "8 state(s) disabled" in by_name["C-states"].evidence
+        assert "no limit needed" in by_name["PM QoS"].evidence
+    else:
+        held = by_name["C-states"].evidence.split("held off by PM QoS: ")[1]
+        assert "C1E (10 µs exit latency) on CPUs 0-3" in held and "C6 (133" in held
+    if how == "cpu_dma_latency":
+        assert "/dev/cpu_dma_latency: 2 µs held" in by_name["PM QoS"].evidence
+    if how == "n/a":
+        assert "only POLL is usable" in by_name["C-states"].evidence
+
+
+def test_pm_qos_names_tuned_and_the_per_cpu_limit(tmp_path):
+    by_name = items_by_name(FIXTURES / "stock")
+    item = by_name["PM QoS"]
+    assert item.status == "WARN" and "/dev/cpu_dma_latency: no request held" in item.evidence
+    assert "tuned-adm profile realtime" in item.remedy
+    assert "echo 2 > /sys/devices/system/cpu/cpu3/power/pm_qos_resume_latency_us" in item.remedy
+    root = copy_fixture(tmp_path, "stock")
+    (root / "dev/cpu_dma_latency").unlink()
+    assert "/dev/cpu_dma_latency: not present" in items_by_name(root)["PM QoS"].evidence
+
+
+def test_latency_sysctls_are_tuneds():
+    item = items_by_name(FIXTURES / "untuned")["latency sysctls"]
+    assert item.status == "WARN" and "kernel.timer_migration=1" in item.evidence
+    assert "sysctl -w kernel.timer_migration=0 vm.stat_interval=10" in item.remedy
+    assert "numa_balancing" not in item.remedy  # already 0 on this VM
+    assert items_by_name(FIXTURES / "isolated")["latency sysctls"].status == "PASS"
+
+
+def test_tuneds_boot_parameters(tmp_path):
+    item = items_by_name(FIXTURES / "stock")["tuned's boot parameters"]
+    assert item.status == "WARN"
+    assert ("add `skew_tick=1 nosoftlockup tsc=reliable rcupdate.rcu_normal_after_boot=1` to the "
+            "kernel command line") in item.remedy
+    assert "kernel.soft_watchdog=0" in item.remedy
+    root = copy_fixture(tmp_path, "stock")
+    (root / "proc/sys/kernel/soft_watchdog").write_text("0\n")
+    clock = root / "sys/devices/system/clocksource/clocksource0/current_clocksource"
+    clock.write_text("kvm-clock\n")  # tsc=reliable concerns the TSC only
+    item = items_by_name(root)["tuned's boot parameters"]
+    assert item.facts["missing"] == ["skew_tick=1", "rcupdate.rcu_normal_after_boot=1"]
+    assert "kernel.soft_watchdog=0 (set at run time)" in item.evidence
+
+
+def test_a_slow_clocksource_is_named_with_the_fix(tmp_path):
+    root = copy_fixture(tmp_path, "stock")
+    (root / "sys/devices/system/clocksource/clocksource0/current_clocksource").write_text("hpet\n")
+    item = items_by_name(root)["clocksource"]
+    assert item.status == "WARN" and "hpet" in item.evidence
+    assert "echo tsc > /sys/devices/system/clocksource/clocksource0/current_clocksource" in item.remedy
+
+
+@pytest.mark.parametrize("marker, words", [
+    (None, "Firecracker's `boot_args`"),
+    ("etc/default/grub", "run `update-grub`"),
+    ("usr/sbin/grubby", "grubby --update-kernel=ALL --args=\"isolcpus=managed_irq,domain,2-3"),
+    ("boot/extlinux/extlinux.conf", "APPEND line"),
+])
+def test_the_boot_line_is_said_once_for_this_hosts_boot_loader(tmp_path, marker, words):
+    """Every boot parameter the items ask for, merged into one line, with the steps of the boot
+    loader found (a VM with none is told its launcher sets the command line)."""
+    root = copy_fixture(tmp_path, "stock")
+    if marker:
+        (root / marker).parent.mkdir(parents=True, exist_ok=True)
+        (root / marker).write_text("")
+    items = audit.audit(root)
+    line = {i.name: i for i in items}["boot line"]
+    assert line.status == "WARN" and words in line.remedy
+    assert line.facts["args"] == ("isolcpus=managed_irq,domain,2-3 nohz_full=2-3 rcu_nocbs=2-3 "
+                                  "irqaffinity=0-1 intel_idle.max_cstate=1 skew_tick=1 nosoftlockup "
+                                  "tsc=reliable rcupdate.rcu_normal_after_boot=1 preempt=full")
+    table = audit.format_table(items)
+    assert table.count(words) == 1  # the steps once, not under every item
+    assert table.count("/etc/default/grub") <= 2  # the boot line's evidence and fix
+    assert items_by_name(FIXTURES / "isolated")["boot line"].status == "PASS"
+
+
+def test_idle_record_says_what_a_floor_ran_under():
+    from rtstudy import idle
+    record = idle.record(FIXTURES / "stock", [2])
+    assert record["driver"] == "intel_idle" and record["cpu_dma_latency_us"] == idle.NO_REQUEST_US
+    assert record["cpus"]["2"] == {"resume_latency_us": "0", "limit_us": None,
+                                   "usable": [["POLL", 0], ["C1", 2], ["C1E", 10], ["C6", 133]]}

@@ -58,7 +58,7 @@ def test_plan_gives_boot_line_and_runtime_commands():
     p = tuning.plan("2-3", FIXTURES / "stock")
     assert p.cpus == (2, 3) and p.housekeeping == (0, 1)
     assert p.kernel_args == "isolcpus=managed_irq,domain,2-3 nohz_full=2-3 rcu_nocbs=2-3 irqaffinity=0-1"
-    assert f"add `{p.kernel_args}` to the kernel command line" in p.boot and "grubby" in p.boot
+    assert f"--args=\"{p.kernel_args}\"" in p.boot and "grubby" in p.boot
     assert "update-grub" in p.boot and "/boot/extlinux/extlinux.conf" in p.boot
     for command in ("sysctl -w kernel.sched_rt_runtime_us=-1",
                     "cpupower -c 2-3 frequency-set -g performance",
@@ -77,7 +77,7 @@ def test_plan_refuses_to_isolate_every_cpu():
 
 
 def test_plan_of_every_cpu_of_this_host_is_refused():
-    online = audit.format_cpu_list(audit.online_cpus())
+    online = kernelfs.format_cpu_list(kernelfs.online_cpus())
     with pytest.raises(tuning.TuningError, match="housekeeping"):
         tuning.plan(online)
 

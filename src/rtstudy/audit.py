@@ -8,10 +8,12 @@ host's /proc and /sys. A file that is missing or unreadable turns its item into
 N/A or WARN with the reason in the evidence; the audit never fails on it and
 never writes anything.
 
-The module is long (about 680 lines) because it is a catalogue: eighteen
-items, each a short function with its own evidence and remedy, run in one list
-by :func:`audit`. Split into files they would be harder to read side by side
-and to keep consistent; the kernel files they read are :mod:`rtstudy.kernelfs`'s.
+The module is long (about 600 lines) because it is a catalogue: each item is a short
+function with its own evidence and remedy, run in one list by :func:`audit`, and read
+best side by side. What tuned's realtime profile sets beyond isolation (idle states and
+PM QoS, sysctls, boot parameters, the clocksource, the merged boot line) is
+:mod:`rtstudy.audit_profile`'s; the item type and the host's facts are
+:mod:`rtstudy.audit_host`'s; the kernel files they read are :mod:`rtstudy.kernelfs`'s.
 """
 from __future__ import annotations
 
@@ -19,16 +21,16 @@ import json
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
+from rtstudy import audit_profile
 from rtstudy import shield as shielding
-from rtstudy.kernelfs import (CPU_DIR, HostFile, Process, cmdline_cpus, cmdline_value, cpu_mask, format_cpu_list,
-                              list_names, mask_to_cpus, online_cpus, preempt_model, processes,
-                              smt_siblings, to_cpus)
+from rtstudy.audit_host import (STATUSES, UNREADABLE_REMEDY, AuditItem, Host, boot_fix, isolation_fix,
+                                load, suggested_isolation)
+from rtstudy.kernelfs import (CPU_DIR, cmdline_cpus, cmdline_value, cpu_mask, format_cpu_list,
+                              list_names, mask_to_cpus, preempt_model, smt_siblings, to_cpus)
 from rtstudy.kernelfs import read as read_file
-
-STATUSES = ("PASS", "WARN", "FAIL", "N/A")
 
 # The items that make a host "tuned" in summary(): what those two sources say a
 # quiet core needs. THP, C-states, the NMI watchdog, SMT and the preemption
@@ -38,124 +40,23 @@ CORE_ITEMS = ("kernel command line", "isolated CPUs", "nohz_full CPUs", "rcu_noc
               "tuned daemon", "IRQ affinity", "IRQ counts on isolated CPUs",
               "kernel threads on isolated CPUs", "RCU callback threads")
 
-# Where each family of distributions takes boot parameters.
-GRUB_STEPS = ("add `{args}` to the kernel command line, then reboot: Debian/Ubuntu: append it to "
-              "GRUB_CMDLINE_LINUX in /etc/default/grub and run `update-grub`; RHEL/Rocky/Fedora: "
-              "`grubby --update-kernel=ALL --args=\"{args}\"`; IGX/Jetson: append it to the APPEND "
-              "line of the active entry in /boot/extlinux/extlinux.conf")
 # A kernel whose code is preemptible everywhere, by distribution.
 RT_KERNELS = ("Debian: `apt install linux-image-rt-amd64` (arm64: linux-image-rt-arm64); Ubuntu: "
               "`pro enable realtime-kernel` (Ubuntu Pro's real-time kernel); RHEL: `dnf install "
               "kernel-rt` (the Real Time repository); IGX/Jetson: NVIDIA's real-time kernel "
               "(IGX OS and JetPack ship one)")
+
 # tuned's profiles that isolate CPUs themselves (their isolated_cores variable): a tuning, not
 # a daemon to stop.
 TUNED_RT_PROFILES = ("realtime", "realtime-virtual-host", "realtime-virtual-guest",
                      "cpu-partitioning")
-UNREADABLE_REMEDY = ("re-run the audit as root (`sudo .venv/bin/rtstudy host audit`) so the file "
-                     "can be read")
-
-
-@dataclass(frozen=True)
-class AuditItem:
-    """One audited setting.
-
-    Attributes
-    ----------
-    name : str
-        What is audited, e.g. ``"sched_rt_runtime_us"``.
-    status : str
-        ``PASS``, ``WARN``, ``FAIL`` or ``N/A`` (the setting does not exist on this host).
-    evidence : str
-        What was read, and from which file, or why it could not be read.
-    remedy : str
-        The exact commands or boot parameters that fix a WARN or FAIL; empty on PASS.
-    facts : dict
-        Machine-readable values behind the status (CPU lists, numbers), for JSON and ``summary``.
-    """
-
-    name: str
-    status: str
-    evidence: str
-    remedy: str = ""
-    facts: dict = field(default_factory=dict, kw_only=True)
-
-
-def kernel_args(cpus, housekeeping) -> str:
-    """The boot parameters that isolate ``cpus`` and keep IRQs on ``housekeeping``.
-
-    ``managed_irq`` and ``domain`` also keep managed device IRQs and the
-    scheduler's load balancing off the CPUs; the three lists are the same, as
-    both seeds require.
-    """
-    cpu_list = format_cpu_list(cpus)
-    return (f"isolcpus=managed_irq,domain,{cpu_list} nohz_full={cpu_list} rcu_nocbs={cpu_list} "
-            f"irqaffinity={format_cpu_list(housekeeping)}")
-
-
-def suggested_isolation(online: list[int]) -> list[int]:
-    """The CPUs to isolate when nothing is: all but CPU 0 (and CPU 1 from 4 CPUs up).
-
-    Seed 000: reserve core 0, and ideally one more, for the OS.
-    """
-    keep = 1 if len(online) < 4 else 2
-    return sorted(online)[keep:]
-
-
-def _grub_remedy(online: list[int], cpus: list[int] | None = None) -> str:
-    cpus = cpus or suggested_isolation(online)
-    if not cpus:
-        return "a single-CPU host cannot isolate a CPU: it needs at least one housekeeping CPU"
-    housekeeping = [c for c in online if c not in cpus]
-    return GRUB_STEPS.format(args=kernel_args(cpus, housekeeping))
 
 
 # ---------------------------------------------------------------------------
 # The items
 
 
-@dataclass
-class _Host:
-    """What several items share, read once."""
-
-    root: Path
-    cmdline: HostFile
-    online: list[int]
-    isolated_file: HostFile
-    isolated: list[int]
-    nohz_file: HostFile
-    nohz: list[int]
-    processes: list[Process]
-    process_note: str
-    shielded: list[int] = field(default_factory=list)  # CPUs of a runtime shield (rtstudy host apply)
-    shield_method: str = ""  # how the shield keeps tasks off them: cpuset or affinity
-
-    @property
-    def housekeeping(self) -> list[int]:
-        return [c for c in self.online if c not in self.isolated]
-
-    @property
-    def targets(self) -> list[int]:
-        """The CPUs whose settings matter: the isolated ones, else every online CPU."""
-        return self.isolated or self.online
-
-
-def _load(root: Path) -> _Host:
-    isolated_file = read_file(root, f"{CPU_DIR}/isolated")
-    nohz_file = read_file(root, f"{CPU_DIR}/nohz_full")
-    procs, unreadable = processes(root)
-    note = f"; {unreadable} processes unreadable" if unreadable else ""
-    shield = shielding.state(root)
-    shielded = shield["cpus"] if shield else []
-    # A runtime shield isolates its CPUs from the scheduler's load balancing and every movable
-    # task, as isolcpus=domain does at boot: the items about isolated CPUs judge them too.
-    isolated = sorted(set(to_cpus(isolated_file.text) or []) | set(shielded))
-    return _Host(root, read_file(root, "/proc/cmdline"), online_cpus(root) or [], isolated_file,
-                 isolated, nohz_file, to_cpus(nohz_file.text) or [], procs, note, shielded,
-                 shielding.method_of(shield) if shield else "")
-
-
-def _cmdline_item(h: _Host) -> AuditItem:
+def _cmdline_item(h: Host) -> AuditItem:
     name = "kernel command line"
     if h.cmdline.text is None:
         return AuditItem(name, "WARN", h.cmdline.problem, UNREADABLE_REMEDY)
@@ -165,10 +66,10 @@ def _cmdline_item(h: _Host) -> AuditItem:
     if all(params.values()):
         return AuditItem(name, "PASS", evidence, facts=params)
     asked = cmdline_cpus(params["isolcpus"], h.online)
-    return AuditItem(name, "WARN", evidence, _grub_remedy(h.online, asked), facts=params)
+    return AuditItem(name, "WARN", evidence, isolation_fix(h.online, asked), facts=params)
 
 
-def _isolated_item(h: _Host) -> AuditItem:
+def _isolated_item(h: Host) -> AuditItem:
     name = "isolated CPUs"
     if h.isolated_file.text is None:
         return AuditItem(name, "WARN", h.isolated_file.problem, UNREADABLE_REMEDY)
@@ -183,16 +84,16 @@ def _isolated_item(h: _Host) -> AuditItem:
                      "callbacks and per-CPU kernel threads stay (only boot parameters move them)")
     if not h.isolated:
         return AuditItem(name, "WARN", evidence + "; no CPU is isolated from the scheduler",
-                         _grub_remedy(h.online), facts=facts)
+                         isolation_fix(h.online), facts=facts)
     if not h.housekeeping:
         return AuditItem(name, "FAIL", evidence + "; every CPU is isolated, none is left for the "
                          "kernel, IRQs and unpinned threads",
-                         "isolate fewer CPUs: " + _grub_remedy(h.online), facts=facts)
+                         "isolate fewer CPUs: " + isolation_fix(h.online), facts=facts)
     return AuditItem(name, "PASS", evidence + f"; housekeeping {format_cpu_list(h.housekeeping)}",
                      facts=facts)
 
 
-def _nohz_item(h: _Host) -> AuditItem:
+def _nohz_item(h: Host) -> AuditItem:
     name = "nohz_full CPUs"
     f = h.nohz_file
     facts = {"cpus": h.nohz}
@@ -201,17 +102,17 @@ def _nohz_item(h: _Host) -> AuditItem:
                          "so every CPU keeps its periodic tick",
                          "boot a kernel built with CONFIG_NO_HZ_FULL=y (check with "
                          "`grep NO_HZ_FULL /boot/config-$(uname -r)`), then add nohz_full: "
-                         + _grub_remedy(h.online, h.isolated), facts=facts)
+                         + isolation_fix(h.online, h.isolated), facts=facts)
     if f.text is None:
         return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY, facts=facts)
     if not h.nohz:
         # Seed 000: an empty file means nohz_full was not given or was ignored.
         return AuditItem(name, "WARN", f"{f.path}: (empty); every CPU keeps its periodic tick",
-                         _grub_remedy(h.online, h.isolated), facts=facts)
+                         isolation_fix(h.online, h.isolated), facts=facts)
     return AuditItem(name, "PASS", f"{f.path}: {f.text} (tick stopped while one task runs)", facts=facts)
 
 
-def _rcu_nocbs(h: _Host) -> tuple[list[int] | None, str]:
+def _rcu_nocbs(h: Host) -> tuple[list[int] | None, str]:
     """The CPUs whose RCU callbacks are offloaded, and how that was decided.
 
     Linux has no file for this set; it is ``rcu_nocbs=`` plus, since the kernel
@@ -233,20 +134,20 @@ def _rcu_nocbs(h: _Host) -> tuple[list[int] | None, str]:
     return effective, "no rcu_nocbs on the command line"
 
 
-def _rcu_item(h: _Host) -> AuditItem:
+def _rcu_item(h: Host) -> AuditItem:
     name = "rcu_nocbs CPUs"
     if h.cmdline.text is None:
         return AuditItem(name, "WARN", h.cmdline.problem, UNREADABLE_REMEDY)
     cpus, how = _rcu_nocbs(h)
     if cpus is None:
-        return AuditItem(name, "WARN", how, _grub_remedy(h.online, h.isolated))
+        return AuditItem(name, "WARN", how, isolation_fix(h.online, h.isolated))
     if not cpus:
         return AuditItem(name, "WARN", how + "; RCU callbacks run on every CPU",
-                         _grub_remedy(h.online, h.isolated), facts={"cpus": cpus})
+                         isolation_fix(h.online, h.isolated), facts={"cpus": cpus})
     return AuditItem(name, "PASS", f"{format_cpu_list(cpus)}: {how}", facts={"cpus": cpus})
 
 
-def _consistency_item(h: _Host) -> AuditItem:
+def _consistency_item(h: Host) -> AuditItem:
     name = "isolation consistency"
     unreadable = [f.problem for f in (h.cmdline, h.isolated_file, h.nohz_file)
                   if f.text is None and not f.missing]
@@ -261,17 +162,17 @@ def _consistency_item(h: _Host) -> AuditItem:
     if not [c for c in h.online if c not in union]:
         return AuditItem(name, "FAIL", f"{shown}: no housekeeping CPU is left (online "
                          f"{format_cpu_list(h.online)})",
-                         "isolate fewer CPUs: " + _grub_remedy(h.online))
+                         "isolate fewer CPUs: " + isolation_fix(h.online))
     if len({tuple(v) for v in sets.values()}) > 1:
         # Seed 004: a CPU in one list but not the others keeps its tick, its RCU
         # callbacks or its load balancing, so it is not quiet.
         return AuditItem(name, "FAIL", f"{shown}: the three lists differ",
-                         "use one list for all three: " + _grub_remedy(h.online, union))
+                         "use one list for all three: " + isolation_fix(h.online, union))
     return AuditItem(name, "PASS", f"{shown}: the same CPUs, housekeeping "
                      f"{format_cpu_list([c for c in h.online if c not in union])}")
 
 
-def _governor_item(h: _Host) -> AuditItem:
+def _governor_item(h: Host) -> AuditItem:
     name = "CPU governor"
     files = {cpu: read_file(h.root, f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor")
              for cpu in h.targets}
@@ -292,41 +193,7 @@ def _governor_item(h: _Host) -> AuditItem:
     return AuditItem(name, "PASS", evidence, facts=facts)
 
 
-def _cstate_item(h: _Host) -> AuditItem:
-    name = "C-states"
-    cmdline = h.cmdline.text or ""
-    limits = " ".join(f"{k}={v}" for k in ("idle", "processor.max_cstate", "intel_idle.max_cstate")
-                      if (v := cmdline_value(cmdline, k)) is not None)
-    if cmdline_value(cmdline, "idle") == "poll":
-        return AuditItem(name, "PASS", f"{limits} on the command line: CPUs poll instead of sleeping")
-    enabled: dict[str, list[int]] = {}
-    disable_cmds, seen = [], 0
-    for cpu in h.targets:
-        for state in list_names(h.root, f"{CPU_DIR}/cpu{cpu}/cpuidle", r"state\d+") or []:
-            base = f"{CPU_DIR}/cpu{cpu}/cpuidle/{state}"
-            seen += 1
-            state_name = read_file(h.root, f"{base}/name").text or state
-            if state_name == "POLL" or read_file(h.root, f"{base}/disable").text == "1":
-                continue
-            latency = read_file(h.root, f"{base}/latency").text
-            enabled.setdefault(f"{state_name} ({latency} µs exit latency)", []).append(cpu)
-            disable_cmds.append(f"echo 1 > {base}/disable")
-    context = f"; command line: {limits}" if limits else ""
-    if not seen:
-        return AuditItem(name, "N/A", f"no {CPU_DIR}/cpu*/cpuidle states for CPUs "
-                         f"{format_cpu_list(h.targets)}{context}")
-    if not enabled:
-        return AuditItem(name, "PASS",
-                         f"only POLL is enabled on CPUs {format_cpu_list(h.targets)}{context}")
-    shown = ", ".join(f"{state} on CPUs {format_cpu_list(cpus)}" for state, cpus in enabled.items())
-    return AuditItem(name, "WARN", f"enabled idle states: {shown}{context}; waking from them delays "
-                     "the first instruction after an idle period",
-                     "at run time: " + "; ".join(disable_cmds) + " — or at boot: " + GRUB_STEPS.format(
-                         args="processor.max_cstate=1 intel_idle.max_cstate=0") + " (`idle=poll` "
-                     "instead burns the CPU while idle)")
-
-
-def _thp_item(h: _Host) -> AuditItem:
+def _thp_item(h: Host) -> AuditItem:
     name = "transparent hugepages"
     f = read_file(h.root, "/sys/kernel/mm/transparent_hugepage/enabled")
     if f.missing:
@@ -340,7 +207,7 @@ def _thp_item(h: _Host) -> AuditItem:
     return AuditItem(name, "PASS", f"{f.path}: {f.text}")
 
 
-def _rt_runtime_item(h: _Host) -> AuditItem:
+def _rt_runtime_item(h: Host) -> AuditItem:
     name = "sched_rt_runtime_us"
     f = read_file(h.root, "/proc/sys/kernel/sched_rt_runtime_us")
     period = read_file(h.root, "/proc/sys/kernel/sched_rt_period_us").text
@@ -367,7 +234,7 @@ def _rt_runtime_item(h: _Host) -> AuditItem:
                      facts={"value": value})
 
 
-def _daemon_item(h: _Host, daemon: str, why: str) -> AuditItem:
+def _daemon_item(h: Host, daemon: str, why: str) -> AuditItem:
     name = f"{daemon} daemon"
     if not h.processes:
         return AuditItem(name, "WARN", "/proc: no process could be read", UNREADABLE_REMEDY)
@@ -384,7 +251,7 @@ def _daemon_item(h: _Host, daemon: str, why: str) -> AuditItem:
 IRQBALANCE_CONFIGS = ("/etc/default/irqbalance", "/etc/sysconfig/irqbalance")
 
 
-def _irqbalance_banned(h: _Host) -> tuple[list[int] | None, str]:
+def _irqbalance_banned(h: Host) -> tuple[list[int] | None, str]:
     """The CPUs irqbalance's configuration bans (``IRQBALANCE_BANNED_CPULIST``, or the hex
     mask ``IRQBALANCE_BANNED_CPUS``) and the file that says so; (None, "") where none does."""
     for path in IRQBALANCE_CONFIGS:
@@ -398,7 +265,7 @@ def _irqbalance_banned(h: _Host) -> tuple[list[int] | None, str]:
     return None, ""
 
 
-def _irqbalance_item(h: _Host) -> AuditItem:
+def _irqbalance_item(h: Host) -> AuditItem:
     """irqbalance may run where it keeps off the real-time CPUs, as tuned's realtime profile
     sets it (``IRQBALANCE_BANNED_CPULIST``); stopping it would leave every IRQ where it lies,
     on CPU 0 of a large host."""
@@ -436,7 +303,7 @@ def tuned_verify() -> tuple[bool, str] | None:
     return proc.returncode == 0, lines[-1] if lines else f"exit status {proc.returncode}"
 
 
-def _tuned_item(h: _Host) -> AuditItem:
+def _tuned_item(h: Host) -> AuditItem:
     """tuned's real-time profiles are a tuning (they isolate CPUs themselves); others undo one."""
     item = _daemon_item(h, "tuned", "its profiles reset governors and IRQ affinities")
     if not item.facts.get("pids"):
@@ -463,7 +330,7 @@ def _tuned_item(h: _Host) -> AuditItem:
                      "profile's boot parameters)", facts=facts)
 
 
-def _nmi_item(h: _Host) -> AuditItem:
+def _nmi_item(h: Host) -> AuditItem:
     name = "NMI watchdog"
     f = read_file(h.root, "/proc/sys/kernel/nmi_watchdog")
     if f.missing:
@@ -476,7 +343,7 @@ def _nmi_item(h: _Host) -> AuditItem:
     return AuditItem(name, "PASS", f"{f.path}: 0")
 
 
-def _no_isolation(name: str, h: _Host) -> AuditItem:
+def _no_isolation(name: str, h: Host) -> AuditItem:
     why = h.isolated_file.problem or "no isolated CPUs"
     return AuditItem(name, "N/A", f"{why}: nothing to keep quiet")
 
@@ -503,7 +370,7 @@ def parse_interrupts(text: str) -> dict[str, dict]:
     return rows
 
 
-def _irq_count_item(h: _Host) -> AuditItem:
+def _irq_count_item(h: Host) -> AuditItem:
     name = "IRQ counts on isolated CPUs"
     if not h.isolated:
         return _no_isolation(name, h)
@@ -531,7 +398,7 @@ def _irq_count_item(h: _Host) -> AuditItem:
                      + context, facts=facts)
 
 
-def _irq_affinity_item(h: _Host) -> AuditItem:
+def _irq_affinity_item(h: Host) -> AuditItem:
     name = "IRQ affinity"
     if not h.isolated:
         return _no_isolation(name, h)
@@ -566,7 +433,7 @@ def _irq_affinity_item(h: _Host) -> AuditItem:
                      f"{format_cpu_list(h.isolated)}", facts=facts)
 
 
-def _kthread_item(h: _Host) -> AuditItem:
+def _kthread_item(h: Host) -> AuditItem:
     name = "kernel threads on isolated CPUs"
     if not h.isolated:
         return _no_isolation(name, h)
@@ -595,7 +462,7 @@ def _kthread_item(h: _Host) -> AuditItem:
                      f"{format_cpu_list(h.isolated)}{context}", facts=facts)
 
 
-def _rcu_thread_item(h: _Host) -> AuditItem:
+def _rcu_thread_item(h: Host) -> AuditItem:
     name = "RCU callback threads"
     if not h.isolated:
         return _no_isolation(name, h)
@@ -613,12 +480,12 @@ def _rcu_thread_item(h: _Host) -> AuditItem:
         return AuditItem(name, "WARN", f"{shown}; no callback thread for CPUs "
                          f"{format_cpu_list(not_offloaded)}, so their callbacks run on them",
                          "boot with the same rcu_nocbs list as isolcpus, on a kernel with "
-                         "CONFIG_RCU_NOCB_CPU=y: " + _grub_remedy(h.online, h.isolated), facts=facts)
+                         "CONFIG_RCU_NOCB_CPU=y: " + isolation_fix(h.online, h.isolated), facts=facts)
     return AuditItem(name, "PASS", f"{shown}: every isolated CPU is offloaded to housekeeping CPUs",
                      facts=facts)
 
 
-def _smt_item(h: _Host) -> AuditItem:
+def _smt_item(h: Host) -> AuditItem:
     name = "SMT siblings"
     control = read_file(h.root, f"{CPU_DIR}/smt/control")
     siblings = smt_siblings(h.root, h.online)
@@ -647,13 +514,13 @@ PREEMPTIBLE = ("PREEMPT_RT", "PREEMPT", "PREEMPT_LAZY", "PREEMPT_DYNAMIC (full)"
                "PREEMPT_DYNAMIC (lazy)")
 
 
-def _preempt_item(h: _Host) -> AuditItem:
+def _preempt_item(h: Host) -> AuditItem:
     name = "preemption model"
     model, evidence = preempt_model(h.root)
     boot_mode = cmdline_value(h.cmdline.text or "", "preempt")
     facts = {"model": model}
     remedy = (f"boot a PREEMPT_RT kernel ({RT_KERNELS}), or on a PREEMPT_DYNAMIC kernel "
-              + GRUB_STEPS.format(args="preempt=full"))
+              + boot_fix("preempt=full"))
     if model in PREEMPTIBLE or (model == "PREEMPT_DYNAMIC" and boot_mode in ("full", "lazy")):
         suffix = f" with preempt={boot_mode}" if model == "PREEMPT_DYNAMIC" else ""
         return AuditItem(name, "PASS", f"{model}{suffix}: {evidence}", facts=facts)
@@ -681,15 +548,16 @@ def audit(root: Path = Path("/")) -> list[AuditItem]:
     list of AuditItem
         One item per setting the sources name (README "Citing"), in a fixed order.
     """
-    h = _load(Path(root))
-    return [
+    h = load(Path(root))
+    items = [
         _cmdline_item(h), _isolated_item(h), _nohz_item(h), _rcu_item(h), _consistency_item(h),
-        _governor_item(h), _cstate_item(h), _thp_item(h), _rt_runtime_item(h),
-        _irqbalance_item(h),
-        _tuned_item(h),
-        _nmi_item(h), _irq_count_item(h), _irq_affinity_item(h), _kthread_item(h),
-        _rcu_thread_item(h), _smt_item(h), _preempt_item(h),
+        _governor_item(h), audit_profile.cstate_item(h), audit_profile.pm_qos_item(h), _thp_item(h),
+        _rt_runtime_item(h), _irqbalance_item(h), _tuned_item(h), _nmi_item(h),
+        audit_profile.sysctl_item(h), audit_profile.boot_params_item(h),
+        audit_profile.clocksource_item(h), _irq_count_item(h), _irq_affinity_item(h),
+        _kthread_item(h), _rcu_thread_item(h), _smt_item(h), _preempt_item(h),
     ]
+    return items + [audit_profile.boot_line_item(h, items)]
 
 
 def summary(items: list[AuditItem]) -> dict:

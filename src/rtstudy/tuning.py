@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from rtstudy import atomic, kernelfs, shield as shielding
-from rtstudy.audit import GRUB_STEPS, kernel_args, suggested_isolation
+from rtstudy.audit_host import boot_steps, kernel_args, suggested_isolation
 from rtstudy.kernelfs import (CPU_DIR, CpuListError, cpu_mask, format_cpu_list, list_names,
                               mask_to_cpus, online_cpus, running, smt_siblings, to_cpus)
 from rtstudy.kernelfs import read as read_file
@@ -198,8 +198,8 @@ def plan(cpus: str, root: Path = Path("/"), shield: str | None = None) -> Plan:
         commands = shielding.commands(shield, wanted, housekeeping, root) + commands
     if all(read_file(root, f"{CPU_DIR}/cpu{c}/cpufreq/scaling_governor").missing for c in wanted):
         commands.append("# no cpufreq: the firmware or hypervisor sets the CPU frequency")
-    return Plan(tuple(wanted), tuple(housekeeping), args, GRUB_STEPS.format(args=args),
-                tuple(commands), tuple(warnings), shield)
+    return Plan(tuple(wanted), tuple(housekeeping), args, boot_steps(root, args), tuple(commands),
+                tuple(warnings), shield)
 
 
 SHIELD_WORDS = {

@@ -196,6 +196,10 @@ def test_the_floor_is_cyclictest_read_back_as_requested(e2_run):
         got = sc["operators"]["cyclictest"]["sched"]
         assert (POLICY_BY_NUMBER[got["policy"]], got["priority"]) == ("SCHED_FIFO", cfg["priority"])
         assert sc["realtime_verified"] and sc["summary"]["frames"] == cell.config["frames"]
+        # --laptop: no PM QoS request of its own; the host's, before it started, is recorded.
+        pm_qos = sc["summary"]["pm_qos"]
+        assert pm_qos["held_us"] is None and "--laptop" in sc["summary"]["command"]
+        assert set(pm_qos["cpus"]) == {str(c) for c in cell.config["target_cpus"]} or not cell.config["target_cpus"]
 
 
 def test_frames_runs_floor_and_attribution(e2_run):

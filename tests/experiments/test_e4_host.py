@@ -92,6 +92,9 @@ def test_floor_cells_measure_with_rt_tests(tmp_path, fingerprint):
     cyc = json.loads((tmp_path / [c for c in cells if c.config["kind"] == "cyclictest"][0].cell_id
                       / "cell.json").read_text())
     assert cyc["summary"]["cycles"] >= 1 and cyc["effective"]["policy"] == "SCHED_FIFO"
+    # cyclictest holds /dev/cpu_dma_latency at 0 µs (no --laptop); cyclicdeadline holds nothing.
+    assert cyc["summary"]["pm_qos"]["held_us"] == 0 and "--laptop" not in cyc["summary"]["command"]
+    assert "driver" in cyc["summary"]["pm_qos"] and cyc["summary"]["pm_qos"]["cpus"]
     table = analysis.floor_table(stats)
     assert set(table["tool"]) == {"cyclictest", "cyclicdeadline"}
     # cyclictest's histogram gives a std; cyclicdeadline keeps none (its std is NaN).

@@ -4,7 +4,8 @@ One SCHED_FIFO cyclictest thread at the target's period and priority, pinned
 as the target (``cpus``), for as many loops as the target has frames, with the
 same out-of-process load as E2's ``process`` placement (``loads`` stress-ng CPU
 workers; none at load factor 0). ``--laptop`` keeps cyclictest from holding
-``/dev/cpu_dma_latency`` at 0 µs, which the Holoscan runs do not do either; ``-d 0``
+``/dev/cpu_dma_latency`` at 0 µs, which the Holoscan runs do not do either (E4's
+platform floor does hold it; each floor records the PM QoS it ran under); ``-d 0``
 gives the single thread exactly the interval. Each loop's wake-up latency (µs,
 cyclictest's ``-v`` output) is kept; the loop's "frame period" is the interval
 plus the difference of two successive latencies, the same quantity the Holoscan
@@ -17,8 +18,10 @@ import shutil
 import subprocess
 import time
 
+from rtstudy import idle
 from rtstudy.apps.child import main, process_threads
 from rtstudy.apps.loads import start_stress, stop_stress
+from rtstudy.kernelfs import ROOT, online_cpus
 from rtstudy.process import die_with_parent
 from rtstudy.realtime import POLICIES
 
@@ -39,6 +42,8 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
         cmd += ["-a", ",".join(map(str, config["target_cpus"]))]
     load = start_stress(config["loads"], config["max_duration_ms"] / 1000 + 30) \
         if config["loads"] else None
+    # --laptop: cyclictest holds no PM QoS request; what the host held before it started is recorded.
+    pm_qos = {"held_us": None, **idle.record(ROOT, config["target_cpus"] or online_cpus() or [])}
     start = time.monotonic_ns()
     sched = None
     try:
@@ -65,7 +70,7 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
     # The frame index and a time stamp on the target's grid, so E2's loader reads both alike.
     t = [i * config["period_ns"] + lat for i, lat in enumerate(latency)]
     operators = {OPERATOR: {"ticks": len(latency), "sched": sched}} if sched else {}
-    summary = {"frames": len(latency), "stress_ng": process, "command": cmd}
+    summary = {"frames": len(latency), "stress_ng": process, "command": cmd, "pm_qos": pm_qos}
     return ({"frame": list(range(len(latency))), "t_start_ns": t, "exec_ns": [0] * len(latency),
              "latency_ns": latency},
             {"operators": operators, "effective": config, "summary": summary,

@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtstudy import paths
+from rtstudy import idle, paths
+from rtstudy.kernelfs import ROOT, online_cpus
 from rtstudy.process import die_with_parent
 from rtstudy.apps.child import main
 from rtstudy.apps.loads import start_stress, stop_stress
@@ -78,6 +79,10 @@ def run_rt_tests(config: dict) -> tuple[dict, dict]:
         else:
             cmd = ["cyclicdeadline", "-q", "-t", "1", "-i", str(config["interval_us"]),
                    "-D", f"{int(config['seconds'])}s", f"--json={json_path}"]
+        # Without --laptop, cyclictest holds /dev/cpu_dma_latency at 0 µs while it runs (polling
+        # only); cyclicdeadline holds nothing. What the host held before it started is recorded.
+        cpus = [config["cpu"]] if config["cpu"] is not None else online_cpus() or []
+        pm_qos = {"held_us": 0 if tool == "cyclictest" else None, **idle.record(ROOT, cpus)}
         proc = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=die_with_parent)
         if proc.returncode != 0 or not json_path.exists():
             raise RuntimeError(f"{tool} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -87,7 +92,7 @@ def run_rt_tests(config: dict) -> tuple[dict, dict]:
     hist = thread.get("histogram", {})
     latency = [int(us) * 1000 for us in hist]
     count = [int(c) for c in hist.values()]
-    summary = {"tool": tool, "min_us": thread.get("min"), "avg_us": thread.get("avg"),
+    summary = {"tool": tool, "command": cmd, "pm_qos": pm_qos, "min_us": thread.get("min"), "avg_us": thread.get("avg"),
                "max_us": thread.get("max"), "cycles": thread.get("cycles"),
                "has_histogram": bool(hist),
                # rt-tests 2.4 spells this key with a trailing colon.
