@@ -76,6 +76,28 @@ def test_measuring_is_refused_where_the_variable_is_set(monkeypatch, tmp_path):
         stage.run_experiment(name, params.stage_config(name, "smoke"))
 
 
+def test_the_study_executes_notebooks_over_unix_sockets_of_their_own(tmp_path):
+    """stage.execute_notebook's kernel manager: the kernel listens on Unix sockets in a private
+    folder, removed after, so two notebooks started at once cannot be handed one TCP port."""
+    notebook = tmp_path / "probe.ipynb"
+    notebook.write_text(json.dumps({
+        "cells": [{"cell_type": "code", "id": "probe", "metadata": {}, "outputs": [],
+                   "execution_count": None,
+                   "source": ["import json; from ipykernel import get_connection_info; "
+                              "print(get_connection_info())"]}],
+        "metadata": {"kernelspec": {"name": "rtstudy", "display_name": "rtstudy",
+                                    "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5}))
+    out = tmp_path / "out.ipynb"
+    run([BIN / "python", "-c", "import sys, papermill; papermill.execute_notebook(sys.argv[1], "
+         "sys.argv[2], kernel_name='rtstudy', progress_bar=False, "
+         "kernel_manager_class='rtstudy.kernelspec.IpcKernelManager')", notebook, out],
+        tmp_path, None, timeout=120)
+    info = json.loads("".join(json.loads(out.read_text())["cells"][0]["outputs"][0]["text"]))
+    assert info["transport"] == "ipc" and "/rtstudy-kernel-" in info["ip"], info
+    assert not Path(info["ip"]).parent.exists(), "the kernel's socket folder was left behind"
+
+
 def outputs(notebook: dict, call: str) -> list[dict]:
     """The outputs of the one code cell whose source holds ``call``."""
     cells = [c for c in notebook["cells"]
@@ -90,8 +112,12 @@ def test_explore_runs_headless_shows_the_headline_run_and_two_host_states_and_me
     before = raw_files(project)
     assert before, "the reference pull brought no data"
     out = tmp_path / "explore.ipynb"
-    run([BIN / "papermill", project / NOTEBOOK, out, "--cwd", project / "notebooks",
-         "-k", "rtstudy", "--no-progress-bar"], project, env)
+    # papermill as on the command line (docs/exploring.md), with the study's kernel manager: its
+    # Unix sockets cannot collide with a kernel the other test worker starts at the same moment.
+    run([BIN / "python", "-c", "import sys, papermill; papermill.execute_notebook(sys.argv[1], "
+         "sys.argv[2], cwd=sys.argv[3], kernel_name='rtstudy', progress_bar=False, "
+         "kernel_manager_class='rtstudy.kernelspec.IpcKernelManager')",
+         project / NOTEBOOK, out, project / "notebooks"], project, env)
     assert raw_files(project) == before, "data/raw changed: explore.ipynb measured something"
     notebook = json.loads(out.read_text())
     errors = [o for c in notebook["cells"] for o in c.get("outputs", [])

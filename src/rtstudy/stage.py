@@ -118,6 +118,8 @@ def execute_notebook(notebook: str, output: str, parameters: dict) -> Path:
     papermill.execute_notebook(str(paths.notebook(notebook)), str(out), parameters=parameters,
                                cwd=str(paths.notebooks_dir()), progress_bar=False,
                                kernel_name="rtstudy",
+                               # Unix sockets of its own, not TCP ports (rtstudy.kernelspec).
+                               kernel_manager_class="rtstudy.kernelspec.IpcKernelManager",
                                # The kernel's own log (a TCP-transport warning at start, a ZMQ
                                # error when an interrupt shuts it down) is noise on a terminal;
                                # the notebook's errors still reach the user through papermill.
