@@ -14,6 +14,7 @@ from rtstudy import params, placement
 from rtstudy.experiments.e1_async_buffer import plan as e1_plan
 from rtstudy.experiments.e2_rt_threads import plan as e2_plan
 from rtstudy.experiments.e4_host import plan as e4_plan
+from rtstudy.realtime import RT_POLICIES
 
 SHIELD = {"cpus": [1], "housekeeping": [0], "irq_default": [0], "irqs_on_shield": []}
 FP = {"host_id": "vm-shielded", "cpu": {"count": 2, "online": [0, 1]},
@@ -65,7 +66,7 @@ def test_e2_pins_its_targets_and_floor_to_the_shield_and_the_seeds_as_they_do():
             # the ladder's plain Python thread).
             expected = (1,) if k["policy"] != "normal" else ()
         elif k["topology"].startswith("seed"):
-            expected = (0,) if k["policy"] in e2_plan.RT_POLICIES else ()  # the seeds' recipe
+            expected = (0,) if k["policy"] in RT_POLICIES else ()  # the seeds' recipe
         else:
             expected = ()  # the shared pool, as the seed's normal baseline
         assert tuple(k["target_cpus"]) == expected and k["pinned"] == bool(expected), cell.label

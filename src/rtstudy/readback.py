@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rtstudy.kernelfs import thread_cpu
 from rtstudy.placement import Placement
-from rtstudy.realtime import POLICY_BY_NUMBER, RealtimeRequest
+from rtstudy.realtime import POLICY_BY_NUMBER, PRIORITY_POLICIES, RealtimeRequest
 
 
 def log_failures(log_text: str) -> list[str]:
@@ -78,7 +78,7 @@ def verify_realtime(requests: tuple[RealtimeRequest, ...], result: dict | None,
             problems.append(f"{where} but its thread ran with {got}. Fix: check that the operator "
                             "is pinned to its own worker thread (pin_operator=True) and see run.log")
             continue
-        if req.policy in ("SCHED_FIFO", "SCHED_RR") and sched["priority"] != req.priority:
+        if req.policy in PRIORITY_POLICIES and sched["priority"] != req.priority:
             problems.append(f"{where} priority {req.priority} but got {sched['priority']}")
         if req.policy == "SCHED_DEADLINE":
             want = (req.runtime_ns, req.deadline_ns, req.period_ns)

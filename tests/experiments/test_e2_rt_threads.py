@@ -20,7 +20,7 @@ from rtstudy.experiments.e2_rt_threads import (analysis, attribution, conditions
 from rtstudy.experiments.e2_rt_threads.params import FIXES
 from rtstudy.harness import SweepContext, run_sweep
 from rtstudy.readback import verify_realtime
-from rtstudy.realtime import POLICY_BY_NUMBER
+from rtstudy.realtime import POLICY_BY_NUMBER, RT_POLICIES
 from rtstudy.realtime import RealtimeRequest
 from rtstudy.stats import CI
 from rtstudy.sysdeps import which
@@ -251,7 +251,7 @@ def test_the_section_compares_the_prespecified_configurations_with_the_floor(e2_
     ratios = contrasts.floor_ratios(conditions.headline_point(ds.tables["runs"]), ds.tables["floor"],
                                     CI(0.95))
     fixed = ratios[(ratios["load_placement"] == "operators") & (ratios["dispatcher"] == "other")
-                   & ratios["policy"].isin(plan.RT_POLICIES) & (ratios["void"].map(len) == 0)]
+                   & ratios["policy"].isin(RT_POLICIES) & (ratios["void"].map(len) == 0)]
     assert len(fixed) and "Each real-time policy in the seeds' layout" in text
     assert "Closest to the floor" not in text  # no configuration picked by its own result
     named = {q.quantity: q for q in built.quantities if "ratio to the floor" in q.quantity}

@@ -21,6 +21,7 @@ import jinja2
 import numpy as np
 import pandas as pd
 
+from rtstudy.realtime import RT_POLICIES, short
 from rtstudy.stats import format_p
 
 
@@ -243,8 +244,9 @@ def _environment(folder: Path) -> jinja2.Environment:
                              lstrip_blocks=True, keep_trailing_newline=False)
     env.filters.update(pct=lambda v, d=0: f"{v:.{d}%}", signed_pct=lambda v, d=0: f"{v:+.{d}%}",
                        num=lambda v, d=1: f"{v:,.{d}f}", g=lambda v: f"{v:g}",
-                       policy=lambda p: str(p).replace("SCHED_", ""),
+                       policy=short,
                        join_num=lambda vs, d=0: ", ".join(f"{v:,.{d}f}" for v in vs))
+    env.globals["rt_policies"] = list(RT_POLICIES)
     return env
 
 

@@ -36,7 +36,7 @@ from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, conditio
 from rtstudy.experiments.e2_rt_threads.ladder import late_part, ladder, recommendations
 from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
-from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
+from rtstudy.realtime import RT_POLICIES
 from rtstudy.io import (CellData, Dataset, read_cells, read_samples, set_aside_drift, stack,
                         wide)
 from rtstudy.realtime import DISPATCHER, POLICY_BY_NUMBER

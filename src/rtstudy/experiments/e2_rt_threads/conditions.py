@@ -15,6 +15,9 @@ SWITCH_INTERVAL_MS = 5.0
 # How the target's thread waits between frames where a run chose none: sleeping (Holoscan 4.x
 # always; 5.0's default SLEEPING_WAITSET). 5.0's BUSY_POLL spins: a factor of its own.
 WAKE_DEFAULT = "sleep"
+# The seeds' plain layout: Holoscan's dispatcher left normal, the loads as operators in the app
+# (every other dispatcher and load placement is a change against it).
+PLAIN = {"dispatcher": "other", "load_placement": "operators"}
 BASELINE = "normal_dedicated"     # H2's baseline: only the policy differs
 SEED_BASELINE = "normal"          # the seed's: target and loads share one pool
 # A condition whose mean frame period (over its runs) is more than this fraction off the
@@ -41,13 +44,20 @@ def factor_levels(config: dict) -> dict:
             "wake_mode": config.get("wake_mode", WAKE_DEFAULT)}
 
 
+def is_plain(x):
+    """Whether a configuration (a dict) is in the plain layout (:data:`PLAIN`); for a table,
+    the mask of its rows that are."""
+    if isinstance(x, pd.DataFrame):
+        return (x["dispatcher"] == PLAIN["dispatcher"]) & (x["load_placement"] == PLAIN["load_placement"])
+    return all(x.get(k) == v for k, v in PLAIN.items())
+
+
 def grid(runs: pd.DataFrame) -> pd.DataFrame:
     """The policy grid's runs: load operators, Holoscan's own dispatcher, the study's topologies,
     Python's own GIL switch interval, a sleeping target thread."""
     if runs.empty:
         return runs
-    return runs[(runs["dispatcher"] == "other") & (runs["load_placement"] == "operators")
-                & runs["topology"].isin(["dedicated", "shared"])
+    return runs[is_plain(runs) & runs["topology"].isin(["dedicated", "shared"])
                 & (runs["switch_interval_ms"] == SWITCH_INTERVAL_MS)
                 & (runs["wake_mode"] == WAKE_DEFAULT)]
 

@@ -8,11 +8,12 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads.conditions import SWITCH_INTERVAL_MS, grid, headline_point
-from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS
+from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS, POLICY_NAMES
 from rtstudy.figstyle import PALETTE, save, style
+from rtstudy.realtime import short
 from rtstudy.stats import CI, MIN_RUNS, over_runs
 
-POLICY_ORDER = ["normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE"]
+POLICY_ORDER = list(POLICY_NAMES)
 
 
 def _policies(frames: pd.DataFrame) -> list[str]:
@@ -44,7 +45,7 @@ def e2_period_histograms(frames: pd.DataFrame, directory: Path | None = None) ->
             ax.set_yscale("log")
             ax.axvline(nominal, color="#404040", lw=0.8, ls=":")
             if row == 0:
-                ax.set_title(policy.replace("SCHED_", ""), fontsize="medium")
+                ax.set_title(short(policy), fontsize="medium")
         axes[1][k].set_xlabel("frame period (ms)")
     axes[0][0].set_ylabel("frames (full range)")
     axes[1][0].set_ylabel("frames (±1 ms, clipped)")
@@ -66,7 +67,7 @@ def e2_time_series(frames: pd.DataFrame, directory: Path | None = None) -> plt.F
         ax = axes[k][0]
         g = top[top["policy"] == policy]
         ax.plot(g["t_s"], g["period_ms"], lw=0.6, color=PALETTE[k % len(PALETTE)])
-        ax.set_ylabel(policy.replace("SCHED_", ""), fontsize="small")
+        ax.set_ylabel(short(policy), fontsize="small")
     axes[-1][0].set_xlabel("time since the first measured frame (s, CLOCK_MONOTONIC)")
     fig.suptitle("Frame period (ms) over time, measured time stamps, highest load factor",
                  fontsize="medium")
@@ -78,7 +79,7 @@ def _condition_name(r: dict) -> str:
     """A condition as a reader names it: its policy, then what differs from the policy grid."""
     if r["topology"] == "floor":
         return "floor: cyclictest"
-    name = r["policy"].replace("SCHED_", "").replace("normal_dedicated", "normal, own thread")
+    name = short(r["policy"]).replace("normal_dedicated", "normal, own thread")
     if r["dispatcher"] != "other":
         name += ", FIFO dispatcher" + (" pinned" if r["dispatcher"] == "fifo_pinned" else "")
     if r["load_placement"] != "operators":
@@ -251,7 +252,7 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, ci: CI,
                            if np.isfinite(est.low) else None)
                     ax.errorbar([x + width / 4], [est.value], yerr=err, fmt="D", ms=3,
                                 color=color, capsize=2, zorder=4)
-        ax.set_xticks(range(len(policies)), [p.replace("SCHED_", "").replace("_", "\n")
+        ax.set_xticks(range(len(policies)), [short(p).replace("_", "\n")
                                              for p in policies], fontsize="small")
         ax.set_yscale("log")
         ax.set_title(f"{model} loads")
@@ -360,7 +361,7 @@ def e2_attribution(att: pd.DataFrame, parts: dict, directory: Path | None = None
         ax.set_xscale("log")
         ax.set_xlabel(f"{what} (µs, log; below 0.1 shown at 0.1)")
         ax.grid(axis="x", lw=0.3, alpha=0.5)
-    axes[0].set_yticks(y, [label.replace("SCHED_", "").replace("-trace", "") for label in labels],
+    axes[0].set_yticks(y, [short(label).replace("-trace", "") for label in labels],
                        fontsize="x-small")
     axes[0].invert_yaxis()
     fig.legend(fontsize="x-small", loc="outside lower center", ncol=2)

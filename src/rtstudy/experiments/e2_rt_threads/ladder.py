@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 
 from rtstudy import criteria, judge, rates
-from rtstudy.experiments.e2_rt_threads.conditions import BASELINE, WAKE_DEFAULT
+from rtstudy.experiments.e2_rt_threads.conditions import BASELINE, PLAIN, WAKE_DEFAULT, is_plain
 from rtstudy.experiments.e2_rt_threads.conditions import \
     SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
-from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
+from rtstudy.realtime import RT_POLICIES
 from rtstudy.stats import CI, over_runs, ratio_ci
 
 # Late frames after a change over before, judged by the dated margin (criteria).
@@ -256,8 +256,7 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
     if native.empty:
         return pd.DataFrame()
     top = native[native["load_factor"] == native["load_factor"].max()]
-    seeds_layout = top[(top["load_placement"] == "operators") & (top["dispatcher"] == "other")
-                       & (top["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)
+    seeds_layout = top[is_plain(top) & (top["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)
                        & (top["wake_mode"] == WAKE_DEFAULT)]
     rows = []
     base = seeds_layout[seeds_layout["policy"] == BASELINE]
@@ -272,12 +271,10 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
     for fix, level in FIXES.items():
         (column, value), = level.items()
         if column == "switch_interval_ms":
-            g = mine[(mine["switch_interval_ms"] < DEFAULT_SWITCH_INTERVAL_MS)
-                     & (mine["load_placement"] == "operators") & (mine["dispatcher"] == "other")
+            g = mine[(mine["switch_interval_ms"] < DEFAULT_SWITCH_INTERVAL_MS) & is_plain(mine)
                      & (mine["wake_mode"] == WAKE_DEFAULT)]
         else:
-            others = {"load_placement": "operators", "dispatcher": "other",
-                      "wake_mode": WAKE_DEFAULT}
+            others = {**PLAIN, "wake_mode": WAKE_DEFAULT}
             others.pop(column)
             g = mine[(mine[column] == value)
                      & (mine["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)]

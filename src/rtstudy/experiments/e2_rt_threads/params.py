@@ -1,9 +1,10 @@
 """E2's parameter group (``params.yaml: e2_rt_threads``): each key's rule and the cross-checks."""
 from __future__ import annotations
 
+from rtstudy.realtime import PRIORITY_POLICIES, RT_POLICIES
 from rtstudy.rules import SWEEP_SCHEMA, Rule, boolean, choice, integer, list_of, number
 
-POLICY_NAMES = ("normal", "normal_dedicated", "SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
+POLICY_NAMES = ("normal", "normal_dedicated", *RT_POLICIES)
 # Where the competing load runs: Holoscan operators in the app (the seed's way), the same
 # operators pinned off the target's CPU, stress-ng processes beside it, plain threads in the
 # app's process that are not operators, or the same threads in a process of their own.
@@ -42,7 +43,7 @@ SCHEMA: dict[str, Rule] = {
     "design": Rule(choice("focused", "full")),
     "contrast_policies": Rule(list_of(choice(*POLICY_NAMES))),
     "seed_topologies": Rule(list_of(choice(*SEED_TOPOLOGIES), min_len=0)),
-    "seed_policy": Rule(choice("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")),
+    "seed_policy": Rule(choice(*RT_POLICIES)),
     "seed_loads": Rule(integer(1, 64)),
     "seed_load_work_model": Rule(choice("native", "python")),
     # Holoscan 5.0 only (plan5): the wake modes tried for the contrast policies at the headline.
@@ -50,7 +51,7 @@ SCHEMA: dict[str, Rule] = {
     # The jitter ladder (docs/methods.md): one rung one factor, from cyclictest to the seeds'
     # layout, all with ladder_policy at the same period, priority and CPU.
     "ladder": Rule(boolean()),
-    "ladder_policy": Rule(choice("SCHED_FIFO", "SCHED_RR")),
+    "ladder_policy": Rule(choice(*PRIORITY_POLICIES)),
     "fixes": Rule(list_of(choice(*FIXES), min_len=0)),
     "switch_interval_ms": Rule(number(0.001, 100)),   # the switch_interval fix's (CPython: 5)
     # Runs of the headline point, the ladder and the fixes: long enough for late-frame rates.

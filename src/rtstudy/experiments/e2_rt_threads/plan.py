@@ -45,8 +45,9 @@ from rtstudy import placement, sdk
 from rtstudy.experiments.e2_rt_threads import plan5
 from rtstudy.experiments.e2_rt_threads.conditions import \
     SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
+from rtstudy.experiments.e2_rt_threads.conditions import is_plain
 from rtstudy.harness import Cell, with_drift_check
-from rtstudy.realtime import DISPATCHER, RealtimeRequest
+from rtstudy.realtime import DISPATCHER, PRIORITY_POLICIES, RT_POLICIES, RealtimeRequest
 from rtstudy.sysdeps import which
 
 EXPERIMENT = "e2_rt_threads"
@@ -56,7 +57,6 @@ FLOOR_MODULE = "rtstudy.experiments.e2_rt_threads.floor"
 PYTHREAD_MODULE = "rtstudy.experiments.e2_rt_threads.pythread"
 # The ladder's loaded rungs in order (after the target alone): the placement of the same load.
 LADDER_PLACEMENTS = ("outside", "threads", "operators_pinned", "operators")
-RT_POLICIES = ("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
 # The SDKs whose app runs the fragment fix: verified with holoscan-cu12 4.6.0 (app.py's calls,
 # EventBasedScheduler's network_connection_timeout among them, are 4.6's); app5 has none.
 FRAGMENT_SDKS = ("4.6.0",)
@@ -156,7 +156,7 @@ class _Planner:
     def requests(self, policy: str, cpus: tuple[int, ...], dispatcher: str,
                  seed: bool) -> tuple[RealtimeRequest, ...]:
         c, out = self.cfg, []
-        if policy in ("SCHED_FIFO", "SCHED_RR"):
+        if policy in PRIORITY_POLICIES:
             out.append(RealtimeRequest("target", policy, priority=c["priority"], cpus=cpus))
         elif policy == "SCHED_DEADLINE":
             # NVIDIA's Python benchmark gives its DEADLINE thread a deadline of 95 % of the period.
@@ -328,8 +328,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
         traced = RT_POLICIES if full else (rt, "SCHED_DEADLINE")
         for cell in [x for x in p.cells if x.repetition == 0 and x.module == MODULE]:
             k = cell.config
-            plain = (k["dispatcher"] == "other" and k["load_placement"] == "operators"
-                     and "switch_interval_ms" not in k)
+            plain = is_plain(k) and "switch_interval_ms" not in k
             if k["policy"] in traced and plain and (
                     k["topology"] == "dedicated" and p.headline(k["load_factor"],
                                                                 k["load_work_model"])
@@ -350,7 +349,5 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     reference = next((x.label for x in cells if x.config["policy"] in RT_POLICIES
                       and x.config["topology"] == "dedicated" and x.module == MODULE
                       and p.headline(x.config["load_factor"], x.config["load_work_model"])
-                      and x.config["dispatcher"] == "other"
-                      and x.config["load_placement"] == "operators"
-                      and not x.config.get("trace_s")), None)
+                      and is_plain(x.config) and not x.config.get("trace_s")), None)
     return with_drift_check(cells, c, reference)

@@ -12,7 +12,7 @@ import numpy as np
 from rtstudy import criteria, rates
 from rtstudy.experiments.e2_rt_threads import analysis, contrasts, figures, ladder, published, tables
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
-from rtstudy.experiments.e2_rt_threads.plan import RT_POLICIES
+from rtstudy.realtime import RT_POLICIES
 from rtstudy.io import Dataset, read_plan
 from rtstudy.report.section import (RATE_UNIT, Advice, Figure, LazyMarkdown, Markdown,
                                     Quantity, Section, Table, Verdict, render)
