@@ -73,7 +73,7 @@ help:
 
 setup: $(STAMP) sysdeps
 
-$(STAMP): $(LOCK) pyproject.toml setup.py src/rtstudy/_native.c
+$(STAMP): $(LOCK) pyproject.toml setup.py src/rtstudy/_native.c src/rtstudy/kernelspec.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .

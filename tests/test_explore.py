@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import signal
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,29 @@ def run(args: list, cwd: Path, env: dict, timeout: float = 300) -> subprocess.Co
                           text=True, timeout=timeout)
     assert proc.returncode == 0, f"{args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
+
+
+def run_or_dump_stacks(args: list, cwd: Path, env: dict, timeout: float = 300) -> None:
+    """Run ``args`` (which starts an rtstudy kernel); past ``timeout``, ask each kernel for its
+    threads' stacks (SIGUSR1, rtstudy.kernelspec's faulthandler) and fail with them."""
+    import psutil
+
+    proc = subprocess.Popen([str(a) for a in args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kernels = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                   if "ipykernel_launcher" in " ".join(p.cmdline())]
+        for kernel in kernels:
+            kernel.send_signal(signal.SIGUSR1)
+        time.sleep(3)
+        end_group(proc)
+        out, err = proc.communicate()
+        first = min([i for i in (err.find("Current thread"), err.find("Thread 0x")) if i >= 0] or [0])
+        pytest.fail(f"{args[0]} hung for {timeout:.0f} s; the stacks of {len(kernels)} kernel(s) "
+                    f"follow:\n{err[first:first + 20000]}")
+    assert proc.returncode == 0, f"{args} failed:\n{out[-3000:]}\n{err[-3000:]}"
 
 
 def raw_files(project: Path) -> dict[str, tuple[int, int]]:
@@ -112,12 +136,12 @@ def test_explore_runs_headless_shows_the_headline_run_and_two_host_states_and_me
     before = raw_files(project)
     assert before, "the reference pull brought no data"
     out = tmp_path / "explore.ipynb"
-    # papermill as on the command line (docs/exploring.md), with the study's kernel manager: its
-    # Unix sockets cannot collide with a kernel the other test worker starts at the same moment.
-    run([BIN / "python", "-c", "import sys, papermill; papermill.execute_notebook(sys.argv[1], "
-         "sys.argv[2], cwd=sys.argv[3], kernel_name='rtstudy', progress_bar=False, "
-         "kernel_manager_class='rtstudy.kernelspec.IpcKernelManager')",
-         project / NOTEBOOK, out, project / "notebooks"], project, env)
+    # papermill as the study runs notebooks (its kernel manager). On two test workers this run
+    # once in a few hung in the Explorer cell: a hang now fails with every kernel thread's stack.
+    run_or_dump_stacks([BIN / "python", "-c", "import sys, papermill; papermill.execute_notebook("
+                        "sys.argv[1], sys.argv[2], cwd=sys.argv[3], kernel_name='rtstudy', "
+                        "progress_bar=False, kernel_manager_class='rtstudy.kernelspec.IpcKernelManager')",
+                        project / NOTEBOOK, out, project / "notebooks"], project, env)
     assert raw_files(project) == before, "data/raw changed: explore.ipynb measured something"
     notebook = json.loads(out.read_text())
     errors = [o for c in notebook["cells"] for o in c.get("outputs", [])

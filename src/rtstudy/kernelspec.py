@@ -25,8 +25,11 @@ from pathlib import Path
 from jupyter_client import AsyncKernelManager
 
 NAME = "rtstudy"
-# Run in the kernel before the first cell: the CUDA runtime, loaded where Holoscan finds it.
-STARTUP = "__import__('rtstudy.holo').holo.preload_cudart()"
+# Run in the kernel before the first cell: the CUDA runtime, loaded where Holoscan finds it;
+# and `kill -USR1 <kernel pid>` prints every thread's Python stack to the kernel's own stderr
+# (the terminal or papermill's), to see where a hung cell waits.
+STARTUP = ("__import__('rtstudy.holo').holo.preload_cudart(); __import__('faulthandler').register("
+           "__import__('signal').SIGUSR1, file=__import__('sys').__stderr__, all_threads=True)")
 
 
 def install(display_name: str, prefix: str = sys.prefix) -> Path:
