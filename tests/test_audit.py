@@ -395,15 +395,16 @@ def test_a_slow_clocksource_is_named_with_the_fix(tmp_path):
     (None, "Firecracker's `boot_args`"),
     ("etc/default/grub", "run `update-grub`"),
     ("usr/sbin/grubby", "grubby --update-kernel=ALL --args=\"isolcpus=managed_irq,domain,2-3"),
+    ("etc/default/grub usr/sbin/grubby", "grubby --update-kernel=ALL"),   # RHEL has both
     ("boot/extlinux/extlinux.conf", "APPEND line"),
 ])
 def test_the_boot_line_is_said_once_for_this_hosts_boot_loader(tmp_path, marker, words):
     """Every boot parameter the items ask for, merged into one line, with the steps of the boot
     loader found (a VM with none is told its launcher sets the command line)."""
     root = copy_fixture(tmp_path, "stock")
-    if marker:
-        (root / marker).parent.mkdir(parents=True, exist_ok=True)
-        (root / marker).write_text("")
+    for path in (marker or "").split():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("")
     items = audit.audit(root)
     line = {i.name: i for i in items}["boot line"]
     assert line.status == "WARN" and words in line.remedy

@@ -27,12 +27,12 @@ GRUB_FAMILIES = ("Debian/Ubuntu: append it to GRUB_CMDLINE_LINUX in /etc/default
                  "IGX/Jetson: append it to the APPEND line of the active entry in "
                  "/boot/extlinux/extlinux.conf")
 # How each boot loader the audit recognises takes them: (what it is, the file or program
-# that shows it is there, the steps).
+# that shows it is there, the steps). grubby first: RHEL has an /etc/default/grub too.
 BOOTLOADERS = (
-    ("GRUB (Debian, Ubuntu)", "/etc/default/grub",
-     "append them to GRUB_CMDLINE_LINUX in /etc/default/grub, run `update-grub`, reboot"),
     ("GRUB via grubby (RHEL, Rocky, Fedora)", "/usr/sbin/grubby",
      "`grubby --update-kernel=ALL --args=\"{args}\"`, reboot"),
+    ("GRUB (Debian, Ubuntu)", "/etc/default/grub",
+     "append them to GRUB_CMDLINE_LINUX in /etc/default/grub, run `update-grub`, reboot"),
     ("extlinux (IGX, Jetson)", "/boot/extlinux/extlinux.conf",
      "append them to the APPEND line of the active entry in /boot/extlinux/extlinux.conf, reboot"),
     ("systemd-boot", "/etc/kernel/cmdline",
