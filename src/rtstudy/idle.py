@@ -125,12 +125,6 @@ def limit_us(system_us: int | None, resume: str | None) -> int | None:
     return min(limits) if limits else None
 
 
-def describe_limit(value: int | None) -> str:
-    if value is None:
-        return "no limit"
-    return "polling only" if value == 0 else f"≤ {value} µs"
-
-
 def record(root: Path, cpus) -> dict:
     """What a measurement records about idle and PM QoS on ``cpus`` (JSON-ready).
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rtstudy import atomic, kernelfs, shield as shielding
+from rtstudy import atomic, idle, kernelfs, shield as shielding
 from rtstudy.audit_host import boot_steps, kernel_args, suggested_isolation
 from rtstudy.kernelfs import (CPU_DIR, CpuListError, cpu_mask, format_cpu_list, list_names,
                               mask_to_cpus, online_cpus, running, smt_siblings, to_cpus)
@@ -103,10 +103,8 @@ def _runtime_changes(cpus, housekeeping, root: Path) -> tuple[list[tuple[str, st
     writes += [(f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor", "performance") for cpu in cpus]
     for cpu in cpus:
         # Idle states with an exit latency (haltpoll's, C-states) off: the CPU polls when idle.
-        for state in list_names(root, f"{CPU_DIR}/cpu{cpu}/cpuidle", r"state\d+") or []:
-            latency = read_file(root, f"{CPU_DIR}/cpu{cpu}/cpuidle/{state}/latency").text
-            if latency and latency.isdigit() and int(latency) > 0:
-                writes.append((f"{CPU_DIR}/cpu{cpu}/cpuidle/{state}/disable", "1"))
+        writes += [(f"{CPU_DIR}/cpu{cpu}/cpuidle/state{s.index}/disable", "1")
+                   for s in idle.states(root, cpu) if s.latency_us > 0]
     hk_list = format_cpu_list(housekeeping)
     for irq in list_names(root, "/proc/irq", r"\d+") or []:
         path = f"/proc/irq/{irq}/smp_affinity_list"
