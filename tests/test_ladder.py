@@ -35,21 +35,22 @@ def labels(cells) -> dict[str, list]:
     return out
 
 
-def test_every_rung_and_fix_is_planned_long_with_the_headline_runs(default_plan):
-    cfg, cells = default_plan
-    by = labels(cells)
+def test_every_rung_runs_long_and_every_fix_and_its_baseline_at_the_fixes_size(default_plan):
+    cfg, _ = default_plan
+    cfg = {**cfg, "fixes_per_session": 0}  # every fix in one session
+    by = labels(plan.plan(cfg, host(), {}))
     rt, top = cfg["ladder_policy"], max(cfg["load_factors"])
     head = f"{rt}-lf{top:g}-native"
-    rungs = ["floor-cyclictest-lf0", f"python_thread-{rt}-lf0", f"{rt}-lf0-native",
-             *(f"{head}-{p}" for p in ("outside", "threads", "operators_pinned")), head]
+    rungs = ["floor-cyclictest-lf0", f"python_thread-{rt}-lf0", f"{rt}-lf0-native"]
     fixes = [f"{head}-operators_pinned", f"{head}-dfifo_pinned",
              f"{head}-si{cfg['switch_interval_ms']:g}", f"{head}-fragment"]
     long = cfg["warmup_frames"] + int(cfg["headline_duration_s"] * cfg["fps"])
-    for label in rungs + fixes:
+    sized = cfg["warmup_frames"] + int(cfg["fix_duration_s"] * cfg["fps"])
+    for label, frames, reps in [*((r, long, cfg["headline_repetitions"]) for r in rungs),
+                                *((f, sized, cfg["fix_repetitions"]) for f in [head, *fixes])]:
         assert label in by, label
         runs = [c for c in by[label] if not c.drift]
-        assert len(runs) == cfg["headline_repetitions"], label
-        assert all(c.config["frames"] == long for c in runs), label
+        assert len(runs) == reps and all(c.config["frames"] == frames for c in runs), label
     # One factor away: the fixes' configurations differ from the headline's in their factor only.
     base = by[head][0].config
     for label, key in ((fixes[0], "load_placement"), (fixes[1], "dispatcher"),
@@ -63,6 +64,32 @@ def test_every_rung_and_fix_is_planned_long_with_the_headline_runs(default_plan)
     assert by[fixes[2]][0].config["switch_interval_ms"] == cfg["switch_interval_ms"]
     # Short runs elsewhere: the grid without contention.
     assert by["normal_dedicated-lf0-native"][0].config["frames"] < long
+    # The drift check repeats a headline condition of the ladder's length, not the baseline.
+    (drift,) = {c.label for cells in by.values() for c in cells if c.drift}
+    assert drift != head and by[drift][0].config["frames"] == long
+
+
+def test_the_fixes_rotate_over_a_host_states_sessions(default_plan):
+    cfg, _ = default_plan
+    cfg = {**cfg, "fixes": ["operators_pinned", "dispatcher_pinned", "switch_interval"],
+           "fixes_per_session": 2}
+    turns = [plan.session_fixes(cfg, i) for i in range(3)]
+    assert turns == [["operators_pinned", "dispatcher_pinned"],
+                     ["switch_interval", "operators_pinned"],
+                     ["dispatcher_pinned", "switch_interval"]]
+    assert plan.session_fixes({**cfg, "fixes_per_session": 0}, 5) == cfg["fixes"]
+    head = f"{cfg['ladder_policy']}-lf{max(cfg['load_factors']):g}-native"
+    sized = cfg["warmup_frames"] + int(cfg["fix_duration_s"] * cfg["fps"])
+    second = labels(plan.plan({**cfg, "fixes_per_session": 1}, host(),
+                              {params.SESSION: {"index": 1}}))
+    assert f"{head}-dfifo_pinned" in second and f"{head}-si{cfg['switch_interval_ms']:g}" \
+        not in second
+    # The pinned loads stay a ladder rung of the headline's length when not the session's fix.
+    assert second[f"{head}-operators_pinned"][0].config["frames"] < sized
+    assert second[head][0].config["frames"] == sized
+    # Holoscan 5.0 runs no fix: its headline point keeps the ladder's length.
+    five = labels(plan.plan({**cfg, "drift_check": False}, host(5), {}))
+    assert five[head][0].config["frames"] < sized
 
 
 def test_traced_conditions_get_their_repetitions(default_plan):
@@ -85,19 +112,25 @@ def test_loads_are_pinned_off_the_target_only_where_it_is_pinned():
 
 def test_holoscan_5_plans_only_what_its_app_runs():
     cfg = params.stage_config("e2_rt_threads", "default")
-    cells4 = plan.plan({**cfg, "drift_check": False}, host(), {})
+    cells4 = plan.plan({**cfg, "drift_check": False, "fixes_per_session": 0}, host(), {})
     cells5 = plan5.cells(cells4, cfg, lambda f, m: f == max(cfg["load_factors"]) and m == "native")
     assert cells5 and all(c.module == plan5.MODULE for c in cells5)
     assert {c.config["load_placement"] for c in cells5} <= set(plan5.PLACEMENTS5)
     assert not [c for c in cells5 if "switch_interval_ms" in c.config]
     # The ladder's loaded rungs are 4.x's only since the budget cut (plan5's docstring).
-    assert "outside" not in {c.config["load_placement"] for c in cells5}
-    assert {"outside", "threads"} <= {c.config["load_placement"] for c in cells4}
+    seed = {**cfg, "load_placements": ["operators", "operators_pinned", "threads", "outside"]}
+    seed4 = plan.plan({**seed, "drift_check": False}, host(), {})
+    assert {"outside", "threads"} <= {c.config["load_placement"] for c in seed4}
+    assert "outside" not in {c.config["load_placement"] for c in
+                             plan5.cells(seed4, seed, lambda f, m: f == max(cfg["load_factors"]))}
+    # In the focused design 5.0's unloaded grid is the ladder's policy only (no H2 control).
+    low = {c.config["policy"] for c in cells5 if c.config["load_factor"] < max(cfg["load_factors"])}
+    assert low == {cfg["ladder_policy"]}
     # app5 has no distributed fragments: the fragment fix is a 4.6 cell only.
     assert "fragment" in {c.config["load_placement"] for c in cells4}
     assert "fragment" not in {c.config["load_placement"] for c in cells5}
-    seed_sdk = plan.plan({**cfg, "drift_check": False}, {**host(), "sdk": {"version": "3.5.0"}},
-                         {})
+    seed_sdk = plan.plan({**cfg, "drift_check": False, "fixes_per_session": 0},
+                         {**host(), "sdk": {"version": "3.5.0"}}, {})
     assert seed_sdk and "fragment" not in {c.config["load_placement"] for c in seed_sdk}
 
 

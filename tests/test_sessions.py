@@ -49,6 +49,17 @@ def test_closing_a_session_moves_it_whole_and_names_it(tmp_path):
         sessions.close(d)
 
 
+def test_a_datasets_closed_sessions_number_the_next_one(tmp_path):
+    d = tmp_path / "e2_rt_threads" / "vm-x" / "default"
+    assert sessions.closed(d) == 0  # a host state's first session
+    for session_id in ("2026-11-26T13:48:23Z", "2026-11-27T09:00:00Z"):
+        fake_dataset(d, session_id)
+        sessions.close(d)
+    (d / SESSIONS_DIR / "half-copied").mkdir()  # no plan: not a session
+    fake_dataset(d, "2026-11-28T09:00:00Z")  # the current one is not closed
+    assert sessions.closed(d) == 2
+
+
 def test_cells_from_before_sessions_get_a_dated_name(tmp_path):
     d = fake_dataset(tmp_path / "d", None, finished="2026-11-23T08:00:00Z")
     assert sessions.session_of(d) == "before-sessions-2026-11-23"

@@ -18,12 +18,15 @@ from rtstudy import atomic, paths, placement, registry, sdk
 from rtstudy.rules import (PROFILES, ParamError, Rule, check_group, choice, list_of,
                            no_cross_checks, number, resolve)
 
-__all__ = ["PROFILES", "ParamError", "REPORT", "CPUS", "SDK", "groups", "load", "validate", "stage_config",
+__all__ = ["PROFILES", "ParamError", "REPORT", "CPUS", "SDK", "SESSION", "groups", "load", "validate", "stage_config",
            "use_profile", "configs"]
 
 REPORT = "report"
 CPUS = "cpus"
 SDK = "sdk"
+# Not a group: the key under which a measuring stage hands its plan the session's place among
+# the host state's sessions, {"index": sessions closed before it} (E2's fixes rotate by it).
+SESSION = "session"
 
 # Where every experiment places its threads (rtstudy.placement): read by every measuring stage.
 CPUS_SCHEMA: dict[str, Rule] = {key: Rule(placement.check_value) for key in placement.KEYS}

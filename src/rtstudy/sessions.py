@@ -67,6 +67,12 @@ def session_of(directory: Path) -> str:
     return _read(directory)[0]
 
 
+def closed(directory: Path) -> int:
+    """How many closed sessions a dataset folder holds: the current session's index (0 for a
+    host state's first), by which a plan may rotate what each session measures."""
+    return len(list((Path(directory) / SESSIONS_DIR).glob(f"*/{PLAN_FILE}")))
+
+
 def folders(experiment: str, host_id: str, profile: str | None = None,
             root: Path | None = None) -> dict[str, Path]:
     """Every session of ``host_id``'s dataset of ``experiment``: session id → folder, oldest first.

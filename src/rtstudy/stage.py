@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rtstudy import host, params, paths, placement, registry, sdk
+from rtstudy import host, params, paths, placement, registry, sdk, sessions
 from rtstudy.harness import CellOutcome, SweepContext, refuse_if_measuring_is_off, run_sweep
 
 EXPERIMENT_NOTEBOOK = "experiment"  # notebooks/experiment.ipynb runs every measuring stage
@@ -71,7 +71,8 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
         shared = placement.overlap(configs[params.CPUS])
         if shared:
             print(f"{name}: warning: {shared}", file=stream, flush=True)
-        outcomes += run_sweep(exp.plan.plan(cfg, fp, configs), directory,
+        session = {params.SESSION: {"index": sessions.closed(directory)}}
+        outcomes += run_sweep(exp.plan.plan(cfg, fp, {**configs, **session}), directory,
                               SweepContext.from_fingerprint(fp, cfg["profile"], where, env),
                               cfg["order_seed"], progress=stream)
         exp.plan.after_sweep(directory)

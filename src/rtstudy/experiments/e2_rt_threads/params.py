@@ -53,6 +53,11 @@ SCHEMA: dict[str, Rule] = {
     "ladder": Rule(boolean()),
     "ladder_policy": Rule(choice(*PRIORITY_POLICIES)),
     "fixes": Rule(list_of(choice(*FIXES), min_len=0)),
+    # The fixes rotate over sessions: each session measures the next fixes_per_session (0: all).
+    "fixes_per_session": Rule(integer(0, len(FIXES))),
+    # Runs of the fixes and their baseline: sized for a late-frame rate ratio (`plan power`).
+    "fix_duration_s": Rule(number(0.5, 3600)),
+    "fix_repetitions": Rule(integer(1, 1000)),
     "switch_interval_ms": Rule(number(0.001, 100)),   # the switch_interval fix's (CPython: 5)
     # Runs of the headline point, the ladder and the fixes: long enough for late-frame rates.
     "headline_duration_s": Rule(number(0.5, 3600)),

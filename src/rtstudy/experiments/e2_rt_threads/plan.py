@@ -22,13 +22,16 @@ which work model. ``design: focused`` (the default profile) runs
 - the *fixes* (``fixes``), each one factor away from the headline point with
   ``ladder_policy``: the loads pinned off the target's CPU, a FIFO dispatcher pinned to a
   housekeeping CPU (``fifo_pinned``), a shorter GIL switch interval, the target in a
-  Holoscan distributed fragment of its own (``fragment``: the loads in another process);
+  Holoscan distributed fragment of its own (``fragment``: the loads in another process).
+  They rotate over sessions (:func:`session_fixes`): each session of a host state measures
+  the next ``fixes_per_session``, and those and their baseline run ``fix_repetitions`` ×
+  ``fix_duration_s``, the size a late-frame rate ratio needs (:mod:`.power`);
 - ``trace_repetitions`` traced runs of the headline point's operator-load conditions of
   every real-time policy (and of the seeds' real-time topologies whose target has a thread
   of its own, the one the trace can follow).
 
-The headline point, the ladder and the fixes run ``headline_duration_s``, the rest
-``duration_s``: late-frame rates need thousands of frames where they are compared.
+The headline point and the ladder run ``headline_duration_s``, the rest ``duration_s``:
+late-frame rates need thousands of frames where they are compared.
 
 ``design: full`` (the seed profile) crosses every factor with every other.
 
@@ -41,7 +44,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from rtstudy import placement, sdk
+from rtstudy import params, placement, sdk
 from rtstudy.experiments.e2_rt_threads import plan5
 from rtstudy.experiments.e2_rt_threads.conditions import \
     SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
@@ -55,11 +58,12 @@ APP = "e2_rt_threads"  # the name cells record (part of every cell id): never ch
 MODULE = "rtstudy.experiments.e2_rt_threads.app"
 FLOOR_MODULE = "rtstudy.experiments.e2_rt_threads.floor"
 PYTHREAD_MODULE = "rtstudy.experiments.e2_rt_threads.pythread"
-# The ladder's loaded rungs in order (after the target alone): the placement of the same load.
-LADDER_PLACEMENTS = ("outside", "threads", "operators_pinned", "operators")
 # The SDKs whose app runs the fragment fix: verified with holoscan-cu12 4.6.0 (app.py's calls,
 # EventBasedScheduler's network_connection_timeout among them, are 4.6's); app5 has none.
 FRAGMENT_SDKS = ("4.6.0",)
+# The ladder's loaded rungs in order (after the target alone): the placement of the same load.
+# A profile climbs those of its load_placements (default: the last two; seed: all four).
+LADDER_PLACEMENTS = ("outside", "threads", "operators_pinned", "operators")
 SDK_APIS = (4, 5)  # Holoscan 4.x (app) and 5.x (app5, planned by plan5)
 
 
@@ -91,6 +95,19 @@ def target_cpus(cfg: dict, fp: dict, where: placement.Placement, policy: str,
     if topology != "dedicated":
         return (fp["cpu"]["online"][0],)
     return (where.rt_cpu,)
+
+
+def session_fixes(cfg: dict, index: int) -> list[str]:
+    """The fixes the session numbered ``index`` of a host state measures (0: its first).
+
+    Each session takes the next ``fixes_per_session`` of ``fixes`` in turn, so sessions add
+    answers instead of repeating thin ones; every fix when ``fixes_per_session`` is 0 or
+    covers them all.
+    """
+    fixes, k = list(cfg["fixes"]), cfg["fixes_per_session"]
+    if not k or k >= len(fixes):
+        return fixes
+    return [fixes[(index * k + i) % len(fixes)] for i in range(k)]
 
 
 def host_problems(cfg: dict, fp: dict) -> list[str]:
@@ -137,10 +154,12 @@ class _Planner:
         self.p_ns = period_ns(cfg["fps"])
         self.frames = cfg["warmup_frames"] + int(cfg["duration_s"] * cfg["fps"])
         self.long_frames = cfg["warmup_frames"] + int(cfg["headline_duration_s"] * cfg["fps"])
+        self.fix_frames = cfg["warmup_frames"] + int(cfg["fix_duration_s"] * cfg["fps"])
         self.top = max(cfg["load_factors"])
         self.native = "native" if "native" in cfg["load_work_models"] else cfg["load_work_models"][0]
         self.cells: list[Cell] = []
         self.labels: set[str] = set()
+        self.fix_labels: set[str] = set()  # the conditions run at the fixes' size
 
     def loads(self, factor: float) -> int:
         """Loads for ``factor`` loads per CPU: per CPU the loads may use (the housekeeping CPUs)."""
@@ -178,6 +197,7 @@ class _Planner:
     def holoscan(self, policy: str, factor: float, model: str, dispatcher: str = "other",
                  placement: str = "operators", topology: str = "", loads: int | None = None,
                  reps: int | None = None, trace: bool = False, long: bool = False,
+                 fix: bool = False,
                  switch_interval_ms: float = DEFAULT_SWITCH_INTERVAL_MS) -> None:
         c = self.cfg
         topology = topology or ("shared" if policy == "normal" else "dedicated")
@@ -190,6 +210,8 @@ class _Planner:
             return  # no loads: nothing to move to a fragment (and nothing keeps it running)
         long = long or (not seed and self.headline(factor, model))
         frames = self.long_frames if long else self.frames
+        if fix:  # a fix or its baseline: sized for a late-frame rate ratio
+            frames, reps = self.fix_frames, c["fix_repetitions"]
         if trace:
             frames = c["warmup_frames"] + int(c["trace_seconds"] * c["fps"])
         config = {
@@ -217,6 +239,8 @@ class _Planner:
                           *([f"si{switch_interval_ms:g}"]
                             if switch_interval_ms != DEFAULT_SWITCH_INTERVAL_MS else []),
                           *(["trace"] if trace else [])])
+        if fix and label not in self.labels:
+            self.fix_labels.add(label)
         self._add(label, config, self.requests(policy, cpus, dispatcher, seed), MODULE,
                   reps if reps is not None else c["trace_repetitions"] if trace else
                   self.reps(long))
@@ -278,19 +302,26 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     c, p = cfg, _Planner(cfg, fp, placement.resolve(configs.get("cpus"), fp))
     full = c["design"] == "full"
     rt = c["ladder_policy"]
-    if c["ladder"]:
-        # First, so that the rungs the grid shares (the target alone) run the ladder's length.
-        p.python_thread()
-        p.holoscan(rt, min(c["load_factors"]), p.native, long=True)
-        for load_at in LADDER_PLACEMENTS:
-            p.holoscan(rt, p.top, p.native, placement=load_at)
-    # The fixes, each one factor away from the headline point.
+    # The fixes, each one factor away from the headline point: first, so that the conditions
+    # the ladder and the grid share with them (the headline point, the pinned loads) run the
+    # fixes' size.
+    # Holoscan 5.0's app runs none of them (plan5): its headline point keeps the ladder's size.
+    fixes = [] if sdk.api_of(fp) == 5 else \
+        session_fixes(c, configs.get(params.SESSION, {}).get("index", 0))
     fix_factors = {"operators_pinned": {"placement": "operators_pinned"},
                    "dispatcher_pinned": {"dispatcher": "fifo_pinned"},
                    "switch_interval": {"switch_interval_ms": c["switch_interval_ms"]},
                    "fragment": {"placement": "fragment"}}
-    for fix in c["fixes"]:
-        p.holoscan(rt, p.top, p.native, **fix_factors[fix])
+    if fixes:
+        p.holoscan(rt, p.top, p.native, fix=True)  # their baseline
+    for fix in fixes:
+        p.holoscan(rt, p.top, p.native, fix=True, **fix_factors[fix])
+    if c["ladder"]:
+        # Before the grid, so that the rungs it shares (the target alone) run the ladder's length.
+        p.python_thread()
+        p.holoscan(rt, min(c["load_factors"]), p.native, long=True)
+        for load_at in [x for x in LADDER_PLACEMENTS if x in c["load_placements"]]:
+            p.holoscan(rt, p.top, p.native, placement=load_at)
     # The policy grid (and, in the full design, every dispatcher and placement with it).
     for policy, factor in itertools.product(c["policies"], c["load_factors"]):
         # With no loads the load work model is moot: measure it once.
@@ -345,9 +376,11 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
         # dispatcher cell SCHED_OTHER, and the read-back would fail each one: left out.
         cells = [x for x in cells if all(r.operator != DISPATCHER for r in x.realtime)]
     # The drift check repeats the first real-time condition at the headline point (the
-    # plan's first condition when it has none).
+    # plan's first condition when it has none), one of the headline's length: twice the
+    # fixes' baseline would cost two of its long runs.
     reference = next((x.label for x in cells if x.config["policy"] in RT_POLICIES
                       and x.config["topology"] == "dedicated" and x.module == MODULE
                       and p.headline(x.config["load_factor"], x.config["load_work_model"])
-                      and is_plain(x.config) and not x.config.get("trace_s")), None)
+                      and is_plain(x.config) and not x.config.get("trace_s")
+                      and x.label not in p.fix_labels), None)
     return with_drift_check(cells, c, reference)

@@ -4,7 +4,9 @@ The 4.x plan's cells, kept where 5.0 has the same thing and turned into 5.0 cell
 (same labels, same configuration, the 5.0 app), so one analysis compares both SDKs:
 
 - the policy grid at native loads (``normal_dedicated``, FIFO, RR, DEADLINE × load factor),
-  with load operators, each in an execution partition of its own;
+  with load operators, each in an execution partition of its own; in the focused design at
+  the headline point only, and the ladder's policy below it (the target alone): the H2
+  control, what the unloaded grid is for, needs the floor, which 5.0's dataset has not;
 - at the headline point, the contrast policies with stress-ng beside the app (``process``,
   where the profile has it: seed);
 - 5.0's new factor: every ``wake_modes`` level other than ``sleep`` (``busy_poll``: the
@@ -54,6 +56,9 @@ def cells(cells4: list[Cell], cfg: dict, headline) -> list[Cell]:
                 or k["load_placement"] not in PLACEMENTS5 or k.get("trace_s")
                 or "switch_interval_ms" in k):
             continue
+        if (cfg["design"] == "focused" and k["policy"] != cfg["ladder_policy"]
+                and not headline(k["load_factor"], k["load_work_model"])):
+            continue  # the unloaded grid: no verdict on 5.0 (module docstring)
         out.append(_as5(cell, WAKE_DEFAULT))
         if (headline(k["load_factor"], k["load_work_model"])
                 and k["load_placement"] == "operators" and k["policy"] in cfg["contrast_policies"]):
