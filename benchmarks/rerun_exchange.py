@@ -1,8 +1,15 @@
-"""Issue 20's re-run check under exchange: how often would two sessions pass it if the session
-did not matter?
+"""The re-run checks under exchange: how often would two sessions pass them if the session
+did not matter, and how often does the check with power catch a known change?
 
     .venv/bin/python benchmarks/rerun_exchange.py [--profile default] [--draws 1000] [--seed 0]
-        [--host HOST ...]
+        [--host HOST ...] [--record]
+
+``--record`` judges the check with power instead (:func:`exchange.calibrate`): per host, the
+share of dealt pairs whose recommendation words all agree, the share the check passes
+(calibration, at least 0.9 wanted) and, for each change injected into one session of the
+dealt pairs (a late-frame rate doubled, a fix's late frames removed, typical jitter ×1.5),
+the share it fails (power, at least 0.8 wanted); written to ``benchmarks/rerun_exchange.json``
+and printed as Markdown. Without it, as before:
 
 Measures nothing. For every host whose E2 dataset holds two sessions or more
 (:mod:`rtstudy.sessions`; ``--host`` picks some), takes its last two (in the reference dataset
@@ -19,15 +26,18 @@ misses as the real pair is the real pair's p-value. Prints Markdown for docs/ben
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 
 from rtstudy import data, params, sessions
-from rtstudy.experiments.e2_rt_threads.exchange import exchange_test
+from rtstudy.experiments.e2_rt_threads.exchange import calibrate, exchange_test
 from rtstudy.stats import CI
 
 EXPERIMENT = "e2_rt_threads"
+RECORD = Path(__file__).with_name("rerun_exchange.json")
 
 
 def main() -> int:
@@ -37,9 +47,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--host", action="append", default=[],
                         help="only this host id (repeatable); default: every host with 2 sessions")
+    parser.add_argument("--record", action="store_true",
+                        help=f"judge the check with power; write {RECORD.name}")
     args = parser.parse_args()
     configs = params.configs(args.profile)
     ci = CI.from_params(configs[params.REPORT])
+    if args.record:
+        return record(args, configs, ci)
     hosts = args.host or list(data.hosts(args.profile)["host_id"])
     passes = []
     for host_id in hosts:
@@ -61,6 +75,48 @@ def main() -> int:
         print(f"\nEvery host's pair passing at once, were the hosts independent: "
               f"{np.prod(passes):.1%}.")
     return 0
+
+
+def record(args, configs: dict, ci: CI) -> int:
+    """``--record``: :func:`calibrate` on each host's last two sessions, as JSON and Markdown."""
+    described = data.hosts(args.profile).set_index("host_id")
+    out = {"command": "benchmarks/rerun_exchange.py --record", "draws": args.draws,
+           "seed": args.seed, "wanted": {"words_agree": 0.8, "calibration": 0.9, "power": 0.8},
+           "hosts": {}}
+    for host_id in args.host or list(described.index):
+        found = sessions.load(EXPERIMENT, host_id, args.profile)
+        if len(found) < 2:
+            continue
+        (one, a), (two, b) = list(found.items())[-2:]
+        start = time.monotonic()
+        r = calibrate(a.tables, b.tables, configs[EXPERIMENT], ci, args.draws, args.seed)
+        row = described.loc[host_id]
+        out["hosts"][host_id] = {
+            "state": row["state"], "sdk": row["sdk"], "sessions": [one, two],
+            "minutes": round((time.monotonic() - start) / 60, 1),
+            **{k: r[k] for k in ("words_agree", "calibration", "power", "tests", "targets")},
+            "real_pair": r["observed"]}
+    if not out["hosts"]:
+        print("no host here has two sessions of E2 (make new-session, then make study)")
+        return 1
+    RECORD.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    print(table(out))
+    return 0
+
+
+def table(out: dict) -> str:
+    """The record as the Markdown table docs/benchmarks.md shows."""
+    injections = list(next(iter(out["hosts"].values()))["power"])
+    lines = ["| host | words agree | calibration | " + " | ".join(f"power: {k}" for k in injections)
+             + " | the real pair |",
+             "|---|---|---|" + "---|" * len(injections) + "---|"]
+    for host_id, h in out["hosts"].items():
+        power = [("n/a" if h["power"][k] is None else f"{h['power'][k]:.0%}") for k in injections]
+        pair = "passes" if h["real_pair"]["passed"] else \
+            "fails: " + "; ".join(h["real_pair"]["differ"])
+        lines.append(f"| `{host_id}` ({h['state']}, {h['sdk']}) | {h['words_agree']:.0%} | "
+                     f"{h['calibration']:.0%} | " + " | ".join(power) + f" | {pair} |")
+    return "\n".join(lines)
 
 
 def describe(r: dict) -> str:

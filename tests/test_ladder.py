@@ -375,6 +375,53 @@ def test_exchange_tells_sessions_that_differ_from_sessions_dealt_at_random():
     assert again["misses"].tolist() == r["misses"][:3].tolist()
 
 
+def test_the_rerun_check_with_power_names_the_conditions_two_sessions_differ_in():
+    runs, _ = synthetic_runs()
+    same = exchange.session_test(runs, runs, alpha=0.05)
+    assert same == {"tests": 14, "differ": [], "passed": True}  # 7 conditions × 2 quantities
+    # normal_dedicated with 4× its late frames; the pinned loads twice as jittery.
+    nd, pinned = runs["label"] == "nd", runs["label"] == "pinned"
+    changed = runs.assign(late=np.where(nd, runs["late"] * 4, runs["late"]),
+                          period_iqr_us=np.where(pinned, runs["period_iqr_us"] * 2,
+                                                 runs["period_iqr_us"]))
+    r = exchange.session_test(runs, changed, alpha=0.05)
+    assert sorted(r["differ"]) == ["nd: late frames", "pinned: typical jitter"]
+    assert not r["passed"]
+    # Fewer than 3 runs of a condition in either session: not tested.
+    assert exchange.session_test(runs, runs.groupby("label").head(2), alpha=0.05)["tests"] == 0
+
+
+def test_injections_change_only_what_they_name():
+    runs, _ = synthetic_runs()
+    where = exchange.targets(runs, CFG, CI95)
+    assert where == {"h2": "nd", "fixes": "head", "fix": "si"}
+    rng = np.random.default_rng(0)
+    doubled = exchange.inject(runs, "late ×2 at H2's baseline", where, rng)
+    nd = runs["label"] == "nd"
+    assert (doubled.loc[nd, "late"] >= runs.loc[nd, "late"]).all()
+    assert doubled.loc[nd, "late"].sum() > runs.loc[nd, "late"].sum()
+    assert doubled.loc[~nd].equals(runs.loc[~nd])
+    removed = exchange.inject(runs, "a fix removes its late frames", where, rng)
+    assert (removed.loc[runs["label"] == "si", "late"] == 0).all()
+    assert exchange.inject(runs, "typical jitter ×1.5", where, rng)["period_iqr_us"].tolist() == \
+        pytest.approx((runs["period_iqr_us"] * 1.5).tolist())
+    assert exchange.inject(runs, "none", where, rng).equals(runs)
+
+
+def test_calibrate_reports_calibration_and_power_per_injection():
+    runs, floor = synthetic_runs()
+    pair = {"runs": runs, "floor": floor}
+    r = exchange.calibrate(pair, pair, CFG, CI95, draws=5, seed=1)
+    assert set(r["power"]) == set(exchange.INJECTIONS) - {"none"}
+    assert r["observed"]["passed"] and r["draws"] == 5
+    assert all(0 <= x <= 1 for x in [r["words_agree"], r["calibration"], *r["power"].values()])
+    # No fix measured: nothing to remove, no power to give.
+    no_fix = runs[~runs["label"].isin(["si", "pinned"])]
+    r = exchange.calibrate({"runs": no_fix, "floor": floor}, {"runs": no_fix, "floor": floor},
+                           CFG, CI95, draws=2)
+    assert r["power"]["a fix removes its late frames"] is None
+
+
 def test_the_power_plan_sizes_each_comparison_from_its_baseline():
     from rtstudy import rates
     from rtstudy.experiments.e2_rt_threads import power
