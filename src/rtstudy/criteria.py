@@ -210,6 +210,17 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "late frames; below, too few to compare (each rate's upper bound is still shown)",
         (Change("2026-11-27T13:24Z", "c532982", "with the rate ratio, after data existed"),)),
     Criterion(
+        "e2_rerun_alpha", "re-run", 0.05, "family-wise level",
+        "two sessions of a host state differ when any condition both measured (at least "
+        "min_runs runs each) differs between them at this family-wise level (Holm over two "
+        "tests per condition: its late frames as a quasi-Poisson rate ratio, its typical "
+        "jitter by Welch's t on the runs' log period IQR); calibrated by exchange and by "
+        "injected changes (benchmarks/rerun_exchange.py --record: pass at least 90 % of "
+        "unchanged pairs, fail at least 80 % of changed ones)",
+        (Change("2026-11-28T04:28Z", "2f78edc", "replaces 'every quantity inside the other "
+                "session's CI', which no dealt pair passed; after the reference sessions "
+                "existed, before the sessions it is meant to judge"),)),
+    Criterion(
         "e2_decided_share", "E2", 0.5, "fraction",
         "a run's std is decided by a few frames when its 2 most extreme periods carry more "
         "than this share of its squared deviations",
