@@ -378,15 +378,21 @@ def test_exchange_tells_sessions_that_differ_from_sessions_dealt_at_random():
 def test_the_rerun_check_with_power_names_the_conditions_two_sessions_differ_in():
     runs, _ = synthetic_runs()
     same = exchange.session_test(runs, runs, alpha=0.05)
-    assert same == {"tests": 14, "differ": [], "passed": True}  # 7 conditions × 2 quantities
+    # 7 conditions × 2 quantities, and every condition's typical jitter at once.
+    assert same == {"tests": 15, "differ": [], "passed": True}
     # normal_dedicated with 4× its late frames; the pinned loads twice as jittery.
     nd, pinned = runs["label"] == "nd", runs["label"] == "pinned"
     changed = runs.assign(late=np.where(nd, runs["late"] * 4, runs["late"]),
                           period_iqr_us=np.where(pinned, runs["period_iqr_us"] * 2,
                                                  runs["period_iqr_us"]))
     r = exchange.session_test(runs, changed, alpha=0.05)
-    assert sorted(r["differ"]) == ["nd: late frames", "pinned: typical jitter"]
+    assert sorted(r["differ"]) == ["every condition: typical jitter", "nd: late frames",
+                                   "pinned: typical jitter"]
     assert not r["passed"]
+    # Every condition 20 % more jittery: too little for one condition's 5 runs, not for all.
+    wider = exchange.session_test(runs, runs.assign(period_iqr_us=runs["period_iqr_us"] * 1.2),
+                                  alpha=0.05)
+    assert wider["differ"] == ["every condition: typical jitter"]
     # Fewer than 3 runs of a condition in either session: not tested.
     assert exchange.session_test(runs, runs.groupby("label").head(2), alpha=0.05)["tests"] == 0
 

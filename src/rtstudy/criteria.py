@@ -214,7 +214,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "two sessions of a host state differ when any condition both measured (at least "
         "min_runs runs each) differs between them at this family-wise level (Holm over two "
         "tests per condition: its late frames as a quasi-Poisson rate ratio, its typical "
-        "jitter by Welch's t on the runs' log period IQR); calibrated by exchange and by "
+        "jitter by Welch's t on the runs' log period IQR; and one of the conditions' mean "
+        "shift in log period IQR together); calibrated by exchange and by "
         "injected changes (benchmarks/rerun_exchange.py --record: pass at least 90 % of "
         "unchanged pairs, fail at least 80 % of changed ones)",
         (Change("2026-11-28T04:28Z", "2f78edc", "replaces 'every quantity inside the other "

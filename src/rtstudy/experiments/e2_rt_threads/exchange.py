@@ -11,7 +11,7 @@ alone; how often, with these runs, is the question :func:`exchange_test` answers
 :func:`session_test` is the re-run check that replaces it, one with power: a test per
 condition both sessions measured (its late frames as a rate ratio between the sessions, the
 quasi-Poisson one :mod:`rtstudy.rates` uses; its typical jitter by Welch's t on the runs' log
-period IQR), the pair failing when any test rejects at the family-wise level
+period IQR) and one of every condition's typical jitter at once (their mean shift), the pair failing when any test rejects at the family-wise level
 ``criteria: e2_rerun_alpha`` (Holm). :func:`calibrate` measures it on a recorded pair: how often
 it passes dealt pairs (no session effect: its calibration) and fails pairs with a known change
 injected into one session (:data:`INJECTIONS`: its power).
@@ -68,7 +68,7 @@ def rerun_check(runs: pd.DataFrame, floor: pd.DataFrame, cfg: dict,
         quantities[late_name(r["policy"], r["load_factor"], cfg["late_threshold_ms"])] = (
             r["late_rate"], r["late_low"], r["late_high"])
     findings = {r["change"]: finding(r)
-                for r in recommendations(runs, policy, ci).to_dict("records")}
+                for r in recommendations(runs, policy, ci, sizes=False).to_dict("records")}
     return quantities, findings
 
 
@@ -199,6 +199,12 @@ def _jitter_p(a: pd.DataFrame, b: pd.DataFrame) -> float:
     return float(p) if np.isfinite(p) else 1.0
 
 
+def _log_shift(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float]:
+    """The second session's mean log period IQR minus the first's, and its variance."""
+    x, y = np.log(a["period_iqr_us"].to_numpy()), np.log(b["period_iqr_us"].to_numpy())
+    return float(y.mean() - x.mean()), float(x.var(ddof=1) / x.size + y.var(ddof=1) / y.size)
+
+
 def session_test(a: pd.DataFrame, b: pd.DataFrame, alpha: float | None = None) -> dict:
     """The re-run check with power: do two sessions' runs differ in any condition?
 
@@ -213,11 +219,11 @@ def session_test(a: pd.DataFrame, b: pd.DataFrame, alpha: float | None = None) -
     -------
     dict
         ``tests``: how many (two per condition both sessions measured in at least
-        ``MIN_RUNS`` runs); ``differ``: the quantities Holm's procedure rejects, each
+        ``MIN_RUNS`` runs, and one of every condition's typical jitter at once); ``differ``: the quantities Holm's procedure rejects, each
         ``"<label>: late frames"`` or ``"<label>: typical jitter"``; ``passed``: none rejected.
     """
     alpha = criteria.value("e2_rerun_alpha") if alpha is None else alpha
-    names, ps = [], []
+    names, ps, shifts = [], [], []
     by_b = dict(tuple(b.groupby("label", sort=False)))
     for label, ra in a.groupby("label", sort=False):
         rb = by_b.get(label)
@@ -225,6 +231,14 @@ def session_test(a: pd.DataFrame, b: pd.DataFrame, alpha: float | None = None) -
             continue
         names += [f"{label}: late frames", f"{label}: typical jitter"]
         ps += [_late_p(ra, rb), _jitter_p(ra, rb)]
+        shifts.append(_log_shift(ra, rb))
+    if len(shifts) > 1:
+        # A host whose typical jitter moved everywhere a little: the conditions' mean shifts
+        # of log IQR together (each condition's runs independent of the others').
+        d, v = np.array(shifts).T
+        names.append("every condition: typical jitter")
+        ps.append(float(2 * sps.norm.sf(abs(d.mean()) / np.sqrt(v.sum()) * len(d)))
+                  if v.sum() > 0 else 1.0)
     order = np.argsort(ps)
     differ = []
     for rank, i in enumerate(order):  # Holm: stop at the first p above its step's level
@@ -244,7 +258,7 @@ def targets(runs: pd.DataFrame, cfg: dict, ci: CI) -> dict[str, str | None]:
     """The conditions :data:`INJECTIONS` change, by label (None where a session has none):
     ``h2`` (normal_dedicated at the headline point), ``fixes`` (the ladder policy there, the
     fixes' baseline) and ``fix`` (the fix with the most late frames)."""
-    recs = recommendations(runs, cfg["ladder_policy"], ci)
+    recs = recommendations(runs, cfg["ladder_policy"], ci, sizes=False)
     out: dict[str, str | None] = {"h2": None, "fixes": None, "fix": None}
     if recs.empty:
         return out

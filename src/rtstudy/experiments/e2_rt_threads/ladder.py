@@ -153,7 +153,7 @@ def ladder(runs: pd.DataFrame, floor: pd.DataFrame, policy: str, ci: CI) -> pd.D
     return pd.DataFrame(rows)
 
 
-def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI) -> dict:
+def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI, sizes: bool = True) -> dict:
     """``other`` against ``base``: typical jitter, |lateness| P99 and the CPU the loads got as
     ratios with CIs over runs, late-frame rates side by side, and a word for each."""
     a, b = summarize(base, ci), summarize(other, ci)
@@ -172,19 +172,21 @@ def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI) -> dict:
             "late_high": b["late_high"], "late_base": a["late"],
             "late_base_rate": a["late_rate"], "late_base_low": a["late_low"],
             "late_base_high": a["late_high"],
-            **_late_ratio(base, other, ci),
+            **_late_ratio(base, other, ci, sizes),
             "cpu_ratio": cpu.value if cpu else np.nan,
             "cpu_low": cpu.low if cpu else np.nan, "cpu_high": cpu.high if cpu else np.nan}
 
 
-def _late_ratio(base: pd.DataFrame, other: pd.DataFrame, ci: CI) -> dict:
+def _late_ratio(base: pd.DataFrame, other: pd.DataFrame, ci: CI, sizes: bool = True) -> dict:
     """``other``'s late-frame rate over ``base``'s (:func:`rtstudy.rates.rate_ratio`), its word
     against the pre-registered margin, and where that word is not decided, the frames per
-    condition that would decide it at 80 % power (``late_frames_needed``)."""
+    condition that would decide it at 80 % power (``late_frames_needed``; NaN without
+    ``sizes``: the search costs about 0.5 s a comparison)."""
     rr = rates.rate_ratio(base["late"], base["n"], other["late"], other["n"], ci.confidence)
     return {"late_ratio": rr.value, "late_ratio_low": rr.low, "late_ratio_high": rr.high,
             "late_phi": rr.dispersion, "late_frames": rates.word(rr),
-            "late_frames_needed": rates.frames_to_decide(rr, ci.confidence)}
+            "late_frames_needed": rates.frames_to_decide(rr, ci.confidence) if sizes
+            else np.nan}
 
 
 def late_part(r: dict) -> judge.Part:
@@ -227,7 +229,7 @@ def _message_cost(g: pd.DataFrame, messages: pd.DataFrame | None, ci: CI) -> dic
 
 
 def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
-                    messages: pd.DataFrame | None = None) -> pd.DataFrame:
+                    messages: pd.DataFrame | None = None, sizes: bool = True) -> pd.DataFrame:
     """At the headline point: each real-time policy against ``normal_dedicated``, then each
     fix against the ladder policy's headline condition (:func:`_compare`'s columns).
 
@@ -241,6 +243,9 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
         How CIs over runs are made.
     messages : DataFrame, optional
         The fragment fix's message latencies per run (``analysis.load``'s ``extra``).
+    sizes : bool
+        Whether to plan the frames an undecided comparison needs (``late_frames_needed``);
+        the re-run checks, which read only the words, leave it out.
 
     Returns
     -------
@@ -264,7 +269,7 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
         g = seeds_layout[seeds_layout["policy"] == pol]
         if len(g) and len(base):
             rows.append({"change": pol, "kind": "policy", "label": str(g["label"].iloc[0]),
-                         "baseline": str(base["label"].iloc[0]), **_compare(base, g, ci),
+                         "baseline": str(base["label"].iloc[0]), **_compare(base, g, ci, sizes),
                          **_message_cost(g, None, ci)})
     head = seeds_layout[seeds_layout["policy"] == policy]
     mine = top[top["policy"] == policy]
@@ -282,7 +287,7 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
                 g = g[g[k] == v]
         if len(g) and len(head):
             rows.append({"change": fix, "kind": "fix", "label": str(g["label"].iloc[0]),
-                         "baseline": str(head["label"].iloc[0]), **_compare(head, g, ci),
+                         "baseline": str(head["label"].iloc[0]), **_compare(head, g, ci, sizes),
                          **_message_cost(g, messages, ci)})
     return pd.DataFrame(rows)
 
