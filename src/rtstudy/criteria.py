@@ -220,7 +220,10 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "unchanged pairs, fail at least 80 % of changed ones)",
         (Change("2026-11-28T04:28Z", "2f78edc", "replaces 'every quantity inside the other "
                 "session's CI', which no dealt pair passed; after the reference sessions "
-                "existed, before the sessions it is meant to judge"),)),
+                "existed, before the sessions it is meant to judge"),
+         Change("2026-11-28T04:42Z", "be3436f", "one more test: every condition's typical "
+                "jitter at once (a shift everywhere that no single condition's 5 runs show); "
+                "before it judged a session"))),
     Criterion(
         "e2_decided_share", "E2", 0.5, "fraction",
         "a run's std is decided by a few frames when its 2 most extreme periods carry more "
