@@ -252,6 +252,9 @@ def session_test(a: pd.DataFrame, b: pd.DataFrame, alpha: float | None = None) -
 # to that session's runs (``targets`` names the conditions: :func:`targets`).
 INJECTIONS = ("none", "late ×2 at H2's baseline", "late ×2 at the fixes' baseline",
               "a fix removes its late frames", "typical jitter ×1.5")
+# The injections into one condition: injection → the key of :func:`targets` naming it.
+TARGET_OF = {"late ×2 at H2's baseline": "h2", "late ×2 at the fixes' baseline": "fixes",
+             "a fix removes its late frames": "fix"}
 
 
 def targets(runs: pd.DataFrame, cfg: dict, ci: CI) -> dict[str, str | None]:
@@ -280,8 +283,7 @@ def inject(runs: pd.DataFrame, injection: str, where: dict, rng: np.random.Gener
     runs' spread kept); a fix removing its late frames sets them to 0; typical jitter ×1.5
     scales every run's period IQR."""
     out = runs.copy()
-    key = {"late ×2 at H2's baseline": "h2", "late ×2 at the fixes' baseline": "fixes",
-           "a fix removes its late frames": "fix"}.get(injection)
+    key = TARGET_OF.get(injection)
     if injection == "typical jitter ×1.5":
         out["period_iqr_us"] = out["period_iqr_us"] * 1.5
     elif key and where.get(key) is not None:
@@ -326,9 +328,7 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
         for injection in INJECTIONS:
             failed[injection] += not session_test(
                 runs_a, inject(runs_b, injection, where, rng))["passed"]
-    key = {"late ×2 at H2's baseline": "h2", "late ×2 at the fixes' baseline": "fixes",
-           "a fix removes its late frames": "fix"}
-    power = {k: (failed[k] / draws if k not in key or where[key[k]] is not None else None)
+    power = {k: (None if k in TARGET_OF and where[TARGET_OF[k]] is None else failed[k] / draws)
              for k in INJECTIONS if k != "none"}
     return {"observed": observed, "targets": where, "draws": draws,
             "words_agree": agree / draws, "calibration": 1 - failed["none"] / draws,

@@ -59,7 +59,7 @@ SCHEMA: dict[str, Rule] = {
     "fix_duration_s": Rule(number(0.5, 3600)),
     "fix_repetitions": Rule(integer(1, 1000)),
     "switch_interval_ms": Rule(number(0.001, 100)),   # the switch_interval fix's (CPython: 5)
-    # Runs of the headline point, the ladder and the fixes: long enough for late-frame rates.
+    # Runs of the headline point and the ladder: long enough for late-frame rates.
     "headline_duration_s": Rule(number(0.5, 3600)),
     "floor": Rule(boolean()),                 # cyclictest like with like, in the same sweep
     "trace_seconds": Rule(number(0, 30)),     # 0: no scheduler trace
