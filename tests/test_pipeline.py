@@ -59,11 +59,11 @@ def test_repro_measures_then_renders_the_report(project):
     e2_cells = 8 + 2 + 4 + (2 if which("perf") else 0)
     # E3, E1, E2, E4 at smoke size, on the venv's Holoscan (the host's own fingerprint)
     assert cells_on_disk(dest, host_id) == 6 + 8 + e2_cells + e4_cells
-    # Holoscan 5.0 (params.yaml sdk) in its Debian 13 root: E2's 4 policies x 2 load factors
-    # without the shared-pool `normal`, and busy-poll at the top (the ladder's loaded rungs
-    # are 4.x's only: plan5).
+    # Holoscan 5.0 (params.yaml sdk) in its Debian 13 root: E2's policies without the
+    # shared-pool `normal` at the top load factor, FIFO without loads (the target alone), and
+    # busy-poll at the top (the ladder's loaded rungs and the unloaded grid are 4.x's: plan5).
     if not sdkroot.problems():
-        assert cells_on_disk(dest, experiment="e2_rt_threads") - e2_cells == 3 * 2 + 1
+        assert cells_on_disk(dest, experiment="e2_rt_threads") - e2_cells == 3 + 1 + 1
         five = [d for d in (dest / "data" / "raw" / "e2_rt_threads").iterdir() if d.name != host_id]
         assert len(five) == 1 and read_host(five[0] / "smoke")["sdk"]["version"] == "5.0.0"
     # The tables DVC plots (dvc.yaml plots:), one per experiment, and `dvc plots show` draws them.

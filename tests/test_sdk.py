@@ -166,7 +166,7 @@ def test_holoscan_5_refuses_a_real_time_request_it_cannot_honour_and_the_cell_fa
     env = (_Without if case == "no CAP_SYS_NICE" else sdk.Environment)(sdk.KNOWN["5.0.0"], root5)
     fp = env.fingerprint(fingerprint)
     cell, where = _e2_cell(fp, "SCHED_FIFO-lf0-native" if case == "no CAP_SYS_NICE"
-                           else "SCHED_DEADLINE-lf0-native")
+                           else "SCHED_DEADLINE-lf1-native")
     if case == "DEADLINE pinned":
         # The kernel refuses a DEADLINE thread pinned to fewer CPUs than its root domain.
         request = replace(cell.realtime[0], cpus=(where.rt_cpu,))

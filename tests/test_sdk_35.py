@@ -137,7 +137,7 @@ def test_e2_on_3_5_leaves_out_only_the_real_time_dispatcher(fingerprint, tmp_pat
     from rtstudy.experiments.e2_rt_threads import plan
 
     fp = sdk.Environment(sdk.KNOWN[VERSION], own_venv=tmp_path).fingerprint(fingerprint)
-    cfg = params.stage_config("e2_rt_threads", "default")
+    cfg = {**params.stage_config("e2_rt_threads", "default"), "fixes_per_session": 0}
     configs = {"cpus": params.stage_config("cpus", "default")}
     on46 = plan.plan(cfg, fingerprint, configs)
     on35 = plan.plan(cfg, fp, configs)

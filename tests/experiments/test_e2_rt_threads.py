@@ -30,7 +30,7 @@ def smoke_cfg(**changes) -> dict:
     cfg = params.stage_config("e2_rt_threads", "smoke")
     cfg.update(policies=["normal", "normal_dedicated", "SCHED_FIFO", "SCHED_DEADLINE"],
                load_factors=[0, 1], duration_s=0.5, dispatchers=["other", "fifo"],
-               load_placements=["operators", "process", "threads"],
+               load_placements=["operators", "process", "threads", "outside"],
                contrast_policies=["SCHED_FIFO"], seed_topologies=["seed_python"],
                ladder=True, fixes=list(FIXES))
     cfg.update(changes)
