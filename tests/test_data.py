@@ -219,7 +219,7 @@ def test_the_schema_is_what_every_app_writes(tmp_path, fingerprint, monkeypatch)
                "e2_rt_threads": dict(policies=["normal_dedicated"], load_factors=[0], duration_s=0.5,
                                      contrast_policies=["normal_dedicated"], floor=False,
                                      trace_seconds=0, seed_topologies=[], ladder=False,
-                                     fixes=[]),
+                                     fixes=[], load_placements=["operators"]),
                "e3_overhead": dict(apps=["ping"], schedulers=["greedy"]),
                "e4_host": dict(jitter_cpus=[0], jitter_seconds=0.2, floor_tools=[])}
     assert set(smaller) == set(registry.REGISTRY), "a new experiment needs its smallest cell here"
