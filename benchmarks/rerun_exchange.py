@@ -56,11 +56,7 @@ def main() -> int:
         return record(args, configs, ci)
     hosts = args.host or list(data.hosts(args.profile)["host_id"])
     passes = []
-    for host_id in hosts:
-        found = sessions.load(EXPERIMENT, host_id, args.profile)
-        if len(found) < 2:
-            continue
-        (one, a), (two, b) = list(found.items())[-2:]
+    for host_id, ((one, a), (two, b)) in pairs(hosts, args.profile):
         start = time.monotonic()
         r = exchange_test(a.tables, b.tables, configs[EXPERIMENT], ci, args.draws, args.seed)
         seconds = time.monotonic() - start
@@ -77,17 +73,22 @@ def main() -> int:
     return 0
 
 
+def pairs(hosts: list[str], profile: str):
+    """Each host with two E2 sessions or more, with its last two: ``(host, ((id, dataset),
+    (id, dataset)))``."""
+    for host_id in hosts:
+        found = sessions.load(EXPERIMENT, host_id, profile)
+        if len(found) >= 2:
+            yield host_id, tuple(list(found.items())[-2:])
+
+
 def record(args, configs: dict, ci: CI) -> int:
     """``--record``: :func:`calibrate` on each host's last two sessions, as JSON and Markdown."""
     described = data.hosts(args.profile).set_index("host_id")
     out = {"command": "benchmarks/rerun_exchange.py --record", "draws": args.draws,
            "seed": args.seed, "wanted": {"words_agree": 0.8, "calibration": 0.9, "power": 0.8},
            "hosts": {}}
-    for host_id in args.host or list(described.index):
-        found = sessions.load(EXPERIMENT, host_id, args.profile)
-        if len(found) < 2:
-            continue
-        (one, a), (two, b) = list(found.items())[-2:]
+    for host_id, ((one, a), (two, b)) in pairs(args.host or list(described.index), args.profile):
         start = time.monotonic()
         r = calibrate(a.tables, b.tables, configs[EXPERIMENT], ci, args.draws, args.seed)
         row = described.loc[host_id]
