@@ -67,10 +67,15 @@ def session_of(directory: Path) -> str:
     return _read(directory)[0]
 
 
+def _closed_plans(directory: Path) -> list[Path]:
+    """The plan files of a dataset folder's closed sessions, by name."""
+    return sorted((Path(directory) / SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))
+
+
 def closed(directory: Path) -> int:
     """How many closed sessions a dataset folder holds: the current session's index (0 for a
     host state's first), by which a plan may rotate what each session measures."""
-    return len(list((Path(directory) / SESSIONS_DIR).glob(f"*/{PLAN_FILE}")))
+    return len(_closed_plans(directory))
 
 
 def folders(experiment: str, host_id: str, profile: str | None = None,
@@ -84,7 +89,7 @@ def folders(experiment: str, host_id: str, profile: str | None = None,
     if directory is None:
         return {}
     found = {}  # session → (first cell's finish, folder)
-    for plan in sorted((directory / SESSIONS_DIR).glob(f"*/{PLAN_FILE}")):
+    for plan in _closed_plans(directory):
         session, first = _read(plan.parent)
         found[session or plan.parent.name] = (first, plan.parent)
     current, first = _read(directory)

@@ -11,10 +11,11 @@ alone; how often, with these runs, is the question :func:`exchange_test` answers
 :func:`session_test` is the re-run check that replaces it, one with power: a test per
 condition both sessions measured (its late frames as a rate ratio between the sessions, the
 quasi-Poisson one :mod:`rtstudy.rates` uses; its typical jitter by Welch's t on the runs' log
-period IQR) and one of every condition's typical jitter at once (their mean shift), the pair failing when any test rejects at the family-wise level
-``criteria: e2_rerun_alpha`` (Holm). :func:`calibrate` measures it on a recorded pair: how often
-it passes dealt pairs (no session effect: its calibration) and fails pairs with a known change
-injected into one session (:data:`INJECTIONS`: its power).
+period IQR) and one of every condition's typical jitter at once (their mean shift), the pair
+failing when any test rejects at the family-wise level ``criteria: e2_rerun_alpha`` (Holm).
+:func:`calibrate` measures it on a recorded pair: how often it passes dealt pairs (no session
+effect: its calibration) and fails pairs with a known change injected into one session
+(:data:`INJECTIONS`: its power).
 
 Both are permutation tests with the session as the label: if the session did not matter, a run
 of one condition could as well have been measured in either session. Each draw pools the two
@@ -30,11 +31,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from rtstudy import criteria, rates
 from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
 from rtstudy.experiments.e2_rt_threads.contrasts import condition_summary
 from rtstudy.experiments.e2_rt_threads.ladder import (finding, ladder, late_name,
                                                      recommendations, rung_name)
-from rtstudy import criteria, rates
 from rtstudy.stats import CI, MIN_RUNS
 
 
@@ -189,10 +190,14 @@ def _late_p(a: pd.DataFrame, b: pd.DataFrame) -> float:
     return float(min(1.0, 2 * min(upper, lower)))
 
 
+def _log_iqr(a: pd.DataFrame, b: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Each session's runs' log period IQR (the scale the report's jitter ratios are on)."""
+    return np.log(a["period_iqr_us"].to_numpy()), np.log(b["period_iqr_us"].to_numpy())
+
+
 def _jitter_p(a: pd.DataFrame, b: pd.DataFrame) -> float:
-    """Two-sided p of the same typical jitter: Welch's t on the runs' log period IQR (the
-    report's ratio of typical jitter is on that scale too)."""
-    x, y = np.log(a["period_iqr_us"].to_numpy()), np.log(b["period_iqr_us"].to_numpy())
+    """Two-sided p of the same typical jitter: Welch's t on the runs' log period IQR."""
+    x, y = _log_iqr(a, b)
     if np.ptp(np.r_[x, y]) == 0:
         return 1.0
     p = sps.ttest_ind(x, y, equal_var=False).pvalue
@@ -201,7 +206,7 @@ def _jitter_p(a: pd.DataFrame, b: pd.DataFrame) -> float:
 
 def _log_shift(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float]:
     """The second session's mean log period IQR minus the first's, and its variance."""
-    x, y = np.log(a["period_iqr_us"].to_numpy()), np.log(b["period_iqr_us"].to_numpy())
+    x, y = _log_iqr(a, b)
     return float(y.mean() - x.mean()), float(x.var(ddof=1) / x.size + y.var(ddof=1) / y.size)
 
 
@@ -219,8 +224,9 @@ def session_test(a: pd.DataFrame, b: pd.DataFrame, alpha: float | None = None) -
     -------
     dict
         ``tests``: how many (two per condition both sessions measured in at least
-        ``MIN_RUNS`` runs, and one of every condition's typical jitter at once); ``differ``: the quantities Holm's procedure rejects, each
-        ``"<label>: late frames"`` or ``"<label>: typical jitter"``; ``passed``: none rejected.
+        ``MIN_RUNS`` runs, and one of every condition's typical jitter at once); ``differ``:
+        the quantities Holm's procedure rejects, each ``"<label>: late frames"`` or
+        ``"<label>: typical jitter"``; ``passed``: none rejected.
     """
     alpha = criteria.value("e2_rerun_alpha") if alpha is None else alpha
     names, ps, shifts = [], [], []

@@ -159,7 +159,6 @@ class _Planner:
         self.native = "native" if "native" in cfg["load_work_models"] else cfg["load_work_models"][0]
         self.cells: list[Cell] = []
         self.labels: set[str] = set()
-        self.fix_labels: set[str] = set()  # the conditions run at the fixes' size
 
     def loads(self, factor: float) -> int:
         """Loads for ``factor`` loads per CPU: per CPU the loads may use (the housekeeping CPUs)."""
@@ -239,8 +238,6 @@ class _Planner:
                           *([f"si{switch_interval_ms:g}"]
                             if switch_interval_ms != DEFAULT_SWITCH_INTERVAL_MS else []),
                           *(["trace"] if trace else [])])
-        if fix and label not in self.labels:
-            self.fix_labels.add(label)
         self._add(label, config, self.requests(policy, cpus, dispatcher, seed), MODULE,
                   reps if reps is not None else c["trace_repetitions"] if trace else
                   self.reps(long))
@@ -381,6 +378,5 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     reference = next((x.label for x in cells if x.config["policy"] in RT_POLICIES
                       and x.config["topology"] == "dedicated" and x.module == MODULE
                       and p.headline(x.config["load_factor"], x.config["load_work_model"])
-                      and is_plain(x.config) and not x.config.get("trace_s")
-                      and x.label not in p.fix_labels), None)
+                      and is_plain(x.config) and x.config["frames"] == p.long_frames), None)
     return with_drift_check(cells, c, reference)
