@@ -401,6 +401,9 @@ def test_injections_change_only_what_they_name():
     runs, _ = synthetic_runs()
     where = exchange.targets(runs, CFG, CI95)
     assert where == {"h2": "nd", "fixes": "head", "fix": "si"}
+    # A fix that one session of the pair measured (the rotation) is no target to remove.
+    assert exchange.targets(runs, CFG, CI95, twice=set(runs["label"]) - {"si"})["fix"] == "pinned"
+    assert exchange.targets(runs, CFG, CI95, twice={"nd", "head"})["fix"] is None
     rng = np.random.default_rng(0)
     doubled = exchange.inject(runs, "late ×2 at H2's baseline", where, rng)
     nd = runs["label"] == "nd"

@@ -354,3 +354,27 @@ def test_the_sessions_table_gives_three_shares_or_says_which_is_unknown():
     assert shown.loc["ratio (×)", column] == "62 / 38 / — %"
     assert stability.largest_components(est.reset_index()) == {
         "split": 1, "sessions": 1, "runs": 0, "within": 0, "unsplit": 1}
+
+
+def test_the_report_shows_the_newest_host_state_on_every_machine(tmp_path, monkeypatch):
+    """Two machines' untuned states, each with every experiment: the report shows the one
+    measured last, though the other has more sessions and neither is the rendering host."""
+    from rtstudy import registry
+    from rtstudy.report import study
+
+    monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))
+    fp = tmp_path / "data" / "host" / "fingerprint.json"
+    fp.parent.mkdir(parents=True)
+    fp.write_text(json.dumps({"host_id": "vm-renders"}))
+    for name in registry.REGISTRY:
+        old = tmp_path / "data" / "raw" / name / "vm-old" / "default"
+        for i, day in enumerate(("20", "21", "22")):
+            fake_dataset(old, f"s{i}", finished=f"2026-11-{day}T10:00:00Z")
+            sessions.close(old)
+        fake_dataset(old, "s3", finished="2026-11-23T10:00:00Z")
+        fake_dataset(tmp_path / "data" / "raw" / name / "vm-new" / "default", "n0",
+                     finished="2026-11-28T10:00:00Z")
+    assert study.report_host("default") == "vm-new"
+    # Measured here too, with as many experiments: this host's data is shown.
+    fp.write_text(json.dumps({"host_id": "vm-old"}))
+    assert study.report_host("default") == "vm-old"

@@ -67,6 +67,13 @@ def session_of(directory: Path) -> str:
     return _read(directory)[0]
 
 
+def started(directory: Path) -> str:
+    """When the session that measured the cells in ``directory`` (a dataset folder) began: its
+    first cell's finish time (ISO 8601, UTC), which orders sessions oldest first. Empty when
+    the folder holds no cell."""
+    return _read(directory)[1]
+
+
 def _closed_plans(directory: Path) -> list[Path]:
     """The plan files of a dataset folder's closed sessions, by name."""
     return sorted((Path(directory) / SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))

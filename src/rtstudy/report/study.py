@@ -107,17 +107,20 @@ def report_host(profile: str) -> str:
     experiments as any other host).
 
     Otherwise the host with data for the most experiments; ties go to a host as it is before a
-    shielded one (the reference data holds both states of one machine), then to the host with
-    the most sessions (the reference host: the docs and ``report/metrics.json`` describe it),
-    then to the first id. Nothing in that order depends on the machine that renders, so a fresh
-    clone's ``make pull && make report`` shows the same host on every machine. "Hosts compared"
-    shows every host.
+    shielded one (the reference data holds both states of each machine), then to the host whose
+    current session is the newest (the reference data's latest measurement: the docs and
+    ``report/metrics.json`` describe it), then to the host with the most sessions, then to the
+    first id. Nothing in that order depends on the machine that renders, so a fresh clone's
+    ``make pull && make report`` shows the same host on every machine. "Hosts compared" shows
+    every host.
     """
     counts: dict[str, int] = {}
     session_counts: dict[str, int] = {}
+    newest: dict[str, str] = {}  # host → its newest current session's start (ISO UTC)
     for name in registry.REGISTRY:
         for d in data.datasets(name, profile):
             counts[d.parent.name] = counts.get(d.parent.name, 0) + 1
+            newest[d.parent.name] = max(newest.get(d.parent.name, ""), sessions.started(d))
             # Closed sessions each keep a plan; the current one is the dataset folder itself.
             closed = len(list((d / paths.SESSIONS_DIR).glob(f"*/{paths.PLAN_FILE}")))
             session_counts[d.parent.name] = session_counts.get(d.parent.name, 0) + closed + 1
@@ -133,7 +136,13 @@ def report_host(profile: str) -> str:
     def shielded(host_id: str) -> bool:
         return bool(shield.of(data_fingerprint(profile, host_id)))
 
-    return sorted(counts, key=lambda h: (-counts[h], shielded(h), -session_counts[h], h))[0]
+    # Stable sorts, last key first: the id, then more sessions, then the newest, then the
+    # experiments measured and the untuned state before the shielded one.
+    order = sorted(counts)
+    order.sort(key=lambda h: session_counts[h], reverse=True)
+    order.sort(key=lambda h: newest[h], reverse=True)
+    order.sort(key=lambda h: (-counts[h], shielded(h)))
+    return order[0]
 
 
 def build_sections(datasets: dict, configs: dict, ci: CI) -> dict[str, Section]:

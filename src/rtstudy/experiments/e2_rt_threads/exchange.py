@@ -263,10 +263,13 @@ TARGET_OF = {"late ×2 at H2's baseline": "h2", "late ×2 at the fixes' baseline
              "a fix removes its late frames": "fix"}
 
 
-def targets(runs: pd.DataFrame, cfg: dict, ci: CI) -> dict[str, str | None]:
+def targets(runs: pd.DataFrame, cfg: dict, ci: CI,
+            twice: set[str] | None = None) -> dict[str, str | None]:
     """The conditions :data:`INJECTIONS` change, by label (None where a session has none):
     ``h2`` (normal_dedicated at the headline point), ``fixes`` (the ladder policy there, the
-    fixes' baseline) and ``fix`` (the fix with the most late frames)."""
+    fixes' baseline) and ``fix`` (the fix with the most late frames among ``twice``, the
+    labels both sessions measured, when given: a fix only one session measured, as the
+    default profile's rotation gives, has no second session to differ from)."""
     recs = recommendations(runs, cfg["ladder_policy"], ci, sizes=False)
     out: dict[str, str | None] = {"h2": None, "fixes": None, "fix": None}
     if recs.empty:
@@ -277,7 +280,8 @@ def targets(runs: pd.DataFrame, cfg: dict, ci: CI) -> dict[str, str | None]:
         out["h2"] = str(policy["baseline"].iloc[0])
     if len(fixes):
         out["fixes"] = str(fixes["baseline"].iloc[0])
-        late = runs[runs["label"].isin(fixes["label"])].groupby("label")["late"].sum()
+        labels = [x for x in fixes["label"] if twice is None or x in twice]
+        late = runs[runs["label"].isin(labels)].groupby("label")["late"].sum()
         out["fix"] = str(late.idxmax()) if len(late) else None
     return out
 
@@ -321,7 +325,8 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
         ``tests``: the check's tests per pair.
     """
     observed = session_test(first["runs"], second["runs"])
-    where = targets(pd.concat([first["runs"], second["runs"]]), cfg, ci)
+    twice = set(first["runs"]["label"]) & set(second["runs"]["label"])
+    where = targets(pd.concat([first["runs"], second["runs"]]), cfg, ci, twice)
     rng = np.random.default_rng(seed)
     failed = {k: 0 for k in INJECTIONS}
     agree, tests = 0, observed["tests"]
