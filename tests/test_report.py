@@ -55,6 +55,18 @@ def test_limitations_follow_the_host_and_then_each_section():
     assert "- none found" in study(tuned).limitations_markdown()
 
 
+def test_a_shielded_hosts_limitations_name_its_shield_recorded_with_or_without_a_method():
+    # A cpuset shield's record carries no method (as before there were two), an affinity one
+    # does: the report of a shielded host alone said neither before (a template error).
+    shielded = copy.deepcopy(FP)
+    shielded["isolation"]["shield"] = {"cpus": [1], "housekeeping": [0], "irq_default": [0],
+                                       "irqs_on_shield": [36]}
+    text = " ".join(study(shielded).limitations())
+    assert "CPU 1 was shielded at run time" in text and "exclusive cpuset" in text
+    shielded["isolation"]["shield"]["method"] = "affinity"
+    assert "every movable thread's CPU affinity" in " ".join(study(shielded).limitations())
+
+
 def test_the_summary_states_the_report_confidence_level():
     s = study(FP)
     s.ci = CI(0.9)

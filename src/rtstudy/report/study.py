@@ -488,7 +488,9 @@ class Study:
             out.append(words("few_cpus", n_cpu=fp["cpu"]["count"]))
         shielded = shield.of(fp)
         if shielded:
-            out.append(words("runtime_shield", shield=shielded))
+            # Shields recorded before there were two methods carry none: cpusets.
+            out.append(words("runtime_shield",
+                             shield={**shielded, "method": shield.method_of(shielded)}))
         elif not fp["isolation"]["isolated"]:
             out.append(words("no_isolation"))
         runtime, period = fp["sched"]["rt_runtime_us"], fp["sched"]["rt_period_us"]
