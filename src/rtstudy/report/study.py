@@ -121,9 +121,9 @@ def report_host(profile: str) -> str:
         for d in data.datasets(name, profile):
             counts[d.parent.name] = counts.get(d.parent.name, 0) + 1
             newest[d.parent.name] = max(newest.get(d.parent.name, ""), sessions.started(d))
-            # Closed sessions each keep a plan; the current one is the dataset folder itself.
-            closed = len(list((d / paths.SESSIONS_DIR).glob(f"*/{paths.PLAN_FILE}")))
-            session_counts[d.parent.name] = session_counts.get(d.parent.name, 0) + closed + 1
+            # The closed sessions and the current one, the dataset folder itself.
+            session_counts[d.parent.name] = (session_counts.get(d.parent.name, 0)
+                                             + sessions.closed(d) + 1)
     if not counts:
         raise DataError(f"no data for profile {profile!r} under {paths.data_dir() / 'raw'}; run "
                         "`make study` (or `make pull`)")
