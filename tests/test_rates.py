@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from rtstudy import criteria, rates
 
@@ -118,3 +119,27 @@ def test_the_pooled_log_ratio_is_the_inverse_variance_mean_when_sessions_agree()
     two = rates.pooled_log_ratio([0.8] * 2, [0.6] * 2, [1.0666] * 2, 0.95)
     assert two[2] / two[1] > 1.0666 / 0.6
     assert np.isnan(rates.pooled_log_ratio([0.8], [np.nan], [np.nan], 0.95)[0])
+
+
+def _power_by_every_outcome(rate_a, ratio, frames, phi=1.0, confidence=0.95,
+                            margin=(0.5, 2.0), min_events=10):
+    """decision_power's sum the long way: every (K, k_b) outcome judged by the rule."""
+    mu = frames * rate_a * (1 + ratio) / phi
+    totals = np.arange(max(1, int(mu - 8 * np.sqrt(mu) - 10)), int(mu + 8 * np.sqrt(mu) + 10) + 1)
+    total = np.repeat(totals, totals + 1)
+    kb = np.concatenate([np.arange(t + 1) for t in totals])
+    prob = sps.poisson.pmf(total, mu) * sps.binom.pmf(kb, total, ratio / (1 + ratio))
+    low, high = rates._bounds(total - kb, kb, 1.0, confidence)
+    words = rates._words(total * phi, low, high, margin, min_events)
+    return float(prob[words == rates._target(ratio, margin)].sum())
+
+
+@pytest.mark.parametrize("rate_a,ratio,frames,phi", [
+    (0.01, 0.5, 3000, 1.0), (0.02, 0.25, 1200, 1.0), (0.01, 1.0, 9000, 1.0),
+    (0.005, 3.0, 4000, 1.0), (0.03, 0.66, 2000, 2.5), (0.002, 0.5, 2000, 1.0)])
+def test_decision_power_finds_the_same_outcomes_as_judging_each_one(rate_a, ratio, frames, phi):
+    fast = rates.decision_power(rate_a, ratio, frames, phi, margin=(0.5, 2.0), min_events=10)
+    assert fast == pytest.approx(
+        _power_by_every_outcome(rate_a, ratio, frames, phi, margin=(0.5, 2.0), min_events=10),
+        abs=1e-12)
+    assert 0 < fast < 1

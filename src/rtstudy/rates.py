@@ -182,7 +182,8 @@ def decision_power(rate_a: float, ratio: float, frames: float, phi: float = 1.0,
                    min_events: int | None = None) -> float:
     """The probability that :func:`word` gives a true ``ratio`` its word (:func:`_target`)
     with ``frames`` per condition, computed exactly: the total of late frames is Poisson,
-    the change's share of them binomial, and each outcome is judged by the rule itself.
+    the change's share of them binomial, and the rule itself (:func:`_bounds`,
+    :func:`_words`) finds, per total, where the word's outcomes begin and end.
 
     φ > 1 is taken as Poisson counts of K/φ events (the quasi-Poisson scaling the interval
     uses), so the result is exact for φ = 1 and close otherwise.
@@ -193,14 +194,42 @@ def decision_power(rate_a: float, ratio: float, frames: float, phi: float = 1.0,
     mu = frames * rate_a * (1 + ratio) / phi
     spread = 8 * np.sqrt(mu) + 10
     totals = np.arange(max(1, int(mu - spread)), int(mu + spread) + 1)
-    # Every outcome at once: K total late frames (Poisson), k_b of them after the change.
-    total = np.repeat(totals, totals + 1)
-    kb = np.concatenate([np.arange(t + 1) for t in totals])
-    prob = sps.poisson.pmf(total, mu) * sps.binom.pmf(kb, total, ratio / (1 + ratio))
-    # The interval and the rule word() applies, on the scaled counts (times φ: the counts seen).
-    low, high = _bounds(total - kb, kb, 1.0, confidence)
-    words = _words(total * phi, low, high, margin, min_events)
-    return float(prob[words == target].sum())
+    # Given K total late frames, the CI's bounds rise with k_b, the change's share, so each
+    # word is one run of k_b: found by bisection, its chance is a difference of binomial
+    # CDFs (the same sum as judging every outcome, in a thousandth of the time).
+    eq_from = _first_k(totals, lambda kb: _bounds(totals - kb, kb, 1.0, confidence)[0]
+                       >= margin[0])
+    eq_to = _first_k(totals, lambda kb: _bounds(totals - kb, kb, 1.0, confidence)[1]
+                     > margin[1])
+    if target == EQUIVALENT:
+        start, stop = eq_from, eq_to
+    elif target == FEWER:
+        start = np.zeros_like(totals)
+        stop = np.minimum(eq_from, _first_k(
+            totals, lambda kb: _bounds(totals - kb, kb, 1.0, confidence)[1] >= 1))
+    else:
+        start = np.maximum(eq_to, _first_k(
+            totals, lambda kb: _bounds(totals - kb, kb, 1.0, confidence)[0] > 1))
+        stop = totals + 1
+    p_b = ratio / (1 + ratio)
+    inside = np.where(stop > start, sps.binom.cdf(stop - 1, totals, p_b)
+                      - sps.binom.cdf(start - 1, totals, p_b), 0.0)
+    # Too few late frames seen (K·φ of them) is no decision, whatever the split.
+    inside = np.where(totals * phi < min_events, 0.0, inside)
+    return float((sps.poisson.pmf(totals, mu) * inside).sum())
+
+
+def _first_k(totals: np.ndarray, holds) -> np.ndarray:
+    """Per total K, the least k_b in [0, K + 1] at which ``holds(k_b)`` (monotone in k_b:
+    false, then true) is true; K + 1 where it never is. All totals bisected at once."""
+    low = np.full(totals.shape, -1)  # holds nowhere at or below low
+    high = totals + 1                # holds at high (K + 1 stands for "never")
+    while np.any(high - low > 1):
+        mid = (low + high) // 2
+        ok = np.where(high - low > 1, holds(np.clip(mid, 0, totals)), False)
+        high = np.where(ok, mid, high)
+        low = np.where(~ok & (high - low > 1), mid, low)
+    return high
 
 
 def frames_needed(rate_a: float, ratio: float, phi: float = 1.0, confidence: float = 0.95,
