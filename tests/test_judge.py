@@ -93,9 +93,27 @@ def test_the_pooled_ci_covers_the_host_states_value_about_as_stated(k, tau):
         v, se = runs.mean(axis=1), runs.std(axis=1, ddof=1) / np.sqrt(n)
         _, low, high = stats.random_effects(v, v - t * se, v + t * se, 0.95, runs=[n] * k)
         covered += low <= mu <= high
-    # Two or three sessions say little about the variance between sessions (t with 1–2 df):
-    # their CI errs wide; from four the coverage is about as stated.
-    assert 0.93 <= covered / sims <= (1.0 if k < 4 else 0.99), covered / sims
+    # Three sessions say little about the variance between sessions (t with 2 df): their CI
+    # errs wide; from four the coverage is about as stated. Two pool their runs: as stated
+    # without a session effect.
+    assert 0.93 <= covered / sims <= (1.0 if k == 3 else 0.99), covered / sims
+
+
+def test_two_sessions_with_a_session_effect_cover_less_than_stated():
+    """What pooling two sessions' runs costs where sessions differ (random_effects' note):
+    a session effect 0.75 × one session's SE keeps ~0.91 (0.95 stated), 2.2 × keeps ~0.78;
+    a third session is what restores the stated coverage."""
+    rng = np.random.default_rng(11)
+    mu, sd, n, sims = 1.0, 0.3, 5, 1500
+    t = sps.t.ppf(0.975, n - 1)
+    for tau, lowest, highest in ((0.1, 0.88, 0.95), (0.3, 0.74, 0.82)):
+        covered = 0
+        for _ in range(sims):
+            runs = (mu + tau * rng.standard_normal(2))[:, None] + sd * rng.standard_normal((2, n))
+            v, se = runs.mean(axis=1), runs.std(axis=1, ddof=1) / np.sqrt(n)
+            _, low, high = stats.random_effects(v, v - t * se, v + t * se, 0.95, runs=[n] * 2)
+            covered += low <= mu <= high
+        assert lowest <= covered / sims <= highest, (tau, covered / sims)
 
 
 def h1_session(default, asynchronous):
@@ -107,7 +125,7 @@ def h1_session(default, asynchronous):
                        {"slope": a[0], "low": a[0] - a[1], "high": a[0] + a[1]}, 3)
 
 
-def test_a_third_session_can_settle_what_two_left_open():
+def test_a_second_session_can_settle_what_one_left_open_and_a_disagreeing_one_cannot():
     from rtstudy.experiments.e1_async_buffer import analysis as e1
 
     # Each session alone: the async slope's CI straddles the ±0.1 margin.
@@ -116,9 +134,12 @@ def test_a_third_session_can_settle_what_two_left_open():
     assert all(e1.h1_combine(s)[0] == judge.NOT_SETTLED for s in sessions)
     one = judge.pool_by_name(sessions[:1], 0.95)
     assert e1.h1_combine(one)[0] == judge.NOT_SETTLED  # one session alone says so
-    two = judge.pool_by_name(sessions[:2], 0.95)
-    verdict, why = e1.h1_combine(two)
-    assert verdict == judge.NOT_SETTLED and "sessions in all would settle it" in why
+    # Two that agree: their runs pooled (the session effect needs three to estimate).
+    assert e1.h1_combine(judge.pool_by_name(sessions[:2], 0.95))[0] == "reproduced"
+    # Two that differ beyond their runs settle nothing.
+    apart = [sessions[0], h1_session((1.2, 0.1), (0.3, 0.09))]
+    verdict, why = e1.h1_combine(judge.pool_by_name(apart, 0.95))
+    assert verdict == judge.NOT_SETTLED and "sessions would settle it" in why
     three = judge.pool_by_name(sessions, 0.95)
     assert e1.h1_combine(three)[0] == "reproduced"
     assert all(p.level == "sessions" and p.runs == 3 for p in three)

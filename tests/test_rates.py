@@ -113,11 +113,12 @@ def test_sessions_that_disagree_widen_the_pooled_interval():
 def test_the_pooled_log_ratio_is_the_inverse_variance_mean_when_sessions_agree():
     value, low, high = rates.pooled_log_ratio([0.8] * 4, [0.6] * 4, [1.0666] * 4, 0.95)
     assert value == pytest.approx(0.8)
-    # Four agreeing sessions narrow it; two cannot (t with 1 df: their spread says little
-    # about the sessions' own variance).
+    # Four agreeing sessions narrow it; two too (their runs pooled), unless they disagree.
     assert high / low < 1.0666 / 0.6
     two = rates.pooled_log_ratio([0.8] * 2, [0.6] * 2, [1.0666] * 2, 0.95)
-    assert two[2] / two[1] > 1.0666 / 0.6
+    assert two[0] == pytest.approx(0.8) and two[2] / two[1] < 1.0666 / 0.6
+    apart = rates.pooled_log_ratio([0.8, 2.0], [0.6, 1.5], [1.0666, 2.666], 0.95)
+    assert apart[2] / apart[1] > 2.666 / 1.5
     assert np.isnan(rates.pooled_log_ratio([0.8], [np.nan], [np.nan], 0.95)[0])
 
 

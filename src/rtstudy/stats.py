@@ -780,8 +780,16 @@ def random_effects(values, lows, highs, confidence: float, runs=None,
     weighted mean, its variance the weighted spread of the sessions around it (never below
     the DerSimonian–Laird variance): the normal-theory DerSimonian–Laird interval covers
     about 89 % at a nominal 95 % with 4 sessions of 5 runs (tests/test_judge.py), because
-    each session's variance is itself estimated from a few runs. With 2 sessions t has 1 df
-    (12.7 at 95 %): two sessions that disagree settle little. One session is its own CI.
+    each session's variance is itself estimated from a few runs. One session is its own CI.
+
+    Two sessions cannot estimate the variance between sessions: t would have 1 df (12.7 at
+    95 %), so two that agree would say less than either alone and a second session would
+    unsettle what the first decided. Below three sessions the runs stay the unit, as below
+    three runs there is no CI: the mean of every run of both, their variance pooled, t with
+    Σ(n − 1) df (inverse-variance and normal without ``runs``). Where the two differ beyond
+    that (a two-sample test at ``confidence``) the random-effects interval is kept: two
+    sessions that disagree settle little. With a true session effect, two sessions that pass
+    that check cover less than stated (the test says how much); a third session restores it.
 
     Parameters
     ----------
@@ -821,10 +829,36 @@ def random_effects(values, lows, highs, confidence: float, runs=None,
     k = v.size
     qstat = float((w * (v - mean) ** 2).sum())
     c = float(w.sum() - (w ** 2).sum() / w.sum())
-    tau2 = max(0.0, (qstat - (k - 1)) / c) if c > 0 else 0.0
-    w_star = 1 / (var + tau2)
-    mean = float((w_star * v).sum() / w_star.sum())
-    hk = float((w_star * (v - mean) ** 2).sum() / ((k - 1) * w_star.sum()))
-    half = float(sps.t.ppf(0.5 + confidence / 2, k - 1)) * np.sqrt(max(hk, 1 / w_star.sum()))
+    two = _two_sessions(v, var, n, confidence) if k == 2 else None
+    if two:
+        mean, half = two
+    else:
+        tau2 = max(0.0, (qstat - (k - 1)) / c) if c > 0 else 0.0
+        w_star = 1 / (var + tau2)
+        mean = float((w_star * v).sum() / w_star.sum())
+        hk = float((w_star * (v - mean) ** 2).sum() / ((k - 1) * w_star.sum()))
+        half = float(sps.t.ppf(0.5 + confidence / 2, k - 1)) * np.sqrt(max(hk,
+                                                                           1 / w_star.sum()))
     out = (mean, mean - half, mean + half)
     return tuple(float(np.exp(x)) for x in out) if log else tuple(float(x) for x in out)
+
+
+def _two_sessions(v: np.ndarray, var: np.ndarray, n: np.ndarray,
+                  confidence: float) -> tuple[float, float] | None:
+    """Two sessions' mean and CI half-width with the runs as the unit (:func:`random_effects`):
+    with ``runs``, every run of both weighted alike, their variance pooled (t with Σ(n − 1)
+    df, exact with no session effect); without, inverse-variance and normal. None where the
+    two differ beyond that (the two-sample test at ``confidence``)."""
+    if np.all(np.isfinite(n) & (n >= 2)):
+        df = float((n - 1).sum())
+        s2 = float(((n - 1) * var * n).sum() / df)  # a run's variance, pooled
+        mean = float((n * v).sum() / n.sum())
+        se, se_diff = np.sqrt(s2 / n.sum()), np.sqrt(s2 * (1 / n).sum())
+    else:
+        df, w = np.inf, 1 / var
+        mean = float((w * v).sum() / w.sum())
+        se, se_diff = np.sqrt(1 / w.sum()), np.sqrt(var.sum())
+    q = float(sps.t.ppf(0.5 + confidence / 2, df))
+    if abs(v[0] - v[1]) > q * se_diff:
+        return None
+    return mean, q * se
