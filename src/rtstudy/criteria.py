@@ -264,8 +264,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
     Criterion(
         "over_sessions", "every claim", None, "",
         "with two sessions or more of a host state, each part a claim rests on is pooled over "
-        "them (a DerSimonian–Laird mean, the session a random effect; late frames' counts in "
-        "one rate ratio) and the claim's rule judges the pooled parts; E2's recommendations "
+        "them (from three, a DerSimonian–Laird mean, the session a random effect; two pool "
+        "their runs unless they differ beyond them; late frames' counts in one rate ratio) and the claim's rule judges the pooled parts; E2's recommendations "
         "likewise; each headline is estimated over sessions (t over sessions, k − 1 df)",
         (Change("2026-11-26T16:54Z", "fa37c46", "sessions as a level, after data of two "
                 "sessions existed"),
@@ -275,7 +275,12 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "unanimity"),
          Change("2026-11-27T18:01Z", "9ffb688", "H1-H4 pooled too: each part's estimate over the "
                 "sessions (random effect), the claim's rule applied to the pooled parts, "
-                "instead of unanimity; after data of several sessions existed"))),
+                "instead of unanimity; after data of several sessions existed"),
+         Change("2026-11-28T10:37Z", "569e917", "two sessions pool their runs (t with the runs' "
+                "df) unless they differ beyond them: the random-effects interval with 2 sessions "
+                "(t with 1 df) was wider than either session's, so H3 'differs' in both of a "
+                "host's sessions read 'not settled' over them; after the re-measured reference "
+                "existed"))),
     Criterion(
         "verdict_words", "every claim", None, "",
         "a claim this host cannot test (a condition not measured, no isolated CPU) is not "
