@@ -123,8 +123,9 @@ new-session: $(STAMP)
 # fixtures are built once): the tests that measure take turns (tests/conftest.py's lock),
 # the others run beside them. Then the tests marked `alone` (explore.ipynb's papermill and
 # JupyterLab runs, which twice in seven runs hung beside a measuring worker) on one process.
-# Both phases run; the target fails if either did.
-WORKERS ?= 2
+# Both phases run; the target fails if either did. One worker by default: two took as long
+# in a fresh clone (docs/benchmarks.md, "Tests"; the copies of the reference are disk-bound).
+WORKERS ?= 1
 test: setup
 	@status=0; \
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=20 -m "not alone" || status=$$?; \
