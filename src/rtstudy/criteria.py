@@ -265,8 +265,9 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "over_sessions", "every claim", None, "",
         "with two sessions or more of a host state, each part a claim rests on is pooled over "
         "them (from three, a DerSimonian–Laird mean, the session a random effect; two pool "
-        "their runs unless they differ beyond them; late frames' counts in one rate ratio) and the claim's rule judges the pooled parts; E2's recommendations "
-        "likewise; each headline is estimated over sessions (t over sessions, k − 1 df)",
+        "their runs unless they differ beyond them; late frames' counts in one rate ratio) "
+        "and the claim's rule judges the pooled parts; E2's recommendations likewise; each "
+        "headline is estimated over sessions (t over sessions, k − 1 df)",
         (Change("2026-11-26T16:54Z", "fa37c46", "sessions as a level, after data of two "
                 "sessions existed"),
          Change("2026-11-27T13:24Z", "c532982", "E2's recommendations pooled over sessions (late "
