@@ -197,19 +197,21 @@ def decision_power(rate_a: float, ratio: float, frames: float, phi: float = 1.0,
     # Given K total late frames, the CI's bounds rise with k_b, the change's share, so each
     # word is one run of k_b: found by bisection, its chance is a difference of binomial
     # CDFs (the same sum as judging every outcome, in a thousandth of the time).
-    eq_from = _first_k(totals, lambda kb: _bounds(totals - kb, kb, 1.0, confidence)[0]
-                       >= margin[0])
-    eq_to = _first_k(totals, lambda kb: _bounds(totals - kb, kb, 1.0, confidence)[1]
-                     > margin[1])
+    def low(kb):
+        return _bounds(totals - kb, kb, 1.0, confidence)[0]
+
+    def high(kb):
+        return _bounds(totals - kb, kb, 1.0, confidence)[1]
+
+    eq_from = _first_k(totals, lambda kb: low(kb) >= margin[0])
+    eq_to = _first_k(totals, lambda kb: high(kb) > margin[1])
     if target == EQUIVALENT:
         start, stop = eq_from, eq_to
     elif target == FEWER:
         start = np.zeros_like(totals)
-        stop = np.minimum(eq_from, _first_k(
-            totals, lambda kb: _bounds(totals - kb, kb, 1.0, confidence)[1] >= 1))
+        stop = np.minimum(eq_from, _first_k(totals, lambda kb: high(kb) >= 1))
     else:
-        start = np.maximum(eq_to, _first_k(
-            totals, lambda kb: _bounds(totals - kb, kb, 1.0, confidence)[0] > 1))
+        start = np.maximum(eq_to, _first_k(totals, lambda kb: low(kb) > 1))
         stop = totals + 1
     p_b = ratio / (1 + ratio)
     inside = np.where(stop > start, sps.binom.cdf(stop - 1, totals, p_b)

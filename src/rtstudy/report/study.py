@@ -136,13 +136,9 @@ def report_host(profile: str) -> str:
     def shielded(host_id: str) -> bool:
         return bool(shield.of(data_fingerprint(profile, host_id)))
 
-    # Stable sorts, last key first: the id, then more sessions, then the newest, then the
-    # experiments measured and the untuned state before the shielded one.
-    order = sorted(counts)
-    order.sort(key=lambda h: session_counts[h], reverse=True)
-    order.sort(key=lambda h: newest[h], reverse=True)
-    order.sort(key=lambda h: (-counts[h], shielded(h)))
-    return order[0]
+    # The first of the best in id order: max keeps the first of equal keys.
+    return max(sorted(counts), key=lambda h: (counts[h], not shielded(h), newest[h],
+                                              session_counts[h]))
 
 
 def build_sections(datasets: dict, configs: dict, ci: CI) -> dict[str, Section]:
