@@ -191,6 +191,10 @@ class Study:
     _by_host: dict | None = field(default=None, repr=False)  # sections_by_host(), built once
     _described: pd.DataFrame | None = field(default=None, repr=False)  # described(), read once
     _sessions: dict = field(default_factory=dict, repr=False)  # sessions_of(), per host
+    # A host's current session is also one of its sessions: each dataset folder is loaded,
+    # and each set of them built into sections, once (_dataset(), _sections_from()).
+    _loaded: dict = field(default_factory=dict, repr=False)
+    _built: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, profile: str | None = None) -> "Study":
@@ -223,9 +227,28 @@ class Study:
         study = cls(profile, ci, configs, host_id, fp, build_sections(loaded, configs, ci), loaded,
                     missing=[registry.get(n).section.LABEL for n in registry.REGISTRY
                              if n not in loaded])
+        for name, dataset in loaded.items():
+            study._loaded[name, data.dataset_dir(name, host_id, profile).resolve()] = dataset
         for name, section in study.sections.items():
             section.session_headlines = partial(study.session_headlines, name)
         return study
+
+    def _dataset(self, name: str, folder: Path):
+        """Experiment ``name``'s dataset in ``folder`` (a dataset folder, or one of its closed
+        sessions), by the experiment's own loader, read once."""
+        key = (name, Path(folder).resolve())
+        if key not in self._loaded:
+            self._loaded[key] = registry.get(name).analysis.load(folder, self.configs[name])
+        return self._loaded[key]
+
+    def _sections_from(self, folders: dict[str, Path]) -> dict[str, Section]:
+        """The sections of the datasets in ``folders`` (experiment → folder), built once."""
+        key = tuple(sorted((name, Path(f).resolve()) for name, f in folders.items()))
+        if key not in self._built:
+            self._built[key] = build_sections(
+                {name: self._dataset(name, f) for name, f in folders.items()}, self.configs,
+                self.ci)
+        return self._built[key]
 
     # -- the report's own parts ---------------------------------------------------------
 
@@ -361,13 +384,11 @@ class Study:
                      for name in registry.REGISTRY}
             by_session: dict = {}
             if any(len(f) >= 2 for f in found.values()):
-                loaded = {name: sessions.load(name, host_id, self.profile)
-                          for name, f in found.items() if f}
                 # Each experiment lists its sessions oldest first; one `make study` is one
                 # session of every experiment, so their union keeps that order.
                 order = list(dict.fromkeys(s for f in found.values() for s in f))
-                by_session = {s: build_sections({n: d[s] for n, d in loaded.items() if s in d},
-                                                self.configs, self.ci) for s in order}
+                by_session = {s: self._sections_from({n: f[s] for n, f in found.items()
+                                                      if s in f}) for s in order}
             self._sessions[host_id] = by_session
         return self._sessions[host_id]
 
@@ -519,10 +540,10 @@ class Study:
                 if host_id == self.host_id:
                     self._by_host[host_id] = self.sections
                     continue
-                datasets = {name: data.load_dataset(name, host_id, self.profile)
-                            for name in registry.REGISTRY
-                            if data.has_dataset(name, host_id, self.profile)}
-                self._by_host[host_id] = build_sections(datasets, self.configs, self.ci)
+                folders = {name: data.dataset_dir(name, host_id, self.profile)
+                           for name in registry.REGISTRY}
+                self._by_host[host_id] = self._sections_from(
+                    {name: f for name, f in folders.items() if f is not None})
         return self._by_host
 
     def cross_host(self) -> pd.DataFrame:

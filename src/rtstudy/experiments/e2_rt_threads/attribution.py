@@ -109,6 +109,10 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     if t.size < 2 or mine.empty:
         return pd.DataFrame(columns=columns)
     times = mine["t_ns"].to_numpy()
+    # The worker's events as plain lists: read one by one below, for every frame.
+    ev_t, ev_kind, ev_tid = times.tolist(), mine["event"].tolist(), mine["tid"].tolist()
+    ev_pid, ev_prev_pid = mine["pid"].tolist(), mine["prev_pid"].tolist()
+    ev_prev_comm, ev_prev_state = mine["prev_comm"].tolist(), mine["prev_state"].tolist()
     # Only frames inside the trace: the grid is fitted on them.
     inside = (t > times[0] + EARLY_MS * 1e6) & (t <= times[-1])
     late = lateness_ns(t, period, release_grid(config.get("policy"), samples.columns), inside)
@@ -121,24 +125,25 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
         release = start - int(round(late[k]))
         first = int(np.searchsorted(times, release, side="right"))
         early = int(np.searchsorted(times, release - EARLY_MS * 1e6, side="right"))
-        state = _state_before(mine, first, target)
+        state = _state_after(ev_kind[first - 1], ev_pid[first - 1], ev_prev_state[first - 1],
+                             target) if first else "asleep"
         # A wake-up in the moments before the release counts: the timer may fire early.
-        woken = bool((mine["event"].iloc[early:first] == "waking").any())
+        woken = "waking" in ev_kind[early:first]
         spent = dict.fromkeys(PARTS, 0)
         now, waker, displaced, blocked_by = release, "", "", ""
-        for e in mine.iloc[first:int(np.searchsorted(times, start, side="right"))].itertuples():
-            spent[_part(state, woken)] += e.t_ns - now
-            now = e.t_ns
-            if e.event == "waking":
+        for j in range(first, int(np.searchsorted(times, start, side="right"))):
+            spent[_part(state, woken)] += ev_t[j] - now
+            now = ev_t[j]
+            if ev_kind[j] == "waking":
                 if state == "asleep" and woken:
-                    blocked_by = _who(int(e.tid), "", dispatcher, app_tids)
+                    blocked_by = _who(int(ev_tid[j]), "", dispatcher, app_tids)
                 state, woken = "runnable", True
-                waker = "dispatcher" if e.tid == dispatcher else "timer or other thread"
-            elif e.pid == target:
-                state = "running"
-                displaced = _who(int(e.prev_pid), str(e.prev_comm), dispatcher, app_tids)
+                waker = "dispatcher" if ev_tid[j] == dispatcher else "timer or other thread"
             else:
-                state = "runnable" if str(e.prev_state).startswith("R") else "asleep"
+                state = _state_after(ev_kind[j], ev_pid[j], ev_prev_state[j], target)
+                if state == "running":
+                    displaced = _who(int(ev_prev_pid[j]), str(ev_prev_comm[j]), dispatcher,
+                                     app_tids)
         spent[_part(state, woken)] += start - now
         held = gil.during(release, start) if gil else {
             **dict.fromkeys(GIL_TIMES, np.nan), "gil_holder": "", "holder_preempted_by": "",
@@ -300,16 +305,14 @@ class _Gil:
                 "holder_preempted_by": preempted_by, "holder_woken_by": woken_by}
 
 
-def _state_before(mine: pd.DataFrame, i: int, target: int) -> str:
-    """The worker's state just before ``mine``'s i-th event (asleep when none came before)."""
-    if i <= 0:
-        return "asleep"
-    e = mine.iloc[i - 1]
-    if e["event"] == "waking":
+def _state_after(event: str, pid: int, prev_state, target: int) -> str:
+    """The worker's state just after one of its events: woken (runnable), switched in
+    (running), or switched out (runnable when it left preempted, else asleep)."""
+    if event == "waking":
         return "runnable"
-    if e["pid"] == target:
+    if pid == target:
         return "running"
-    return "runnable" if str(e["prev_state"]).startswith("R") else "asleep"
+    return "runnable" if str(prev_state).startswith("R") else "asleep"
 
 
 def _part(state: str, woken: bool) -> str:
