@@ -121,16 +121,19 @@ new-session: $(STAMP)
 
 # On WORKERS processes (pytest-xdist; each test module on one of them, so its module-scoped
 # fixtures are built once): the tests that measure take turns (tests/conftest.py's lock),
-# the others run beside them. Then the tests marked `alone` (explore.ipynb's papermill and
-# JupyterLab runs, which twice in seven runs hung beside a measuring worker) on one process.
-# Both phases run; the target fails if either did. One worker by default: two took as long
-# in a fresh clone (docs/benchmarks.md, "Tests"; the copies of the reference are disk-bound).
+# the others run beside them. With two or more, the tests marked `alone` (explore.ipynb's
+# papermill and JupyterLab runs, which twice in seven runs hung beside a measuring worker)
+# run after the rest on one process; both phases run and the target fails if either did.
+# One worker by default, every test in one run (so the reference is pulled once).
 WORKERS ?= 1
 test: setup
 	@status=0; \
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=20 -m "not alone" || status=$$?; \
-	$(BIN)/python -m pytest --durations=5 -m alone || status=$$?; \
-	exit $$status
+	if [ "$(WORKERS)" = 1 ]; then \
+	  $(BIN)/python -m pytest -n 1 --dist loadfile --durations=25 || status=$$?; \
+	else \
+	  $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=20 -m "not alone" || status=$$?; \
+	  $(BIN)/python -m pytest --durations=5 -m alone || status=$$?; \
+	fi; exit $$status
 
 # Pure logic only (no measurement, pipeline, server or network: pyproject.toml's markers),
 # for between two edits; `make test` runs every tier.

@@ -1,9 +1,10 @@
 """Shared fixtures (a smoke-sized configuration, a sweep context, copies of the project, the
-smoke study the run measures once), the tiers, and the lock that keeps measuring one test at a
-time. Helpers that are not fixtures are in tests/helpers.py."""
+reference dataset pulled once, the smoke study measured once), the tiers, and the lock that
+keeps measuring one test at a time. Helpers that are not fixtures are in tests/helpers.py."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from filelock import FileLock
 from helpers import BIN, copy_checkout, copy_project, git_repository, project_env, publish, sh
 
-from rtstudy import host, params, sdk, sdkroot
+from rtstudy import host, params, paths, sdk, sdkroot
 from rtstudy.harness import SweepContext
 
 
@@ -98,6 +99,27 @@ def checkout_copy(tmp_path_factory):
         dest = tmp_path_factory.mktemp(name)
         return dest, copy_checkout(dest)
     return make
+
+
+@pytest.fixture(scope="session")
+def reference_project(tmp_path_factory):
+    """A copy of the checkout holding the reference dataset, pulled once per run as a new user's
+    ``make pull`` falls back to (``dvc pull -r reference``: offline, from data/reference/):
+    ``(dest, env)``. A git repository with the tree committed and the committed dvc.lock, so
+    it is a clone of the checkout with the reference data in it. Read-only: a test that changes
+    it works on a copy (:func:`copy_project`)."""
+    dest = tmp_path_factory.mktemp("reference")
+    env = copy_checkout(dest)
+    # The copy starts as a clone with nothing measured; the committed dvc.lock names the reference.
+    shutil.copy2(paths.checkout() / "dvc.lock", dest / "dvc.lock")
+    git_repository(dest, env, "reference")
+    sh([BIN / "dvc", "pull", "-q", "-r", "reference"], dest, env, timeout=300)
+    # params.yaml chooses the reference's profile, as in a fresh clone (this checkout's may not).
+    profiles = {p.name for p in (dest / "data" / "raw").glob("*/*/*") if p.is_dir()}
+    if len(profiles) == 1 and params.load(dest / "params.yaml")["profile"] not in profiles:
+        sh([BIN / "rtstudy", "params", "use", *profiles], dest, env)
+        sh(["git", "commit", "-qam", "the reference's profile"], dest, env)
+    return dest, env
 
 
 def shared_dir(tmp_path_factory) -> Path:

@@ -117,23 +117,39 @@ def test_every_lock_has_its_oldest_micro_version():
     assert set(_oldest_micro()) == {lock_version(lock) for lock in LOCKS}
 
 
-@pytest.mark.network
-@pytest.mark.parametrize("lock", LOCKS, ids=lock_version)
-def test_each_lock_installs_on_the_oldest_python_of_its_minor(lock, tmp_path):
-    """pip resolves the lock, exact pins and hashes, for the oldest micro version the Makefile
-    accepts (Debian 12's own Python for 3.11), without that interpreter at hand."""
-    minor = lock_version(lock)
-    runner = _runner(minor)
-    if runner is None:
-        pytest.skip(f"no Python {minor} here to run pip with")
+@pytest.fixture(scope="module")
+def dry_runs(tmp_path_factory):
+    """Per lock, pip's dry-run install of it for the oldest micro version the Makefile accepts,
+    run by a Python of its minor (None where there is none here): all started at once, since
+    each mostly waits on the index; a test waits for its own."""
     platforms = [f"--platform=manylinux_2_{g}_x86_64" for g in (35, 34, 28, 17)] + \
         ["--platform=manylinux2014_x86_64", "--platform=linux_x86_64", "--platform=any"]
-    proc = subprocess.run([runner, "-m", "pip", "install", "--quiet", "--dry-run", "--no-deps",
-                           "--ignore-installed", "--disable-pip-version-check",
-                           f"--python-version={_oldest_micro()[minor]}", "--implementation=cp",
-                           *platforms, "--target", str(tmp_path), "-r", str(lock)],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    started = {}
+    for lock in LOCKS:
+        minor = lock_version(lock)
+        runner = _runner(minor)
+        started[lock] = runner and subprocess.Popen(
+            [runner, "-m", "pip", "install", "--quiet", "--dry-run", "--no-deps",
+             "--ignore-installed", "--disable-pip-version-check",
+             f"--python-version={_oldest_micro()[minor]}", "--implementation=cp", *platforms,
+             "--target", str(tmp_path_factory.mktemp(f"py{minor}")), "-r", str(lock)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    yield started
+    for proc in filter(None, started.values()):
+        proc.kill()
+        proc.communicate()
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("lock", LOCKS, ids=lock_version)
+def test_each_lock_installs_on_the_oldest_python_of_its_minor(lock, dry_runs):
+    """pip resolves the lock, exact pins and hashes, for the oldest micro version the Makefile
+    accepts (Debian 12's own Python for 3.11), without that interpreter at hand."""
+    proc = dry_runs[lock]
+    if proc is None:
+        pytest.skip(f"no Python {lock_version(lock)} here to run pip with")
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-2000:]
 
 
 def test_a_python_older_than_its_lock_allows_is_refused_at_once(tmp_path):

@@ -12,7 +12,6 @@ import json
 import re
 import secrets
 import signal
-import shutil
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from helpers import end_group, free_port, screenshot_path
-from rtstudy import browser, data, explore, harness, params, paths, registry, stage
+from rtstudy import browser, data, explore, harness, params, registry, stage
 
 # After every other test, with nothing beside it: twice in seven runs on two workers the
 # Explorer cell's papermill run hung while the other worker measured (docs/install.md).
@@ -74,21 +73,16 @@ def raw_files(project: Path) -> dict[str, tuple[int, int]]:
 
 
 @pytest.fixture(scope="module")
-def reference(checkout_copy):
-    """A copy of the checkout holding the reference dataset, where nothing may be measured:
-    ``(project, env, profile)``, ``profile`` being the reference's, which params.yaml chooses."""
-    dest, env = checkout_copy("explore")
-    # The copy starts as a clone with nothing measured; the committed dvc.lock names the reference.
-    shutil.copy2(paths.root() / "dvc.lock", dest / "dvc.lock")
-    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "copy"],
-                 [BIN / "dvc", "pull", "-q", "-r", "reference"]):
-        run(args, dest, env)
+def reference(reference_project):
+    """conftest.py's copy of the checkout holding the reference dataset, where nothing may be
+    measured: ``(project, env, profile)``, ``profile`` being the reference's, which params.yaml
+    chooses."""
+    dest, env = reference_project
     profiles = {p.name for p in (dest / "data" / "raw").glob("*/*/*") if p.is_dir()}
     assert len(profiles) == 1, f"the reference holds profiles {profiles}, expected one"
     profile = profiles.pop()
-    run([BIN / "rtstudy", "params", "use", profile], dest, env)
-    env[harness.NO_MEASURE_ENV] = "1"
-    return dest, env, profile
+    assert params.load(dest / "params.yaml")["profile"] == profile
+    return dest, dict(env, **{harness.NO_MEASURE_ENV: "1"}), profile
 
 
 def test_measuring_is_refused_where_the_variable_is_set(monkeypatch, tmp_path):

@@ -16,27 +16,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rtstudy import data, paths
-from helpers import BIN, copy_project, files, git_repository, sh
+from rtstudy import data
+from helpers import BIN, copy_project, files, sh
 
 # Files of an import's .dvc that record its source.
 META_KEYS = {"imported_by", "imported_utc", "source", "datasets"}
 
 
-@pytest.fixture(scope="module")
-def ours_base(checkout_copy):
-    """A fresh copy of the checkout, a git repository, with the reference dataset pulled."""
-    dest, env = checkout_copy("ours")
-    shutil.copy2(paths.checkout() / "dvc.lock", dest / "dvc.lock")
-    git_repository(dest, env, "ours")
-    sh([BIN / "dvc", "pull", "-q", "-r", "reference"], dest, env)
-    return dest, env
-
-
 @pytest.fixture()
-def ours(ours_base, tmp_path):
-    """A copy of ``ours_base`` of the test's own: imports change it."""
-    src, env = ours_base
+def ours(reference_project, tmp_path):
+    """A copy of the checkout holding the reference dataset (conftest.py's), the test's own:
+    imports change it."""
+    src, _ = reference_project
     dest = tmp_path / "ours"
     return dest, copy_project(src, dest)
 

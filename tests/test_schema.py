@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import difflib
 import shutil
-import subprocess
 
 import pytest
 
-from helpers import BIN
 from rtstudy import cli, data, params, paths
 
 README = "data/README.md"
@@ -61,19 +59,9 @@ def test_the_command_prints_every_column(capsys):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """A copy of the checkout with the reference dataset pulled: its data folder."""
-    from helpers import copy_checkout
-
-    dest = tmp_path_factory.mktemp("reference")
-    env = copy_checkout(dest)
-    shutil.copy2(paths.root() / "dvc.lock", dest / "dvc.lock")  # the data it names
-    # DVC works in a git repository only; the reference holds the measuring stages' data (not
-    # the colleagues' datasets a checkout may have imported).
-    for args in (["git", "init", "-q"],
-                 [str(BIN / "dvc"), "pull", "-q", "-r", "reference", *data.EXPERIMENTS]):
-        subprocess.run(args, cwd=dest, env=env, capture_output=True, check=True, timeout=120)
-    return dest / "data"
+def reference(reference_project):
+    """The reference dataset's data folder (conftest.py's copy of the checkout holding it)."""
+    return reference_project[0] / "data"
 
 
 def test_the_reference_datasets_tables_are_as_declared(reference):
