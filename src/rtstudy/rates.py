@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import special as spc
 from scipy import stats as sps
 
 from rtstudy import criteria
@@ -108,8 +109,10 @@ def _bounds(a, b, scale: float, confidence: float) -> tuple[np.ndarray, np.ndarr
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     alpha = 1 - confidence
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_low = np.where(b > 0, sps.beta.ppf(alpha / 2, b, a + 1), 0.0)
-        p_high = np.where(a > 0, sps.beta.ppf(1 - alpha / 2, b + 1, a), 1.0)
+        # The beta quantiles by scipy.special: the function scipy.stats.beta.ppf calls (the same
+        # values), without its per-call checks, which the power search pays thousands of times.
+        p_low = np.where(b > 0, spc.betaincinv(b, a + 1, alpha / 2), 0.0)
+        p_high = np.where(a > 0, spc.betaincinv(b + 1, a, 1 - alpha / 2), 1.0)
         low = p_low / (1 - p_low) * scale
         high = np.where(p_high < 1, p_high / (1 - p_high) * scale, np.inf)
     return low, high

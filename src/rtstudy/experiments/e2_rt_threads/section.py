@@ -203,8 +203,13 @@ def pooled_findings(headlines: list[dict], confidence: float) -> dict[str, str]:
             f"typical jitter {o['held']['typical']} ({typical}); "
             f"late frames {o['held']['late_frames']} ({late}; "
             f"{o['late_base']} → {o['late']} late in {o['frames_base']:,.0f} → "
-            f"{o['frames']:,.0f} frames over {o['sessions']} sessions)")
+            f"{o['frames']:,.0f} frames {_over(o['sessions'])})")
     return out
+
+
+def _over(sessions: int) -> str:
+    """"over 3 sessions", or "in one session"."""
+    return f"over {sessions} sessions" if sessions != 1 else "in one session"
 
 
 # The order of the report's "What to do": what helps first, what is undecided last.
