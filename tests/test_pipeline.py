@@ -16,7 +16,7 @@ import pytest
 import yaml
 from helpers import BIN, copy_project, sh
 
-from rtstudy import sdkroot
+from rtstudy import records, sdkroot
 from rtstudy.io import read_host
 from rtstudy.sysdeps import which
 
@@ -66,6 +66,14 @@ def test_repro_measures_then_renders_the_report(project):
         assert cells_on_disk(dest, experiment="e2_rt_threads") - e2_cells == 3 + 1 + 1
         five = [d for d in (dest / "data" / "raw" / "e2_rt_threads").iterdir() if d.name != host_id]
         assert len(five) == 1 and read_host(five[0] / "smoke")["sdk"]["version"] == "5.0.0"
+        # H5a: the 5.0 host's placement records compared with its threads, and judged (which
+        # word is measured, not asserted); the 4.x host has none.
+        hosts = json.loads((dest / "report" / "metrics.json").read_text())["hosts"]
+        audit = hosts[five[0].name]["H5"]
+        assert audit["threads"] >= 4 + 1  # E2's five 5.0 cells, one target each, and E1's
+        assert audit["verdicts"]["H5a"]["verdict"] in (records.HOLDS, records.FAILS)
+        assert "H5" not in hosts[host_id]
+        assert "placement records against the kernel (H5a)" in html
     # The tables DVC plots (dvc.yaml plots:), one per experiment, and `dvc plots show` draws them.
     plots = sorted(p.name for p in (dest / "report" / "plots").glob("*.csv"))
     assert plots == ["e1_max_latency.csv", "e2_period_std.csv", "e3_whole_app.csv",

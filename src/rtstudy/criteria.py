@@ -283,6 +283,14 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "host's sessions read 'not settled' over them; after the re-measured reference "
                 "existed"))),
     Criterion(
+        "h5a_record", "H5a", None, "",
+        "Holoscan 5.0's accepted placement record holds when every thread of every 5.0 cell "
+        "read back from the kernel the record's policy, priority (FIFO, RR), SCHED_DEADLINE "
+        "runtime, deadline and period, and CPUs (where the record asks for an affinity); one "
+        "thread that differs fails it, named with its cell",
+        (Change("2026-11-28T13:48Z", "7d2c1b8", "set with the check, after the reference's 5.0 "
+                "data existed (no margin: an equality)"),)),
+    Criterion(
         "verdict_words", "every claim", None, "",
         "a claim this host cannot test (a condition not measured, no isolated CPU) is not "
         "testable here, with the reason; one whose CI straddles its edge (or has none, below "

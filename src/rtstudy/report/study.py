@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from rtstudy import (atomic, criteria, data, figstyle, host, judge, params, paths, placement,
-                     registry, sessions, shield)
+                     records, registry, sessions, shield)
 from rtstudy.harness import git_state
-from rtstudy.io import DataError, read_host
+from rtstudy.io import DataError, completed_cells, read_host
 from rtstudy.report import figures, sdks, stability
 from rtstudy.report.section import (TEMPLATES, Advice, Details, Figure, LazyMarkdown, Markdown,
                                     Section, Table, Verdict, render)
@@ -195,6 +195,7 @@ class Study:
     # and each set of them built into sections, once (_dataset(), _sections_from()).
     _loaded: dict = field(default_factory=dict, repr=False)
     _built: dict = field(default_factory=dict, repr=False)
+    _audits: dict | None = field(default=None, repr=False)  # placement_audits(), once
 
     @classmethod
     def load(cls, profile: str | None = None) -> "Study":
@@ -619,7 +620,25 @@ class Study:
             blocks += [Table(lambda: sdks.verdict_table(rows), words("caption_sdk_verdicts")),
                        Details(words("sdks_in_full"), [
                            Table(lambda: sdks.headline_table(xh, rows), words("caption_sdks"))])]
-        return blocks
+        described = self.described()
+        audits = [{"host_id": h, "label": described.at[h, "label"], "finding": records.finding(a)}
+                  for h, a in self.placement_audits().items()]
+        return blocks + [Markdown(words("placement_records", audits=audits,
+                                        profile=self.profile))]
+
+    def placement_audits(self) -> dict[str, dict]:
+        """Per host with Holoscan 5.0 placement records: every record of every session's cells
+        against its thread's read-back (:func:`rtstudy.records.audit`), H5a's evidence."""
+        if self._audits is None:
+            self._audits = {}
+            for host_id in self.sections_by_host():
+                sidecars = [sc for name in registry.REGISTRY
+                            for folder in sessions.folders(name, host_id, self.profile).values()
+                            for sc in completed_cells(folder)[0]]
+                result = records.audit(sidecars)
+                if result["threads"]:
+                    self._audits[host_id] = result
+        return self._audits
 
     def metrics(self) -> dict:
         """Every section's verdicts and headline quantities, as ``report/metrics.json`` holds them.
@@ -631,7 +650,9 @@ class Study:
         ``findings_over_sessions`` (name → each session's conclusion, oldest first). At the top level for the host the sections show (with the drift check of
         each sweep); under ``hosts``, the same for every host with data for the profile
         (each host state and SDK version is a host id), with its ``label``, ``state`` and
-        ``sdk`` (:func:`rtstudy.data.hosts`). Read with ``dvc metrics show``;
+        ``sdk`` (:func:`rtstudy.data.hosts`), and for a host with Holoscan 5.0 placement
+        records ``H5`` (H5a's verdict over every session, the threads compared and each
+        mismatch: :meth:`placement_audits`). Read with ``dvc metrics show``;
         ``dvc metrics diff`` compares commits.
         """
         def number(x: float) -> float | None:
@@ -693,6 +714,12 @@ class Study:
         out["hosts"] = {host_id: {**{k: described.at[host_id, k] for k in ("label", "state", "sdk")},
                                   **with_sessions(verdicts_and_headlines(sections), host_id)}
                         for host_id, sections in self.sections_by_host().items()}
+        # H5a over every session of each host with 5.0 placement records (a check, no CI).
+        for host_id, result in self.placement_audits().items():
+            out["hosts"][host_id]["H5"] = {
+                "verdicts": {"H5a": {"verdict": records.verdict(result), "runs": result["cells"],
+                                     "criterion": criteria.CRITERIA["h5a_record"].rule}},
+                "threads": result["threads"], "mismatches": result["mismatches"]}
         return out
 
     def write_metrics(self) -> Path:
