@@ -70,7 +70,7 @@ def test_repro_measures_then_renders_the_report(project):
         # word is measured, not asserted); the 4.x host has none.
         hosts = json.loads((dest / "report" / "metrics.json").read_text())["hosts"]
         audit = hosts[five[0].name]["H5"]
-        assert audit["threads"] >= 4 + 1  # E2's five 5.0 cells, one target each, and E1's
+        assert audit["threads"] >= 5  # E2's five 5.0 cells, one target each (E1's add three a cell)
         assert audit["verdicts"]["H5a"]["verdict"] in (records.HOLDS, records.FAILS)
         assert "H5" not in hosts[host_id]
         assert "placement records against the kernel (H5a)" in html
