@@ -109,7 +109,8 @@ def test_unknown_experiment_profile_or_host_is_named_with_what_is_allowed(e3_roo
     root, _, _, _ = e3_root
     monkeypatch.setenv("RTSTUDY_ROOT", str(root))
     with pytest.raises(ValueError, match="unknown experiment 'e5_magic'; registered: e1_async_buffer, "
-                                         "e2_rt_threads, e3_overhead, e4_host"):
+                                         "e2_rt_threads, e3_overhead, e4_host, "
+                                         "e5_placement"):
         data.load("e5_magic")
     with pytest.raises(ValueError, match="profile = 'quick': expected one of smoke, default, seed"):
         data.datasets("e3_overhead", "quick")
@@ -221,7 +222,9 @@ def test_the_schema_is_what_every_app_writes(tmp_path, fingerprint, monkeypatch)
                                      trace_seconds=0, seed_topologies=[], ladder=False,
                                      fixes=[], load_placements=["operators"]),
                "e3_overhead": dict(apps=["ping"], schedulers=["greedy"]),
-               "e4_host": dict(jitter_cpus=[0], jitter_seconds=0.2, floor_tools=[])}
+               "e4_host": dict(jitter_cpus=[0], jitter_seconds=0.2, floor_tools=[]),
+               # A CPU the host does not have: asks for SCHED_FIFO, which is never applied.
+               "e5_placement": dict(provocations=["absent_cpu"])}
     assert set(smaller) == set(registry.REGISTRY), "a new experiment needs its smallest cell here"
     configs = {name: dict(params.stage_config(name, "smoke"), **small)
                for name, small in smaller.items()}

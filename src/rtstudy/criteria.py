@@ -291,6 +291,18 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         (Change("2026-11-28T13:48Z", "7d2c1b8", "set with the check, after the reference's 5.0 "
                 "data existed (no margin: an equality)"),)),
     Criterion(
+        "h5b_promises", "H5b", None, "",
+        "H5b holds when every Holoscan 5.0 condition E5 provokes, and its control, ends in "
+        "every repetition as NVIDIA's 5.0 API reference says for its probe failure policy and "
+        "IRQ isolation: rejected at compile under fail_admission or require_isolated; run with "
+        "an accepted placement other than the request (a recorded fallback) under "
+        "warn_and_record_fallback or prefer_isolated; run as requested where nothing is "
+        "provoked (IRQ isolation is provable only where no device IRQ may reach the CPU). One "
+        "condition that ends otherwise fails it, named with what happened; a provocation that "
+        "does not take on a host is not counted",
+        (Change("TBD", "TBD", "set with E5, before any E5 data was recorded (after "
+                "probes on one VM had shown how a few conditions end)"),)),
+    Criterion(
         "verdict_words", "every claim", None, "",
         "a claim this host cannot test (a condition not measured, no isolated CPU) is not "
         "testable here, with the reason; one whose CI straddles its edge (or has none, below "

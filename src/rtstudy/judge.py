@@ -26,6 +26,8 @@ from rtstudy.stats import MIN_RUNS, random_effects
 NOT_TESTABLE, NOT_SETTLED = "not testable here", "not settled"
 # A claim whose premise did not hold here (H2: no contention reached the target).
 NOT_APPLICABLE = "not applicable"
+# A claim decided by an equality, with no estimate (H5a, H5b): it holds or it fails.
+HOLDS, FAILS = "holds", "fails"
 
 # The rules a part can be judged by; their words for each side of the edge.
 AT_LEAST, WITHIN, BAND, RATE = "at least", "within", "band", "rate"

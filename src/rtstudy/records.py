@@ -18,12 +18,14 @@ have nothing to compare.
 """
 from __future__ import annotations
 
+from rtstudy import judge
+
 # 5.0's policy names in a placement record → Linux's SCHED_* numbers (sched_getattr's policy).
 POLICIES = {"other": 0, "fifo": 1, "round_robin": 2, "deadline": 6}
 # What is compared, in the order a mismatch names them.
 FIELDS = ("policy", "priority", "runtime_ns", "deadline_ns", "period_ns", "cpus")
 # The claim's words (a deterministic check: no CI, no margin).
-HOLDS, FAILS, NOTHING = "holds", "fails", "not testable here"
+HOLDS, FAILS, NOTHING = judge.HOLDS, judge.FAILS, judge.NOT_TESTABLE
 # How many mismatches a finding names before it counts the rest.
 NAMED = 3
 

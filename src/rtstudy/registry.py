@@ -68,6 +68,7 @@ REGISTRY: tuple[str, ...] = (
     "e2_rt_threads",
     "e3_overhead",
     "e4_host",
+    "e5_placement",
 )
 
 # The package that holds one folder per experiment (named here, never imported here).

@@ -201,6 +201,10 @@ class Section:
         ``pooled_findings(headlines)``: the :attr:`findings` judged on every session pooled,
         from each session's ``headline`` (oldest first); ``report/metrics.json`` keeps them as
         ``findings_pooled``. Empty by default (an experiment without findings over sessions).
+    sdk_blocks : list
+        Blocks the "SDK versions compared" section shows of this section's dataset, under its
+        SDK version's label, beside the same blocks of the other versions (E5's H5b table).
+        Empty by default.
     session_headlines : callable
         ``session_headlines()`` gives the ``headline`` of this experiment in every session of
         the shown host, oldest first (empty with one session); the report sets it, so that a
@@ -219,6 +223,7 @@ class Section:
     measured: str = ""
     limitations: list[str] = field(default_factory=list)
     headline: dict = field(default_factory=dict)
+    sdk_blocks: list = field(default_factory=list)
     findings: dict[str, str] = field(default_factory=dict)
     pooled_findings: Callable[[list[dict]], dict[str, str]] = field(default=lambda h: {},
                                                                      repr=False)

@@ -169,6 +169,12 @@ def pooled_verdict(given: list[Verdict], confidence: float) -> tuple[str, str]:
     if not given:
         raise ValueError("no session's verdict to pool")
     judged = [v for v in given if v.parts and v.combine]
+    exact = [v for v in given if v.verdict in (judge.HOLDS, judge.FAILS)]
+    if exact and not judged:
+        # An equality (H5b) has nothing to pool: it holds over sessions where it held in each.
+        failed = sum(v.verdict == judge.FAILS for v in exact)
+        return ((judge.FAILS, f"failed in {failed} of {len(exact)} sessions") if failed
+                else (judge.HOLDS, ""))
     if not judged:
         return judge.NOT_TESTABLE, "no session could judge it"
     parts = judge.pool_by_name([list(v.parts) for v in judged], confidence)
@@ -620,6 +626,15 @@ class Study:
             blocks += [Table(lambda: sdks.verdict_table(rows), words("caption_sdk_verdicts")),
                        Details(words("sdks_in_full"), [
                            Table(lambda: sdks.headline_table(xh, rows), words("caption_sdks"))])]
+        # What a section shows per SDK version (E5's H5b table), each version's under its label.
+        by_host = self.sections_by_host()
+        for row in rows or ([{"host_id": self.host_id, "label": sdks.label(self.fingerprint)}]
+                            if self.sections else []):
+            for section in by_host.get(row["host_id"], {}).values():
+                if section.sdk_blocks:
+                    blocks += [Markdown(words("sdk_blocks", label=section.label,
+                                              title=section.title, sdk=row["label"])),
+                               *section.sdk_blocks]
         described = self.described()
         audits = [{"host_id": h, "label": described.at[h, "label"], "finding": records.finding(a)}
                   for h, a in self.placement_audits().items()]

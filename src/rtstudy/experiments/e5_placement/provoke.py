@@ -1,0 +1,172 @@
+"""What E5's apps share: each provocation's requests, and how a cell provokes and observes.
+
+Light on purpose: both apps import it (4.x's in the venv, 5.0's inside its root), so it
+imports nothing of Holoscan. A *provocation* is a placement request the host cannot honour,
+made on purpose (:data:`PROVOCATIONS`); ``control`` is the same request the host can honour.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from rtstudy.realtime import RealtimeRequest
+
+# What each provocation asks for, in words (the report's rows).
+PROVOCATIONS = {
+    "control": "SCHED_FIFO on the real-time CPU, which this process may use",
+    "no_privilege": "SCHED_FIFO after the process dropped CAP_SYS_NICE (and RLIMIT_RTPRIO 0)",
+    "over_admission": "SCHED_DEADLINE reservations that sum to more than the kernel admits",
+    "absent_cpu": "SCHED_FIFO pinned to a CPU this host does not have online",
+    "irq_isolation": "SCHED_FIFO on the real-time CPU with IRQ isolation preferred or required",
+}
+# 4.x has no failure policy and no IRQ isolation: its cells record these words instead.
+NOT_IN_4X = "not in 4.x"
+CAP_SYS_NICE = 23  # linux/capability.h
+_CAP_VERSION_3 = 0x20080522  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words per set
+
+
+def requests(config: dict) -> list[RealtimeRequest]:
+    """The threads a cell asks for, one per operator ``op0``, ``op1``, … (``config``: a cell's)."""
+    if config["provocation"] == "over_admission":
+        return [RealtimeRequest(f"op{i}", "SCHED_DEADLINE", 0, config["runtime_ns"],
+                                config["period_ns"], config["period_ns"])
+                for i in range(config["threads"])]
+    cpu = config["absent_cpu"] if config["provocation"] == "absent_cpu" else config["cpu"]
+    return [RealtimeRequest("op0", "SCHED_FIFO", config["priority"], cpus=(cpu,))]
+
+
+class _Header(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _Data(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def drop_privilege() -> bool:
+    """Drop CAP_SYS_NICE from this thread (threads it starts inherit that) and set
+    RLIMIT_RTPRIO to 0: what a normal login has. Returns whether the provocation took, i.e.
+    whether this thread may no longer set SCHED_FIFO (tried, and undone if it could)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    header, data = _Header(_CAP_VERSION_3, 0), (_Data * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    bit = 1 << CAP_SYS_NICE
+    data[0].effective &= ~bit
+    data[0].permitted &= ~bit
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except PermissionError:
+        return True
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return False
+
+
+def admission_limit(kernel: Path = Path("/proc/sys/kernel")) -> float | None:
+    """The SCHED_DEADLINE bandwidth the kernel admits over this process's CPUs (CPUs), or None
+    where admission control is off (``sched_rt_runtime_us`` −1)."""
+    runtime = int((kernel / "sched_rt_runtime_us").read_text())
+    period = int((kernel / "sched_rt_period_us").read_text())
+    return None if runtime < 0 else runtime / period * len(os.sched_getaffinity(0))
+
+
+def provoked(config: dict) -> bool:
+    """Whether this cell's provocation takes on this host (before any Holoscan runs): the
+    privilege dropped, the reservations over what is admitted, the CPU absent; ``control`` and
+    ``irq_isolation`` (whose proof is 5.0's own) are never provocations of their own."""
+    what = config["provocation"]
+    if what == "no_privilege":
+        return drop_privilege()
+    if what == "over_admission":
+        limit = admission_limit()
+        return limit is not None and config["threads"] * config["runtime_ns"] / config[
+            "period_ns"] > limit
+    if what == "absent_cpu":
+        return config["absent_cpu"] not in os.sched_getaffinity(0)
+    return False
+
+
+def irqs_on(cpu: int, root: Path = Path("/proc/irq")) -> int:
+    """How many device IRQs may be delivered to ``cpu`` (their effective affinity, else their
+    affinity, names it): 0 is what IRQ isolation of ``cpu`` means."""
+    count = 0
+    for irq in root.iterdir() if root.is_dir() else ():
+        for name in ("effective_affinity_list", "smp_affinity_list"):
+            try:
+                text = (irq / name).read_text().strip()
+            except OSError:
+                continue
+            count += cpu in parse_cpus(text)
+            break
+    return count
+
+
+def parse_cpus(text: str) -> set[int]:
+    """A kernel CPU list (``0-2,5``) as a set."""
+    out: set[int] = set()
+    for part in filter(None, text.split(",")):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+# samples.parquet: one row per requested thread (rtstudy.experiments.e5_placement.analysis).
+SAMPLE_COLUMNS = ("op", "requested_policy", "ran", "policy", "priority", "runtime_ns", "cpus")
+
+
+def samples_of(requests: list[RealtimeRequest], seen: dict) -> dict:
+    """One row per requested thread: what was asked, whether its operator ran, and what the
+    kernel gave its thread (``seen``: operator name → its :func:`rtstudy.apps.child.thread_record`;
+    −1 and "" for an operator that never ran)."""
+    rows = []
+    for r in requests:
+        got = seen.get(r.operator)
+        rows.append((r.operator, r.policy, int(got is not None),
+                     got["policy"] if got else -1, got["priority"] if got else -1,
+                     got["runtime_ns"] if got else -1,
+                     ",".join(map(str, got["cpus"])) if got else ""))
+    return {name: list(values) for name, values in zip(SAMPLE_COLUMNS, zip(*rows))}
+
+
+@contextmanager
+def captured_stderr():
+    """Copy what this process writes to file descriptor 2 (the SDK's C++ log too) while inside;
+    the yielded list receives the text when the block ends. It is written on to stderr too,
+    so the cell's log keeps it."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    text: list[str] = []
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield text
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text.append(tmp.read().decode(errors="replace"))
+            os.write(2, text[0].encode())
+
+
+def logged_errors(text: str) -> list[str]:
+    """The SDK's ``[error]`` and ``[warning]`` lines about threads and policies in ``text``
+    (not the CUDA and stack-size warnings every run on a GPU-less host prints)."""
+    keys = ("sched", "policy", "affinity", "thread", "placement", "deadline", "priority")
+    out = []
+    for line in text.splitlines():
+        if "[error]" not in line and "[warning]" not in line:
+            continue
+        message = line.rsplit("] ", 1)[-1].lower()  # after "[level] [file.cpp:line] "
+        if any(k in message for k in keys) and "stack size" not in message:
+            out.append(line.strip())
+    return out
