@@ -300,7 +300,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "provoked (IRQ isolation is provable only where no device IRQ may reach the CPU). One "
         "condition that ends otherwise fails it, named with what happened; a provocation that "
         "does not take on a host is not counted",
-        (Change("TBD", "TBD", "set with E5, before any E5 data was recorded (after "
+        (Change("2026-11-28T15:10Z", "ab5159d", "set with E5, before any E5 data was recorded (after "
                 "probes on one VM had shown how a few conditions end)"),)),
     Criterion(
         "verdict_words", "every claim", None, "",
