@@ -218,7 +218,8 @@ def headline(ds: Dataset) -> dict:
     differs = judged[judged["check"] == DIFFERS] if len(judged) else judged
     if api < 5 or not len(judged):
         verdict = judge.NOT_TESTABLE
-        why = ("Holoscan 4.x has no failure policy or IRQ isolation to check" if api and api < 5
+        why = ("Holoscan 4.x has no failure policy or IRQ isolation to check (5.0's verdict, "
+               "where measured, is under \"SDK versions compared\")" if api and api < 5
                else "no condition was measured")
     else:
         verdict, why = (judge.FAILS if len(differs) else judge.HOLDS), ""
@@ -243,11 +244,11 @@ def condition_table(table: pd.DataFrame) -> pd.DataFrame:
         return " ".join(w for w in words if w) or "—"
 
     return pd.DataFrame([{
-        "provocation": r["provocation"], "asks for": provoke.PROVOCATIONS[r["provocation"]],
-        "failure policy": r["probe_failure_policy"],
+        "provocation": r["provocation"], "failure policy": r["probe_failure_policy"],
         "IRQ isolation": r["irq_isolation"], "the reference says": says(r),
         "promise": r["promise"] or "—", "what happened": r["outcome"],
-        "Holoscan's words": r["diagnostics"] or r["logged"] or "—",
+        # The first of Holoscan's words: the diagnostic or log line that says why.
+        "Holoscan's words": (r["diagnostics"] or r["logged"] or "—").split("; ")[0],
         "check": r["check"], "runs": r["runs"]} for _, r in table.iterrows()])
 
 

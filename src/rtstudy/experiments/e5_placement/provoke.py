@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rtstudy.realtime import RealtimeRequest
 
-# What each provocation asks for, in words (the report's rows).
+# What each provocation asks for, in words (the report's list of them).
 PROVOCATIONS = {
     "control": "SCHED_FIFO on the real-time CPU, which this process may use",
     "no_privilege": "SCHED_FIFO after the process dropped CAP_SYS_NICE (and RLIMIT_RTPRIO 0)",

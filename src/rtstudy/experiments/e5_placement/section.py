@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-from rtstudy.experiments.e5_placement import analysis, figures, published
+from rtstudy.experiments.e5_placement import analysis, figures, provoke, published
 from rtstudy.io import Dataset
 from rtstudy.report.section import Figure, Markdown, Section, Table, Verdict, render
 from rtstudy.stats import CI
@@ -32,7 +32,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
                        irq=published.IRQ_ISOLATION.cite(), placement=published.PLACEMENT.cite(),
                        missing=len(ds.missing))),
         *section.sdk_blocks,
-        Markdown(words("methods")),
+        Markdown(words("methods", provocations=provoke.PROVOCATIONS)),
     ]
     v = h["verdict"]
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=v),
