@@ -37,6 +37,9 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     v = h["verdict"]
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=v),
                                 v["verdict"], v["runs"], words("criterion"))]
+    # Each condition that differs from the reference, in report/metrics.json (findings).
+    if h["differs"]:
+        section.findings = {"H5b differs": words("differs")}
     section.measured = words("measured")
     if h["not_provoked"]:
         section.limitations = [words("not_provoked")]
