@@ -188,6 +188,17 @@ def test_a_claim_no_session_could_test_is_not_testable_here():
         pooled_verdict([], 0.95)
 
 
+def test_an_equality_holds_over_sessions_only_where_it_held_in_each():
+    from rtstudy.report.section import Verdict
+    from rtstudy.report.study import pooled_verdict
+
+    holds, fails = Verdict("H5b", "", "", judge.HOLDS), Verdict("H5b", "", "", judge.FAILS)
+    untestable = Verdict("H5b", "", "", judge.NOT_TESTABLE)
+    assert pooled_verdict([holds, untestable, holds], 0.95) == (judge.HOLDS, "")
+    assert pooled_verdict([holds, fails, holds], 0.95) == (judge.FAILS,
+                                                           "failed in 1 of 3 sessions")
+
+
 def test_e1s_mode_rule_is_claimed_only_where_it_holds_over_every_session():
     from rtstudy.experiments.e1_async_buffer import analysis as e1
 
