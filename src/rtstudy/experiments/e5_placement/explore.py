@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rtstudy.figstyle import PALETTE
 from rtstudy.view import View
 
 VIEW = View(table="threads", value="priority", value_label="priority read back (−1: never ran)",
@@ -12,13 +13,20 @@ VIEW = View(table="threads", value="priority", value_label="priority read back (
 
 
 def default_condition(tables: dict[str, pd.DataFrame]) -> str | None:
-    """The control: what the host can give."""
-    outcomes = tables["outcomes"]
-    control = outcomes[outcomes["provocation"] == "control"] if len(outcomes) else outcomes
-    return str(control["label"].iloc[0]) if len(control) else None
+    """The control: what the host can give (4.x's label; a 5.0 host falls back to its first)."""
+    labels = set(tables["outcomes"]["label"]) if len(tables["outcomes"]) else set()
+    return "control" if "control" in labels else next(
+        (label for label in sorted(labels) if label.startswith("control")), None)
 
 
 def seed(ax, run: dict[str, pd.DataFrame]) -> str:
-    """E5's source published sentences, not a figure: nothing to draw beside the run."""
-    ax.set_axis_off()
-    return "the source (NVIDIA's 5.0 API reference) published sentences, not a figure"
+    """E5's source published sentences, not a figure: beside them, whether each requested
+    thread's operator ran, and what Holoscan did with the request."""
+    threads = run["threads"]
+    ax.bar(threads["op"], threads["ran"], color=PALETTE[0], label="its operator ran (1) or not (0)")
+    ax.set_ylim(0, 1.2)
+    ax.set_ylabel("ran")
+    outcome = run["outcomes"]
+    did = outcome["outcome"].iloc[0] if len(outcome) else "not recorded"
+    ax.set_title(f"Holoscan: {did}", fontsize="small", loc="left")
+    return "the source published sentences, not a figure"
