@@ -222,9 +222,12 @@ def test_a_choice_keeps_the_others_that_still_hold_and_defaults_the_rest(referen
     assert c["condition"].value == expected.condition
     assert c["repetition"].value == expected.repetition
     assert (c["host"].value, c["other_host"].value) == (expected.host_id, "")
-    # Every choice offered has data: hosts by their labels, the condition's runs.
-    assert {h for _, h in c["host"].options} == set(hosts["host_id"])
-    assert [label for label, _ in c["host"].options] == list(hosts["label"])
+    # Every choice offered has data: the hosts with data for the experiment (not those that
+    # measured only another one), by their labels; the condition's runs.
+    observed = data.load(second, profile, root=root)[registry.get(second).explore.VIEW.table]
+    with_data = hosts[hosts["host_id"].isin(set(observed["host_id"]))]
+    assert {h for _, h in c["host"].options} == set(with_data["host_id"])
+    assert [label for label, _ in c["host"].options] == list(with_data["label"])
 
 
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from helpers import BIN, copy_project, sh
 
-from rtstudy import records, sdkroot
+from rtstudy import records, registry, sdkroot
 from rtstudy.io import read_host
 from rtstudy.sysdeps import which
 
@@ -38,8 +38,7 @@ def project(measured_project, tmp_path_factory):
 
 def test_repro_measures_then_renders_the_report(project):
     dest, env, first_repro = project
-    assert ran(first_repro) == {"host", "e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host",
-                               "report"}
+    assert ran(first_repro) == {"host", *registry.REGISTRY, "report"}
     html = (dest / "report" / "report.html").read_text()
     assert "E3 — Scheduler overhead" in html and "seed published" in html
     for section in ("E1 — Async lock-free buffer", "E2 — Real-time vs normal thread",
