@@ -56,8 +56,10 @@ def test_repro_measures_then_renders_the_report(project):
     # grid lacks (the Python thread; the load outside, as threads, as operators pinned off the
     # target) and with perf one traced run of FIFO and of DEADLINE at the highest load factor.
     e2_cells = 8 + 2 + 4 + (2 if which("perf") else 0)
-    # E3, E1, E2, E4 at smoke size, on the venv's Holoscan (the host's own fingerprint)
-    assert cells_on_disk(dest, host_id) == 6 + 8 + e2_cells + e4_cells
+    # E5 at smoke size on 4.x: control and no_privilege (4.x cannot ask for IRQ isolation).
+    e5_cells = 2
+    # E3, E1, E2, E4, E5 at smoke size, on the venv's Holoscan (the host's own fingerprint)
+    assert cells_on_disk(dest, host_id) == 6 + 8 + e2_cells + e4_cells + e5_cells
     # Holoscan 5.0 (params.yaml sdk) in its Debian 13 root: E2's policies without the
     # shared-pool `normal` at the top load factor, FIFO without loads (the target alone), and
     # busy-poll at the top (the ladder's loaded rungs and the unloaded grid are 4.x's: plan5).
@@ -73,6 +75,8 @@ def test_repro_measures_then_renders_the_report(project):
         assert audit["verdicts"]["H5a"]["verdict"] in (records.HOLDS, records.FAILS)
         assert "H5" not in hosts[host_id]
         assert "placement records against the kernel (H5a)" in html
+        # H5b: E5's table for each SDK version of this machine state, in "SDK versions compared".
+        assert html.count("E5, Holoscan 5.0's placement promises, provoked: Holoscan") == 2
     # The tables DVC plots (dvc.yaml plots:), one per experiment, and `dvc plots show` draws them.
     plots = sorted(p.name for p in (dest / "report" / "plots").glob("*.csv"))
     assert plots == ["e1_max_latency.csv", "e2_period_std.csv", "e3_whole_app.csv",
