@@ -61,20 +61,23 @@ def test_each_provocation_asks_for_its_threads():
 
 
 def test_irqs_on_a_cpu_are_read_from_each_irqs_affinity(tmp_path):
+    """On a fixture copy of /proc/irq (the kernelfs root convention)."""
+    irqs = tmp_path / "proc" / "irq"
     for irq, text, name in (("1", "0-1", "effective_affinity_list"), ("2", "0", "smp_affinity_list"),
                             ("3", "1,3-4", "smp_affinity_list")):
-        (tmp_path / irq).mkdir()
-        (tmp_path / irq / name).write_text(text + "\n")
-    assert provoke.parse_cpus("1,3-4") == {1, 3, 4}
+        (irqs / irq).mkdir(parents=True)
+        (irqs / irq / name).write_text(text + "\n")
     assert provoke.irqs_on(1, tmp_path) == 2 and provoke.irqs_on(2, tmp_path) == 0
     assert provoke.irqs_on(0, tmp_path / "none") == 0
 
 
 def test_the_admission_limit_and_its_absence(tmp_path):
-    (tmp_path / "sched_rt_period_us").write_text("1000000\n")
-    (tmp_path / "sched_rt_runtime_us").write_text("950000\n")
+    kernel = tmp_path / "proc" / "sys" / "kernel"
+    kernel.mkdir(parents=True)
+    (kernel / "sched_rt_period_us").write_text("1000000\n")
+    (kernel / "sched_rt_runtime_us").write_text("950000\n")
     assert provoke.admission_limit(tmp_path) == pytest.approx(0.95 * len(os.sched_getaffinity(0)))
-    (tmp_path / "sched_rt_runtime_us").write_text("-1\n")
+    (kernel / "sched_rt_runtime_us").write_text("-1\n")
     assert provoke.admission_limit(tmp_path) is None
 
 

@@ -18,7 +18,8 @@ from rtstudy import criteria, judge
 from rtstudy.experiments.e5_placement import provoke
 from rtstudy.experiments.e5_placement.provoke import NOT_IN_4X
 from rtstudy.io import Dataset, read_cells, set_aside_drift, stack
-from rtstudy.records import thread_mismatches
+from rtstudy.realtime import POLICY_BY_NUMBER
+from rtstudy.records import POLICIES, thread_mismatches
 
 # The columns and Arrow types of samples.parquet, as the apps write them (data/README.md).
 SAMPLES = {"op": "string", "requested_policy": "string", "ran": "int64", "policy": "int64",
@@ -38,8 +39,8 @@ AS_DOCUMENTED, DIFFERS = "as documented", "differs"
 NOT_PROVOKED, UNDOCUMENTED = "not provoked here", "no documented outcome"
 # H5b's rule (rtstudy.criteria): an equality, every condition in every repetition.
 RULE = criteria.CRITERIA["h5b_promises"].rule
-# The 5.0 record's names of the policies a request asks for (rtstudy.records.POLICIES).
-RECORD_POLICY = {"SCHED_FIFO": "fifo", "SCHED_RR": "round_robin", "SCHED_DEADLINE": "deadline"}
+# A request's policy (SCHED_FIFO …) by the name 5.0's record gives it (``fifo`` …).
+RECORD_POLICY = {POLICY_BY_NUMBER[number]: name for name, number in POLICIES.items()}
 
 _FACTORS = {
     "provocation": ("str", "", "what the cell asks for that the host cannot give "

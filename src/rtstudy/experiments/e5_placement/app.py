@@ -48,8 +48,7 @@ class PlacementApp(Application):
 def run(config: dict, realtime) -> tuple[dict, dict]:
     """Provoke, then run the app for ``run_ms`` (module docstring)."""
     requests = provoke.requests(config)
-    provoked = provoke.provoked(config)
-    irqs = provoke.irqs_on(config["cpu"])
+    observed = provoke.before(config)
     Probe.seen = {}
     app = PlacementApp(requests)
     # One default worker besides the pools: the scheduler needs one; the probes have their own.
@@ -62,15 +61,10 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
             app.run()
         except Exception as exc:  # what 4.x does with a refused request is the outcome
             error = f"{type(exc).__name__}: {exc}"
-    summary = {"provoked": provoked, "irqs_on_cpu": irqs,
-               "stage": "raised" if error else "ran", "termination": error,
+    summary = {**observed, "stage": "raised" if error else "ran", "termination": error,
                "compile_diagnostics": [], "run_diagnostics": [],
                "logged": provoke.logged_errors(log[0]), "plan_records": [], "probe_records": []}
-    operators = {r.operator: {"ticks": int(r.operator in Probe.seen),
-                              "sched": Probe.seen.get(r.operator)} for r in requests}
-    return provoke.samples_of(requests, Probe.seen), {
-        "operators": operators, "effective": {**config, "sdk_api": 4}, "summary": summary,
-        "measured_s": (time.monotonic_ns() - start) / 1e9}
+    return provoke.cell_result(config, requests, Probe.seen, summary, 4, start)
 
 
 if __name__ == "__main__":

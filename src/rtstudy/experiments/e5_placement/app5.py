@@ -72,8 +72,7 @@ def tokens(diagnostics) -> list[str]:
 def run(config: dict, realtime) -> tuple[dict, dict]:
     """Provoke, compile, and run if accepted (module docstring)."""
     requests = provoke.requests(config)
-    provoked = provoke.provoked(config)
-    irqs = provoke.irqs_on(config["cpu"])
+    observed = provoke.before(config)
     Probe.seen = {}
     start = time.monotonic_ns()
     with provoke.captured_stderr() as log:
@@ -82,6 +81,8 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
         record = json.loads(plan.json())
         stage, termination, run_diagnostics = "rejected at compile", None, []
         if plan.ok:
+            # Not run5.run_within: it raises on FAILED, and a FAILED run is an outcome here,
+            # its session's diagnostics kept.
             session = hs.run_async(plan)
             if not session.wait(timeout=config["run_ms"] / 1000):
                 session.request_stop()
@@ -90,7 +91,7 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
             run_diagnostics = tokens(session.diagnostics)
             stage = "failed at lane start" if termination == "FAILED" else "ran"
     summary = {
-        "provoked": provoked, "irqs_on_cpu": irqs, "stage": stage, "termination": termination,
+        **observed, "stage": stage, "termination": termination,
         "compile_diagnostics": tokens(plan.errors) if not plan.ok else [],
         "run_diagnostics": run_diagnostics, "logged": provoke.logged_errors(log[0]),
         # Not "placements": those are H5a's (rtstudy.records), which compares accepted records
@@ -98,12 +99,7 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
         "plan_records": record.get("partition_placements", []),
         "probe_records": record.get("placement_probes", []),
     }
-    operators = {name: {"ticks": int(name in Probe.seen), "sched": Probe.seen.get(name)}
-                 for name in (r.operator for r in requests)}
-    effective = {**config, "sdk_api": 5}
-    return provoke.samples_of(requests, Probe.seen), {
-        "operators": operators, "effective": effective, "summary": summary,
-        "measured_s": (time.monotonic_ns() - start) / 1e9}
+    return provoke.cell_result(config, requests, Probe.seen, summary, 5, start)
 
 
 if __name__ == "__main__":

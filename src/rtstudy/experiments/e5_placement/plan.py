@@ -79,13 +79,13 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     """
     api = sdk.api_of(fp)
     base = base_config(cfg, fp, configs)
+    timeout = cfg["run_ms"] / 1000 + cfg["timeout_margin_s"]
     cells = []
     for rep in range(cfg["repetitions"]):
         for provocation, policy, irq in conditions(cfg, api):
             label = provocation if api < 5 else f"{provocation}-{policy}-{irq}"
             config = {"provocation": provocation, "probe_failure_policy": policy,
                       "irq_isolation": irq, **base}
-            timeout = cfg["run_ms"] / 1000 + cfg["timeout_margin_s"]
             cells.append(Cell(EXPERIMENT, APP, label, config, rep, timeout, module=MODULE))
     random.Random(cfg["order_seed"]).shuffle(cells)
     if api == 5:

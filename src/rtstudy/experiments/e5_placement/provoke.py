@@ -11,9 +11,11 @@ import os
 import resource
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from rtstudy import kernelfs
 from rtstudy.realtime import RealtimeRequest
 
 # What each provocation asks for, in words (the report's list of them).
@@ -71,12 +73,14 @@ def drop_privilege() -> bool:
     return False
 
 
-def admission_limit(kernel: Path = Path("/proc/sys/kernel")) -> float | None:
+def admission_limit(root: Path = kernelfs.ROOT) -> float | None:
     """The SCHED_DEADLINE bandwidth the kernel admits over this process's CPUs (CPUs), or None
-    where admission control is off (``sched_rt_runtime_us`` −1)."""
-    runtime = int((kernel / "sched_rt_runtime_us").read_text())
-    period = int((kernel / "sched_rt_period_us").read_text())
-    return None if runtime < 0 else runtime / period * len(os.sched_getaffinity(0))
+    where admission control is off (``sched_rt_runtime_us`` −1) or cannot be read."""
+    runtime = kernelfs.text(root, "/proc/sys/kernel/sched_rt_runtime_us")
+    period = kernelfs.text(root, "/proc/sys/kernel/sched_rt_period_us")
+    if runtime is None or period is None or int(runtime) < 0:
+        return None
+    return int(runtime) / int(period) * len(os.sched_getaffinity(0))
 
 
 def provoked(config: dict) -> bool:
@@ -95,28 +99,23 @@ def provoked(config: dict) -> bool:
     return False
 
 
-def irqs_on(cpu: int, root: Path = Path("/proc/irq")) -> int:
+def irqs_on(cpu: int, root: Path = kernelfs.ROOT) -> int:
     """How many device IRQs may be delivered to ``cpu`` (their effective affinity, else their
     affinity, names it): 0 is what IRQ isolation of ``cpu`` means."""
     count = 0
-    for irq in root.iterdir() if root.is_dir() else ():
+    for irq in kernelfs.list_names(root, "/proc/irq", r"\d+") or []:
         for name in ("effective_affinity_list", "smp_affinity_list"):
-            try:
-                text = (irq / name).read_text().strip()
-            except OSError:
-                continue
-            count += cpu in parse_cpus(text)
-            break
+            cpus = kernelfs.to_cpus(kernelfs.text(root, f"/proc/irq/{irq}/{name}"))
+            if cpus is not None:
+                count += cpu in cpus
+                break
     return count
 
 
-def parse_cpus(text: str) -> set[int]:
-    """A kernel CPU list (``0-2,5``) as a set."""
-    out: set[int] = set()
-    for part in filter(None, text.split(",")):
-        lo, _, hi = part.partition("-")
-        out.update(range(int(lo), int(hi or lo) + 1))
-    return out
+def before(config: dict) -> dict:
+    """What a cell records before Holoscan runs (its summary's first keys): whether its
+    provocation took (:func:`provoked`) and the device IRQs on its real-time CPU."""
+    return {"provoked": provoked(config), "irqs_on_cpu": irqs_on(config["cpu"])}
 
 
 # samples.parquet: one row per requested thread (rtstudy.experiments.e5_placement.analysis).
@@ -135,6 +134,18 @@ def samples_of(requests: list[RealtimeRequest], seen: dict) -> dict:
                      got["runtime_ns"] if got else -1,
                      ",".join(map(str, got["cpus"])) if got else ""))
     return {name: list(values) for name, values in zip(SAMPLE_COLUMNS, zip(*rows))}
+
+
+def cell_result(config: dict, requests: list[RealtimeRequest], seen: dict, summary: dict,
+                api: int, start_ns: int) -> tuple[dict, dict]:
+    """What either app returns to :func:`rtstudy.apps.child.main`: the samples
+    (:func:`samples_of`) and the result: each operator's ticks and read-back, the configuration
+    with its SDK's API generation ``api``, ``summary``, and the time since ``start_ns`` (s)."""
+    operators = {r.operator: {"ticks": int(r.operator in seen), "sched": seen.get(r.operator)}
+                 for r in requests}
+    return samples_of(requests, seen), {
+        "operators": operators, "effective": {**config, "sdk_api": api}, "summary": summary,
+        "measured_s": (time.monotonic_ns() - start_ns) / 1e9}
 
 
 @contextmanager
