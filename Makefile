@@ -119,21 +119,12 @@ study-tuned: setup sdk
 new-session: $(STAMP)
 	$(BIN)/rtstudy session new
 
-# On WORKERS processes (pytest-xdist; each test module on one of them, so its module-scoped
-# fixtures are built once): the tests that measure take turns (tests/conftest.py's lock),
-# the others run beside them. With two or more, the tests marked `alone` (explore.ipynb's
-# papermill and JupyterLab runs, which twice in seven runs hung beside a measuring worker)
-# run after the rest on one process; both phases run and the target fails if either did.
-# One worker by default, every test in one run (so the reference is pulled once).
-WORKERS ?= 1
+# On WORKERS processes (pytest-xdist, --dist loadgroup; tests/conftest.py's groups): the tests
+# that measure, and explore.ipynb's runs that must have nothing measuring beside them (`alone`),
+# one after another on one worker; every other module on the other, beside them.
+WORKERS ?= 2
 test: setup
-	@status=0; \
-	if [ "$(WORKERS)" = 1 ]; then \
-	  $(BIN)/python -m pytest -n 1 --dist loadfile --durations=25 || status=$$?; \
-	else \
-	  $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=20 -m "not alone" || status=$$?; \
-	  $(BIN)/python -m pytest --durations=5 -m alone || status=$$?; \
-	fi; exit $$status
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
 
 # Pure logic only (no measurement, pipeline, server or network: pyproject.toml's markers),
 # for between two edits; `make test` runs every tier.

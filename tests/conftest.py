@@ -3,15 +3,17 @@ reference dataset pulled once, the smoke study measured once), the tiers, and th
 keeps measuring one test at a time. Helpers that are not fixtures are in tests/helpers.py."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
-import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
-from helpers import BIN, copy_checkout, copy_project, git_repository, project_env, publish, sh
+from helpers import (BIN, MEASURING, REFERENCE_REMOTE, copy_checkout, copy_project, git_repository,
+                     project_env, publish, sh)
 
 from rtstudy import host, params, paths, sdk, sdkroot
 from rtstudy.harness import SweepContext
@@ -29,13 +31,30 @@ TIERS = {
 }
 # Tests of an otherwise fast module that start a fresh interpreter per module or ask apt.
 SLOW_TESTS = ("test_every_module_imports_on_its_own", "test_the_debian_names_exist")
+# The modules whose tests measure, or must not run beside a test that does (`alone`), go to
+# one worker, one after another, in this order: the smoke study first (test_pipeline's
+# measured_project), explore's notebooks last (they need the reference, which the other
+# worker pulls early). The other worker runs every other module, those that need no smoke
+# data first, so it never waits for the smoke study.
+EXCLUSIVE = ("test_pipeline.py", *TIERS["cells"], "test_explore.py")
+
+
+def _module(item) -> str:
+    return item.path.relative_to(Path(__file__).parent).as_posix()
+
+
+def _matches(where: str, modules) -> int | None:
+    """The index in ``modules`` of the first entry naming ``where`` (a module, or a folder
+    ending in "/"), None if none does."""
+    return next((i for i, m in enumerate(modules)
+                 if where == m or (m.endswith("/") and where.startswith(m))), None)
 
 
 def pytest_collection_modifyitems(items) -> None:
     for item in items:
-        where = item.path.relative_to(Path(__file__).parent).as_posix()
+        where = _module(item)
         for tier, modules in TIERS.items():
-            if any(where == m or (m.endswith("/") and where.startswith(m)) for m in modules):
+            if _matches(where, modules) is not None:
                 item.add_marker(getattr(pytest.mark, tier))
         if item.name.startswith(SLOW_TESTS):
             item.add_marker(pytest.mark.pipeline)
@@ -43,18 +62,27 @@ def pytest_collection_modifyitems(items) -> None:
         # is marked `measures` itself; `measured_project` takes the lock while it measures.
         if item.get_closest_marker("cells"):
             item.add_marker(pytest.mark.measures)
+        # `make test`'s two workers (--dist loadgroup): a module is one unit of work, so its
+        # module-scoped fixtures are built once; the exclusive modules are one unit together.
+        item.add_marker(pytest.mark.xdist_group(
+            "exclusive" if _matches(where, EXCLUSIVE) is not None else where))
+    needs_smoke_data = {_module(i) for i in items if "measured_project" in i.fixturenames}
+
+    def rank(item) -> tuple:
+        where = _module(item)
+        place = _matches(where, EXCLUSIVE)
+        return (0, place) if place is not None else (1 + (where in needs_smoke_data), 0)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
 
 
-# One timing experiment at a time on this machine, whichever worker or run asks: every test
-# that measures holds this lock from its fixtures' set-up to their teardown. A file lock, so
-# a worker that dies releases it.
-MEASURING = FileLock(Path(tempfile.gettempdir()) / f"rtstudy-tests-measuring-{os.getuid()}.lock",
-                     is_singleton=True)
+# Every test that measures, or must have nothing measuring beside it (`alone`), holds
+# helpers.MEASURING from its fixtures' set-up to their teardown.
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    if item.get_closest_marker("measures"):
+    if item.get_closest_marker("measures") or item.get_closest_marker("alone"):
         with MEASURING:
             return (yield)
     return (yield)
@@ -103,23 +131,29 @@ def checkout_copy(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def reference_project(tmp_path_factory):
-    """A copy of the checkout holding the reference dataset, pulled once per run as a new user's
-    ``make pull`` falls back to (``dvc pull -r reference``: offline, from data/reference/):
-    ``(dest, env)``. A git repository with the tree committed and the committed dvc.lock, so
-    it is a clone of the checkout with the reference data in it. Read-only: a test that changes
-    it works on a copy (:func:`copy_project`)."""
-    dest = tmp_path_factory.mktemp("reference")
-    env = copy_checkout(dest)
-    # The copy starts as a clone with nothing measured; the committed dvc.lock names the reference.
-    shutil.copy2(paths.checkout() / "dvc.lock", dest / "dvc.lock")
-    git_repository(dest, env, "reference")
-    sh([BIN / "dvc", "pull", "-q", "-r", "reference"], dest, env, timeout=300)
-    # params.yaml chooses the reference's profile, as in a fresh clone (this checkout's may not).
-    profiles = {p.name for p in (dest / "data" / "raw").glob("*/*/*") if p.is_dir()}
-    if len(profiles) == 1 and params.load(dest / "params.yaml")["profile"] not in profiles:
-        sh([BIN / "rtstudy", "params", "use", *profiles], dest, env)
-        sh(["git", "commit", "-qam", "the reference's profile"], dest, env)
-    return dest, env
+    """A copy of the checkout holding the reference dataset, pulled once per run (by whichever
+    worker asks first) as a new user's ``make pull`` falls back to (``dvc pull -r reference``:
+    offline, from this checkout's data/reference/): ``(dest, env)``. A git repository with the
+    tree committed and the committed dvc.lock, so it is a clone of the checkout with the
+    reference data in it. Read-only: a test that changes it works on a copy (:func:`copy_project`)."""
+    def build(dest: Path) -> str:
+        env = copy_checkout(dest)
+        # The copy starts as a clone with nothing measured; the committed dvc.lock names the reference.
+        shutil.copy2(paths.checkout() / "dvc.lock", dest / "dvc.lock")
+        git_repository(dest, env, "reference")
+        # The copy has no data/reference/ of its own (helpers.REFERENCE_REMOTE): the checkout's.
+        sh([BIN / "dvc", "remote", "modify", "--local", "reference", "url",
+            paths.checkout() / REFERENCE_REMOTE], dest, env)
+        sh([BIN / "dvc", "pull", "-q", "-r", "reference"], dest, env, timeout=300)
+        # params.yaml chooses the reference's profile, as in a fresh clone (this checkout's may not).
+        profiles = {p.name for p in (dest / "data" / "raw").glob("*/*/*") if p.is_dir()}
+        if len(profiles) == 1 and params.load(dest / "params.yaml")["profile"] not in profiles:
+            sh([BIN / "rtstudy", "params", "use", *profiles], dest, env)
+            sh(["git", "commit", "-qam", "the reference's profile"], dest, env)
+        return ""
+
+    dest, _ = built_once(tmp_path_factory, "reference", build)
+    return dest, project_env(dest)
 
 
 def shared_dir(tmp_path_factory) -> Path:
@@ -129,35 +163,88 @@ def shared_dir(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
+def built_once(tmp_path_factory, name: str, build, lock=None) -> tuple[Path, str]:
+    """``(folder, text)``: ``build(folder)``'s folder and the text it returned, built once per
+    run by whichever worker asks first (the others wait for it and share it) under ``lock``
+    (a lock to hold while building, taken before the build's own), so no test depends on the
+    order or the worker it runs in. A failed build fails every test that asks for it."""
+    shared = shared_dir(tmp_path_factory)
+    dest, done, failed = shared / name, shared / f"{name}.done", shared / f"{name}.failed"
+    if not done.exists():
+        # ``lock`` before the build's own lock, always in that order: no deadlock with a
+        # worker that holds ``lock`` for a test of its own and then asks for this.
+        with lock or contextlib.nullcontext(), FileLock(shared / f"{name}.lock"):
+            if not done.exists() and not failed.exists():
+                dest.mkdir()
+                try:
+                    out, text = done, build(dest)
+                except Exception as e:  # noqa: BLE001 - every waiting test reports it
+                    out, text = failed, f"{type(e).__name__}: {e}"
+                # Whole or not at all: the other worker looks for the file without the lock.
+                out.with_suffix(".part").write_text(text)
+                out.with_suffix(".part").rename(out)
+    assert not failed.exists(), f"building {name} failed:\n{failed.read_text()}"
+    return dest, done.read_text()
+
+
+class ReleasedAt:
+    """A lock held from ``with`` until :meth:`release` (or the block's end, whichever first)."""
+
+    def __init__(self, lock: FileLock):
+        self.lock, self.held = lock, False
+
+    def __enter__(self):
+        self.lock.acquire()
+        self.held = True
+        return self
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.lock.release()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
 @pytest.fixture(scope="session")
 def measured_project(tmp_path_factory):
     """A git repository holding a copy of the working tree after its first ``dvc repro``
     (smoke): ``(dest, env, stdout of that repro)``.
 
-    Measured once per run, by whichever worker asks first (the others wait for it and
-    share it), so the tests that need smoke data never depend on the order or the worker
-    they run in. Read-only: a test that changes it works on a copy.
+    Measured once per run (:func:`built_once`). The measuring lock is held until the repro
+    starts the report, which measures nothing (the other worker may measure beside it).
+    Read-only: a test that changes it works on a copy.
     """
-    shared = shared_dir(tmp_path_factory)
-    dest, stdout, failed = shared / "measured", shared / "measured.stdout", shared / "measured.failed"
-    if not stdout.exists():
-        # MEASURING before the build's own lock, always in that order: no deadlock with a
-        # worker that holds MEASURING for a test of its own and then asks for this.
-        with MEASURING, FileLock(shared / "measured.lock"):
-            if not stdout.exists() and not failed.exists():
-                dest.mkdir()
-                env = copy_checkout(dest)
-                git_repository(dest, env)
-                sh([BIN / "rtstudy", "params", "use", "smoke"], dest, env, timeout=120)
-                proc = subprocess.run([str(BIN / "dvc"), "repro"], cwd=dest, env=env,
-                                      capture_output=True, text=True, timeout=900)
-                done, text = ((stdout, proc.stdout) if proc.returncode == 0 else
-                              (failed, f"dvc repro failed:\n{proc.stdout}\n{proc.stderr}"))
-                # Whole or not at all: the other worker looks for the file without the lock.
-                done.with_suffix(".part").write_text(text)
-                done.with_suffix(".part").rename(done)
-    assert not failed.exists(), failed.read_text()
-    return dest, project_env(dest), stdout.read_text()
+    measuring = ReleasedAt(MEASURING)
+
+    def build(dest: Path) -> str:
+        env = copy_checkout(dest)
+        git_repository(dest, env)
+        sh([BIN / "rtstudy", "params", "use", "smoke"], dest, env, timeout=120)
+        proc = subprocess.Popen([str(BIN / "dvc"), "repro"], cwd=dest, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        stdout, stderr = [], []
+        reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()))
+        reader.start()
+        timer = threading.Timer(900, proc.kill)
+        timer.start()
+        try:
+            for line in proc.stdout:
+                if line.startswith("Running stage 'report'"):
+                    measuring.release()
+                stdout.append(line)
+            proc.wait()
+            reader.join()
+        finally:
+            timer.cancel()
+        if proc.returncode != 0:
+            raise AssertionError(f"dvc repro failed ({proc.returncode}):\n{''.join(stdout)}\n"
+                                 f"{''.join(stderr)}")
+        return "".join(stdout)
+
+    dest, stdout = built_once(tmp_path_factory, "measured", build, lock=measuring)
+    return dest, project_env(dest), stdout
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from rtstudy import paths
 
@@ -25,6 +27,18 @@ SECTIONS = ("E1 — Async lock-free buffer", "E2 — Real-time vs normal thread"
             "E3 — Scheduler overhead", "E4 — Host tuning audit")
 # Outputs of the pipeline: a copy of the project starts without them, as a fresh clone does.
 OUTPUTS = ("data/raw/", "executed/", "report/")
+# The reference dataset's remote (6,860 files, 139 MB tracked by git): only `make pull`'s
+# fallback reads it, and in every copy it cost a copy, git's compression and about 40 s of
+# each `dvc exp run` (which stashes the whole tree). Left out of copies; a copy that pulls
+# the reference points that remote at this checkout's folder (conftest's reference_project).
+REFERENCE_REMOTE = "data/reference/"
+
+
+# One timing experiment at a time on this machine, whichever worker or run asks (conftest.py
+# holds it around every test that measures; a test that measures in one step takes it there).
+# A file lock, so a worker that dies releases it.
+MEASURING = FileLock(Path(tempfile.gettempdir()) / f"rtstudy-tests-measuring-{os.getuid()}.lock",
+                     is_singleton=True)
 
 
 def sh(args, cwd, env, timeout=900, check=True, **kwargs) -> subprocess.CompletedProcess:
@@ -75,7 +89,8 @@ def copy_checkout(dest: Path) -> dict:
     """Copy the working tree's files (tracked and untracked, not ignored) to ``dest``.
 
     Pipeline outputs and ``dvc.lock`` are left out, so ``dest`` looks like a
-    fresh clone of the working tree.
+    fresh clone of the working tree; so is the reference dataset's remote
+    (:data:`REFERENCE_REMOTE`).
 
     Parameters
     ----------
@@ -94,7 +109,7 @@ def copy_checkout(dest: Path) -> dict:
                            cwd=root, capture_output=True, text=True, check=True,
                            timeout=60).stdout.split("\n")
     for rel in filter(None, files):
-        if (root / rel).is_file() and not rel.startswith(OUTPUTS):
+        if (root / rel).is_file() and not rel.startswith((*OUTPUTS, REFERENCE_REMOTE)):
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / rel, dest / rel)
     (dest / "dvc.lock").unlink(missing_ok=True)

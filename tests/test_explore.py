@@ -24,7 +24,7 @@ import pytest
 from helpers import end_group, free_port, screenshot_path
 from rtstudy import browser, data, explore, harness, params, registry, stage
 
-# After every other test, with nothing beside it: twice in seven runs on two workers the
+# With nothing measuring beside it (conftest.py's lock): twice in seven runs on two workers the
 # Explorer cell's papermill run hung while the other worker measured (docs/install.md).
 pytestmark = pytest.mark.alone
 
