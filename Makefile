@@ -124,7 +124,7 @@ new-session: $(STAMP)
 # one after another on one worker; every other module on the other, beside them.
 WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup --durations=25
 
 # Pure logic only (no measurement, pipeline, server or network: pyproject.toml's markers),
 # for between two edits; `make test` runs every tier.

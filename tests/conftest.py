@@ -62,10 +62,6 @@ def pytest_collection_modifyitems(items) -> None:
         # is marked `measures` itself; `measured_project` takes the lock while it measures.
         if item.get_closest_marker("cells"):
             item.add_marker(pytest.mark.measures)
-        # `make test`'s two workers (--dist loadgroup): a module is one unit of work, so its
-        # module-scoped fixtures are built once; the exclusive modules are one unit together.
-        item.add_marker(pytest.mark.xdist_group(
-            "exclusive" if _matches(where, EXCLUSIVE) is not None else where))
     needs_smoke_data = {_module(i) for i in items if "measured_project" in i.fixturenames}
 
     def rank(item) -> tuple:
@@ -74,6 +70,24 @@ def pytest_collection_modifyitems(items) -> None:
         return (0, place) if place is not None else (1 + (where in needs_smoke_data), 0)
 
     items.sort(key=rank)  # stable: each module's tests keep their order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`make test`'s scheduler (``--dist loadgroup``): a module is one unit of work, so its
+    module-scoped fixtures are built once, and the exclusive modules are one unit together; the
+    units go out in the order collected (above). (xdist's own loadgroup reads the groups from
+    node ids that pytest 9 no longer lets it change.)"""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Exclusive(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            where = nodeid.split("::")[0].removeprefix("tests/")
+            return "exclusive" if _matches(where, EXCLUSIVE) is not None else where
+
+    config.option.loadscopereorder = False
+    return Exclusive(config, log)
 
 
 # Every test that measures, or must have nothing measuring beside it (`alone`), holds
