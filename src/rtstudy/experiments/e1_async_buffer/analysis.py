@@ -120,22 +120,27 @@ def load(directory: Path, cfg: dict) -> Dataset:
                 "varied_period_ms": cfg[f"{VARIED[cfg['scenario']]}_period_ms"]}
         fixed_op, _ = FIXED[cfg["scenario"]]
         n = cfg["messages"]
+        # As numpy arrays once per cell: pandas' per-call overhead on these small selections
+        # was most of a large dataset's load (8.6 of 9.6 s for the reference's ten).
+        col = {c: samples[c].to_numpy() for c in
+               ("event", "port", "index", "t_start_ns", "t_emit_ns", "t_rx_ns")}
         for producer, port in (("tx1", "in1"), ("tx2", "in2")):
             role = "fixed" if producer == fixed_op else "varied"
-            rx = samples[(samples["event"] == "receive") & (samples["port"] == port)]
-            rx = rx.sort_values("index")
-            interval = rx["t_rx_ns"].diff() / 1e6
-            keep = (rx["index"] >= discard_head) & (rx["index"] < n - discard_tail)
+            received = np.flatnonzero((col["event"] == "receive") & (col["port"] == port))
+            rx = received[np.argsort(col["index"][received], kind="quicksort")]  # by index
+            index, t_rx = col["index"][rx], col["t_rx_ns"][rx]
+            interval = np.concatenate([[np.nan], np.diff(t_rx)]) / 1e6
+            keep = (index >= discard_head) & (index < n - discard_tail)
             m = pd.DataFrame({
-                "index": rx["index"][keep],
-                "latency_ms": ((rx["t_rx_ns"] - rx["t_start_ns"]) / 1e6)[keep],
-                "latency_emit_ms": ((rx["t_rx_ns"] - rx["t_emit_ns"]) / 1e6)[keep],
+                "index": index[keep],
+                "latency_ms": ((t_rx - col["t_start_ns"][rx]) / 1e6)[keep],
+                "latency_emit_ms": ((t_rx - col["t_emit_ns"][rx]) / 1e6)[keep],
                 "interval_ms": interval[keep],
             })
             msg_frames.append((m, {**base, "producer": producer, "role": role}))
-            emits = samples[(samples["event"] == "emit") & (samples["port"] == producer)]
-            emit_period = np.diff(np.sort(emits["t_emit_ns"].to_numpy())) / 1e6
-            first = rx.loc[rx["t_rx_ns"].idxmin()] if len(rx) else None
+            emitted = col["t_emit_ns"][(col["event"] == "emit") & (col["port"] == producer)]
+            emit_period = np.diff(np.sort(emitted)) / 1e6
+            first = int(np.argmin(t_rx)) if len(rx) else None  # the earliest receive
             lat, lat_e, itv = (percentiles(m[c], (50, 99)) for c in
                                ("latency_ms", "latency_emit_ms", "interval_ms"))
             rows.append({**base, "producer": producer, "role": role,
@@ -147,10 +152,10 @@ def load(directory: Path, cfg: dict) -> Dataset:
                          "nominal_period_ms": cfg[f"{producer}_period_ms"],
                          "stale_reads": cell.sidecar["summary"]["stale_reads"][port],
                          "duration_s": cell.sidecar["summary"]["duration_s"],
-                         "first_wait_ms": (float(first["t_rx_ns"] - first["t_emit_ns"]) / 1e6
+                         "first_wait_ms": (float(t_rx[first] - col["t_emit_ns"][rx][first]) / 1e6
                                            if first is not None else np.nan),
                          "backlog_at_first_read": (
-                             max(0, int((emits["t_emit_ns"] < first["t_rx_ns"]).sum()) - 1)
+                             max(0, int((emitted < t_rx[first]).sum()) - 1)
                              if first is not None else 0),
                          "phase_switches": int(np.count_nonzero(np.diff(
                              (m["latency_emit_ms"] > cfg["rx_period_ms"] / 2).to_numpy(int))))})
