@@ -90,12 +90,10 @@ def pytest_xdist_make_scheduler(config, log):
     return Exclusive(config, log)
 
 
-# Every test that measures, or must have nothing measuring beside it (`alone`), holds
-# helpers.MEASURING from its fixtures' set-up to their teardown.
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    # Every test that measures, or must have nothing measuring beside it (`alone`), holds
+    # helpers.MEASURING from its fixtures' set-up to their teardown.
     if item.get_closest_marker("measures") or item.get_closest_marker("alone"):
         with MEASURING:
             return (yield)
