@@ -73,24 +73,24 @@ help:
 
 setup: $(STAMP) sysdeps
 
-$(STAMP): $(LOCK) pyproject.toml setup.py src/rtstudy/_native.c src/rtstudy/kernelspec.py
+$(STAMP): $(LOCK) pyproject.toml setup.py src/rtstudy/_native.c src/rtstudy/sdks/kernelspec.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	$(BIN)/python -m rtstudy.kernelspec "rtstudy ($(VENV), Python $(PY_VERSION))"
+	$(BIN)/python -m rtstudy.sdks.kernelspec "rtstudy ($(VENV), Python $(PY_VERSION))"
 	@touch $@
 
-# System tools by distribution (rtstudy.sysdeps): what the measurements use; `make test` adds
+# System tools by distribution (rtstudy.machine.sysdeps): what the measurements use; `make test` adds
 # what only the tests use (chromium, sshd). A target-specific value reaches the target's
 # prerequisites, so `make test` -> setup -> sysdeps installs both sets.
 SYSDEPS_FOR = study
 test: SYSDEPS_FOR = test
 sysdeps: $(STAMP)
-	@$(BIN)/python -m rtstudy.sysdeps --for $(SYSDEPS_FOR)
+	@$(BIN)/python -m rtstudy.machine.sysdeps --for $(SYSDEPS_FOR)
 
 # Holoscan versions whose wheels need a newer glibc than the host's run in a Debian 13 root
-# (rtstudy.sdkroot), a 4.x version other than the venv's (3.5.0) in a venv of its own
-# (rtstudy.sdkvenv); each built once per machine for the profile's versions. Where this host
+# (rtstudy.sdks.sdkroot), a 4.x version other than the venv's (3.5.0) in a venv of its own
+# (rtstudy.sdks.sdkvenv); each built once per machine for the profile's versions. Where this host
 # cannot (not root, no debootstrap, no python3.11) it says so and the study measures the others.
 sdk: setup
 	$(BIN)/rtstudy sdk build
@@ -114,7 +114,7 @@ study-tuned: setup sdk
 	$(BIN)/dvc repro
 	@echo "Report (both host states): $(CURDIR)/report/report.html"
 
-# Sessions are the level above runs (rtstudy.sessions): `make study` resumes the current one,
+# Sessions are the level above runs (rtstudy.data.sessions): `make study` resumes the current one,
 # this closes it so that the next `make study` measures a new one beside it.
 new-session: $(STAMP)
 	$(BIN)/rtstudy session new
@@ -140,7 +140,7 @@ profile: $(STAMP)
 # The docs' pictures, each from what checks that page: the report's first screen from
 # report/report.html as it is, explore.ipynb's from the test that runs it in JupyterLab.
 screenshots: $(STAMP)
-	$(BIN)/python -m rtstudy.browser report/report.html docs/report_first_screen.png
+	$(BIN)/python -m rtstudy.report.browser report/report.html docs/report_first_screen.png
 	RTSTUDY_SCREENSHOTS=$(CURDIR)/docs $(BIN)/python -m pytest -q tests/test_explore.py -k jupyterlab
 
 # Sharing data: DVC moves what dvc.lock names between the cache and the remote

@@ -13,7 +13,7 @@ import argparse
 import statistics
 import time
 
-from rtstudy.work import fixed_work
+from rtstudy.measure.work import fixed_work
 
 
 def record(frames: int, work_iterations: int) -> float:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 
-from rtstudy import data, shield
+from rtstudy import data
+from rtstudy.machine import shield
 from rtstudy.report.study import data_fingerprint
 
 

@@ -3,7 +3,7 @@
 The check behind docs/install.md's "Tests": two processes each execute a one-cell notebook on
 the rtstudy kernel LAUNCHES times, at the same time, over TCP (jupyter_client's default: five
 free ports picked, closed, handed to the kernel) or over the study's Unix sockets
-(``--transport ipc``: :class:`rtstudy.kernelspec.IpcKernelManager`). A kernel that does not
+(``--transport ipc``: :class:`rtstudy.sdks.kernelspec.IpcKernelManager`). A kernel that does not
 start or a cell that gets no reply within 30 s counts as a hang.
 
 Usage: ``.venv/bin/python benchmarks/kernel_race.py [--transport tcp|ipc] [--launches N]``
@@ -29,7 +29,7 @@ def launches(transport: str, n: int, folder: Path, tag: str) -> int:
     """Execute the probe ``n`` times; return how many hung or failed."""
     import papermill
 
-    kwargs = ({"kernel_manager_class": "rtstudy.kernelspec.IpcKernelManager"}
+    kwargs = ({"kernel_manager_class": "rtstudy.sdks.kernelspec.IpcKernelManager"}
               if transport == "ipc" else {})
     failed = 0
     for i in range(n):

@@ -46,7 +46,7 @@ def main() -> int:
     print(f"report.html: {html.stat().st_size / 1e6:.1f} MB, "
           f"{len(list((root / 'report' / 'figures').glob('*.png')))} figures")
 
-    from rtstudy.browser import check_page
+    from rtstudy.report.browser import check_page
 
     page = check_page(html, args.screenshot)
     print(f"chromium: title {page.title!r}; {page.images} images, {len(page.broken_images)} "

@@ -26,7 +26,7 @@ rules; ``--minutes`` carries their recorded ``dvc repro`` times into the record.
 
 ``--show`` prints the recorded pair again, judged by this checkout's code (how many misses
 chance alone gives, for one), and measures nothing. ``--sessions`` measures nothing either: in this checkout, for every host whose dataset holds
-three sessions or more (``make new-session``, then ``make study``: :mod:`rtstudy.sessions`), it
+three sessions or more (``make new-session``, then ``make study``: :mod:`rtstudy.data.sessions`), it
 judges the latest session against the session-aware intervals of the earlier ones, headline by
 headline: inside their prediction interval for a next session, and inside their CI of the mean;
 then, over all its sessions, which variance component (between sessions, between runs, within a
@@ -47,8 +47,8 @@ import time
 from pathlib import Path
 
 from rtstudy import paths
-from rtstudy.report.stability import (agreement, agreement_table, chance_misses,
-                                      finding_changes, verdict_changes)
+from rtstudy.report.stability import (agreement, agreement_table, chance_misses, finding_changes,
+                                      verdict_changes)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = paths.rerun_file()
@@ -101,7 +101,8 @@ def main() -> int:
             if args.sdk:
                 only_versions(clone / "params.yaml", args.sdk)
             start = time.monotonic()
-            # One session per clone, as `make study` names one (rtstudy.harness.session_record).
+            # One session per clone, as `make study` names one
+            # (rtstudy.measure.harness.session_record).
             session = {**env, "RTSTUDY_SESSION": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
                        + f"-rerun-{clone.name}"}
             subprocess.run(["dvc", "repro", *args.stage], cwd=clone, env=session, check=True,

@@ -12,7 +12,7 @@ the share it fails (power, at least 0.8 wanted); written to ``benchmarks/rerun_e
 and printed as Markdown. Without it, as before:
 
 Measures nothing. For every host whose E2 dataset holds two sessions or more
-(:mod:`rtstudy.sessions`; ``--host`` picks some), takes its last two (in the reference dataset
+(:mod:`rtstudy.data.sessions`; ``--host`` picks some), takes its last two (in the reference dataset
 the pair ``benchmarks/rerun_agreement.py`` measured one after the other) and judges them by
 issue 20's check: every ladder rung's typical jitter and every late-frame rate at the headline
 point inside the other session's CI, both ways, and the recommendation table's conclusions the
@@ -32,9 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from rtstudy import data, params, sessions
+from rtstudy import data, params
+from rtstudy.data import sessions
 from rtstudy.experiments.e2_rt_threads.exchange import calibrate, exchange_test
-from rtstudy.stats import CI
+from rtstudy.inference.stats import CI
 
 EXPERIMENT = "e2_rt_threads"
 RECORD = Path(__file__).with_name("rerun_exchange.json")

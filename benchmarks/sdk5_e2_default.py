@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 import time
 
-from rtstudy import host, params, paths, placement, sdk
+from rtstudy import params, paths
 from rtstudy.experiments.e2_rt_threads import plan
-from rtstudy.harness import SweepContext, run_sweep
+from rtstudy.machine import host, placement
+from rtstudy.measure.harness import SweepContext, run_sweep
+from rtstudy.sdks import sdk
 
 
 def main() -> None:

@@ -15,8 +15,10 @@ from filelock import FileLock
 from helpers import (BIN, MEASURING, REFERENCE_REMOTE, copy_checkout, copy_project, git_repository,
                      project_env, publish, sh)
 
-from rtstudy import host, params, paths, sdk, sdkroot
-from rtstudy.harness import SweepContext
+from rtstudy import params, paths
+from rtstudy.machine import host
+from rtstudy.measure.harness import SweepContext
+from rtstudy.sdks import sdk, sdkroot
 
 
 # The tiers (pyproject.toml's markers): every test of these modules is in that tier; a test

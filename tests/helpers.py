@@ -158,7 +158,7 @@ def default_signals() -> None:
 
 
 def probe_sdk(env, expressions: str) -> list[str]:
-    """What ``print(expressions)`` prints inside SDK environment ``env`` (:mod:`rtstudy.sdk`),
+    """What ``print(expressions)`` prints inside SDK environment ``env`` (:mod:`rtstudy.sdks.sdk`),
     split into words, after the import every cell's app does (libcudart, then holoscan).
 
     The pid of the process the caller started is checked to be the printer's own

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rtstudy import audit, kernelfs
+from rtstudy.machine import audit, kernelfs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 
@@ -281,7 +281,7 @@ def test_rt_throttling_is_described_as_it_works():
 
 
 # ---------------------------------------------------------------------------
-# What tuned's realtime profile sets beyond isolation (rtstudy.audit_profile)
+# What tuned's realtime profile sets beyond isolation (rtstudy.machine.audit_profile)
 
 
 def set_idle_states(root: Path, driver: str, states: list[tuple[str, int]], cpus=range(4)) -> None:
@@ -418,7 +418,7 @@ def test_the_boot_line_is_said_once_for_this_hosts_boot_loader(tmp_path, marker,
 
 
 def test_idle_record_says_what_a_floor_ran_under():
-    from rtstudy import idle
+    from rtstudy.machine import idle
     record = idle.record(FIXTURES / "stock", [2])
     assert record["driver"] == "intel_idle" and record["cpu_dma_latency_us"] == idle.NO_REQUEST_US
     assert record["cpus"]["2"] == {"resume_latency_us": "0", "limit_us": None,

@@ -1,10 +1,10 @@
 """The CIs over runs cover what they state: a simulation at 3, 5 and 10 runs.
 
 Each case draws many synthetic sets of runs from a known distribution, computes
-the report's interval (:func:`rtstudy.stats.over_runs`, :func:`rtstudy.stats.two_group_ci`,
-:func:`rtstudy.stats.ratio_ci`) and counts how often it holds the truth.
-Normal runs, and runs from a skewed gamma (shape 4: skewness 1, about what
-per-run stds and costs look like without rare events). The chosen t-based
+the report's interval (:func:`rtstudy.inference.stats.over_runs`,
+:func:`rtstudy.inference.stats.two_group_ci`, :func:`rtstudy.inference.stats.ratio_ci`) and counts
+how often it holds the truth. Normal runs, and runs from a skewed gamma (shape 4: skewness 1, about
+what per-run stds and costs look like without rare events). The chosen t-based
 intervals must cover within :data:`TOLERANCE` of the nominal level; the percentile
 bootstrap over runs (what the report used before) is shown to cover far less at
 3 and 5 runs — about the runs' min–max range — which is why it is not used.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rtstudy.stats import CI, agreement_chance, over_runs, ratio_ci, two_group_ci
+from rtstudy.inference.stats import CI, agreement_chance, over_runs, ratio_ci, two_group_ci
 
 CI95 = CI(0.95)
 REPS = 1000  # simulated sets of runs per case: the coverage's Monte-Carlo SE is 0.7 points
@@ -88,7 +88,7 @@ def test_no_interval_over_few_runs_covers_a_mean_that_rare_late_runs_decide():
     # E2's per-run std: most runs quiet (~0.04 ms), one in five with late frames (~0.7 ms).
     # Three or five runs often hold no late run at all, so they say nothing of the tail: no
     # interval over them covers. The report says so, and reads typical jitter and late-frame
-    # rates for E2 (rtstudy.stats.pooled_rate) rather than trusting the std's CI.
+    # rates for E2 (rtstudy.inference.stats.pooled_rate) rather than trusting the std's CI.
     rng = np.random.default_rng(11)
 
     def late_frame_runs(n):
@@ -107,7 +107,7 @@ def test_a_second_sessions_estimate_lands_in_the_first_ones_ci_less_often_than_i
     even where sessions do not differ at all: the second estimate carries its own error, so it
     lands inside the first's 95 % CI over 5 runs about 88 % of the time, and 20 quantities
     land together about 8 % of the time. The session-level prediction interval
-    (:func:`rtstudy.stats.over_sessions`) is the yardstick for one session's estimate."""
+    (:func:`rtstudy.inference.stats.over_sessions`) is the yardstick for one session's estimate."""
     rng = np.random.default_rng(20261127)
     inside = []
     for _ in range(REPS):
@@ -120,8 +120,8 @@ def test_a_second_sessions_estimate_lands_in_the_first_ones_ci_less_often_than_i
 
 
 def test_agreement_chance_is_how_often_two_sessions_of_runs_land_inside_each_others_ci():
-    """rtstudy.stats.agreement_chance, which the report's *Stability* section uses to say how
-    many quantities miss by chance, against the study's own intervals on simulated sessions
+    """rtstudy.inference.stats.agreement_chance, which the report's *Stability* section uses to say
+    how many quantities miss by chance, against the study's own intervals on simulated sessions
     that do not differ: both ways, as benchmarks/rerun_agreement.py judges a pair."""
     rng = np.random.default_rng(11)
     for n in (3, 5):

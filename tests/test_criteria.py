@@ -1,4 +1,5 @@
-"""Every criterion's record (rtstudy.criteria) against git, and the report's reading of it."""
+"""Every criterion's record (rtstudy.inference.criteria) against git, and the report's reading of
+it."""
 from __future__ import annotations
 
 import os
@@ -7,7 +8,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from rtstudy import criteria, paths
+from rtstudy import paths
+from rtstudy.inference import criteria
 
 
 def git(*args: str) -> str:
@@ -39,11 +41,11 @@ def test_each_change_names_a_commit_of_this_history_with_its_date(name, change):
 
 
 def test_histories_are_in_time_order_and_values_are_what_the_code_applies():
-    from rtstudy import stats
     from rtstudy.experiments.e1_async_buffer import analysis as e1
     from rtstudy.experiments.e2_rt_threads import analysis as e2
     from rtstudy.experiments.e3_overhead import analysis as e3
     from rtstudy.experiments.e4_host import analysis as e4
+    from rtstudy.inference import stats
 
     for c in criteria.CRITERIA.values():
         times = [ch.time for ch in c.history]

@@ -15,11 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import require_policy
-from rtstudy import data, io, params, paths, registry
-from rtstudy.data import DataError
+from rtstudy import data, params, paths, registry
+from rtstudy.data import DataError, io
 from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan
 from rtstudy.experiments.e4_host import analysis as e4_analysis, plan as e4_plan
-from rtstudy.harness import SweepContext, run_sweep
+from rtstudy.measure.harness import SweepContext, run_sweep
 
 OTHER_HOST = "otherhost-0123abcd"
 
@@ -319,7 +319,7 @@ def test_stacking_cells_gives_what_assigning_each_one_did():
 
 
 def test_every_cell_records_the_checksums_of_its_samples(e3_root):
-    from rtstudy import integrity
+    from rtstudy.measure import integrity
 
     _, out, cells, _ = e3_root
     for cell in cells:

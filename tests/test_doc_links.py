@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rtstudy import paths
+import pytest
+
+from rtstudy import paths, registry
 
 # [text](target) and ![alt](target), with an optional "title" after the target.
 LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -131,6 +133,18 @@ def test_the_readme_is_a_landing_page():
     manuals = [*root.glob("docs/*.md"), root / "data" / "README.md"]
     unlinked = [str(p.relative_to(root)) for p in manuals if p.resolve() not in linked]
     assert not unlinked, f"README.md links none of: {', '.join(unlinked)}"
+
+
+@pytest.mark.parametrize("name", registry.REGISTRY)
+def test_each_experiment_folders_readme_maps_every_file(name):
+    """Its README.md names each file of the folder, measuring and reporting apart."""
+    folder = registry.get(name).folder
+    text = (folder / "README.md").read_text()
+    assert "**Measuring**" in text and "**Reporting**" in text
+    missing = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "README.md"
+                     and p.name != "__init__.py" and not p.name.endswith((".pyc", ".so"))
+                     and f"`{p.name}`" not in text)
+    assert not missing, f"{name}/README.md does not name {missing}"
 
 
 def test_the_readme_layout_names_every_module():

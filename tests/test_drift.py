@@ -14,15 +14,17 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from rtstudy import io, params, stats
-from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan
+from rtstudy import params
+from rtstudy.data import io
 from rtstudy.experiments.e2_rt_threads import analysis as e2_analysis
+from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan
 from rtstudy.experiments.e4_host import analysis as e4_analysis
-from rtstudy.harness import Cell, SweepContext, run_order, run_sweep, with_drift
+from rtstudy.inference import stats
+from rtstudy.inference.stats import CI, drift_check
+from rtstudy.measure.harness import Cell, SweepContext, run_order, run_sweep, with_drift
 from rtstudy.report import stability
 from rtstudy.report.section import Verdict
 from rtstudy.report.study import Study, words
-from rtstudy.stats import CI, drift_check
 
 CI_SETTINGS = CI(0.95)
 

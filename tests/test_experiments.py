@@ -15,8 +15,13 @@ from rtstudy import paths, registry
 SRC = Path(registry.__file__).resolve().parent
 # The layers that read the registry (and through it the experiments' modules); every other
 # module of src/rtstudy outside experiments/ is a shared layer below them.
-ABOVE = ("registry", "params", "data", "sessions", "sharing", "stage", "cli", "report/study",
-         "report/stability", "explore")
+ABOVE = ("registry", "params", "data/__init__", "data/sessions", "data/sharing", "stage", "cli",
+         "report/study", "report/stability", "explore")
+# The rooms of src/rtstudy (a sub-package, or a module of its own), lowest first: a module
+# imports only from its own room and those before it (the README's Layout says the same).
+ROOMS = (("paths", "atomic", "rules", "registry", "sources", "view", "_native"), ("machine",),
+         ("sdks",), ("params",), ("measure",), ("apps",), ("data",), ("inference",), ("report",),
+         ("experiments",), ("stage", "explore"), ("cli",))
 # What an experiment folder must provide (the protocol in rtstudy/registry.py): each member,
 # with its arguments where it is a function.
 PROTOCOL = {
@@ -59,7 +64,17 @@ def imports(module: str) -> set[str]:
 
 
 def within(names: set[str], package: str) -> list[str]:
+    """The modules of ``names`` inside ``package`` (``rtstudy.data.__init__``: the package
+    itself, which every import from it runs)."""
+    if package.endswith(".__init__"):
+        package = package.removesuffix(".__init__")
     return sorted(m for m in names if m == package or m.startswith(package + "."))
+
+
+def room_of(module: str) -> int:
+    """The position in :data:`ROOMS` of ``rtstudy.<module>`` (dotted or a path without .py)."""
+    first = module.replace("/", ".").removeprefix("rtstudy.").split(".")[0]
+    return next(i for i, names in enumerate(ROOMS) if first in names)
 
 
 @pytest.mark.parametrize("name", registry.REGISTRY)
@@ -110,7 +125,7 @@ def test_nothing_outside_the_folders_reads_a_member_the_protocol_does_not_list()
     listed = {(part, attr) for part, names in [*PROTOCOL.items(), *OPTIONAL.items()]
               for attr in names}
     read = {m: protocol_reads(m) for m in outside_the_folders()}
-    assert read["stage"] and read["data"] and read["report/study"], "the scan finds no read"
+    assert read["stage"] and read["data/__init__"] and read["report/study"], "the scan finds no read"
     unlisted = {m: sorted(r - listed) for m, r in read.items() if r - listed}
     assert not unlisted, f"members read but not in the protocol: {unlisted}"
 
@@ -174,7 +189,8 @@ def test_no_experiment_is_named_outside_the_registry_and_its_folder():
 
 def test_a_cell_runs_its_app_without_importing_the_report():
     """The cell's subprocess imports its app's parents only: no pandas, no figures, no report."""
-    code = ("import sys, rtstudy.experiments.e3_overhead, rtstudy.apps.child, rtstudy.work\n"
+    code = ("import sys, rtstudy.experiments.e3_overhead, rtstudy.apps.child\n"
+            "import rtstudy.measure.work\n"
             "print(sorted(m for m in ('pandas', 'matplotlib', 'scipy', 'rtstudy.report') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
@@ -206,3 +222,22 @@ def test_cell_ids_are_those_of_data_measured_before_the_move():
                     assert sorted(c.cell_id for c in cells if not c.drift) == \
                         recorded["cell_ids"][fp_name][profile][name], (fp_name, profile, name)
                     assert sum(bool(c.drift) for c in cells) == (2 if drift_check else 0)
+
+
+def test_every_module_belongs_to_a_room():
+    for module in modules():
+        if module != "rtstudy":
+            room_of(module)  # StopIteration: a module in none
+
+
+@pytest.mark.parametrize("module", [m for m in outside_the_folders() if m != "__init__"]
+                         + [f"experiments/{n}" for n in registry.REGISTRY])
+def test_no_import_runs_back_up_the_rooms(module):
+    """A room imports only from itself and the rooms below it: the architecture as folders."""
+    files = ([SRC / f"{module}.py"] if (SRC / f"{module}.py").is_file()
+             else sorted((SRC / module).rglob("*.py")))
+    here = room_of(module)
+    up = {f"{f.relative_to(SRC)}: {m}" for f in files
+          for m in imports(str(f.relative_to(SRC).with_suffix("")))
+          if m.startswith("rtstudy.") and room_of(m) > here}
+    assert not up, f"imports from a room above: {sorted(up)}"

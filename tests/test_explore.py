@@ -2,7 +2,7 @@
 
 Both run on the reference dataset, pulled offline into a copy of the checkout (``dvc pull -r
 reference``, what ``make pull`` falls back to), with measuring forbidden in the copy's
-processes (:data:`rtstudy.harness.NO_MEASURE_ENV`: a sweep, cell or stage raises before it
+processes (:data:`rtstudy.measure.harness.NO_MEASURE_ENV`: a sweep, cell or stage raises before it
 starts) and ``data/raw`` compared file by file (path, size, modification time) before and
 after: 0 cells run. The figures' functions are tested on the same data.
 """
@@ -22,7 +22,10 @@ from pathlib import Path
 import pytest
 
 from helpers import end_group, free_port, screenshot_path
-from rtstudy import browser, data, explore, harness, params, registry, stage
+from rtstudy import data, explore, params, registry
+from rtstudy import stage
+from rtstudy.measure import harness
+from rtstudy.report import browser
 
 # With nothing measuring beside it (conftest.py's lock): twice in seven runs on two workers the
 # Explorer cell's papermill run hung while the other worker measured (docs/install.md).
@@ -44,7 +47,7 @@ def run(args: list, cwd: Path, env: dict, timeout: float = 300) -> subprocess.Co
 
 def run_or_dump_stacks(args: list, cwd: Path, env: dict, timeout: float = 300) -> None:
     """Run ``args`` (which starts an rtstudy kernel); past ``timeout``, ask each kernel for its
-    threads' stacks (SIGUSR1, rtstudy.kernelspec's faulthandler) and fail with them."""
+    threads' stacks (SIGUSR1, rtstudy.sdks.kernelspec's faulthandler) and fail with them."""
     import psutil
 
     proc = subprocess.Popen([str(a) for a in args], cwd=cwd, env=env, stdout=subprocess.PIPE,
@@ -113,7 +116,7 @@ def test_the_study_executes_notebooks_over_unix_sockets_of_their_own(tmp_path):
     out = tmp_path / "out.ipynb"
     run([BIN / "python", "-c", "import sys, papermill; papermill.execute_notebook(sys.argv[1], "
          "sys.argv[2], kernel_name='rtstudy', progress_bar=False, "
-         "kernel_manager_class='rtstudy.kernelspec.IpcKernelManager')", notebook, out],
+         "kernel_manager_class='rtstudy.sdks.kernelspec.IpcKernelManager')", notebook, out],
         tmp_path, None, timeout=120)
     info = json.loads("".join(json.loads(out.read_text())["cells"][0]["outputs"][0]["text"]))
     assert info["transport"] == "ipc" and "/rtstudy-kernel-" in info["ip"], info
@@ -138,7 +141,7 @@ def test_explore_runs_headless_shows_the_headline_run_and_two_host_states_and_me
     # once in a few hung in the Explorer cell: a hang now fails with every kernel thread's stack.
     run_or_dump_stacks([BIN / "python", "-c", "import sys, papermill; papermill.execute_notebook("
                         "sys.argv[1], sys.argv[2], cwd=sys.argv[3], kernel_name='rtstudy', "
-                        "progress_bar=False, kernel_manager_class='rtstudy.kernelspec.IpcKernelManager')",
+                        "progress_bar=False, kernel_manager_class='rtstudy.sdks.kernelspec.IpcKernelManager')",
                         project / NOTEBOOK, out, project / "notebooks"], project, env)
     assert raw_files(project) == before, "data/raw changed: explore.ipynb measured something"
     notebook = json.loads(out.read_text())

@@ -6,10 +6,11 @@ import json
 import pytest
 
 from helpers import require_policy
-from rtstudy import harness, paths
-from rtstudy.harness import Cell, RealtimeRequest, run_sweep
-from rtstudy.readback import verify_realtime
-from rtstudy.realtime import POLICY_BY_NUMBER
+from rtstudy import paths
+from rtstudy.measure import harness
+from rtstudy.measure.harness import Cell, RealtimeRequest, run_sweep
+from rtstudy.measure.readback import verify_realtime
+from rtstudy.measure.realtime import POLICY_BY_NUMBER
 
 PROBE = "rtstudy.apps.rt_probe"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import re
 
-from rtstudy import host, kernelfs
+from rtstudy.machine import host, kernelfs
+from rtstudy.measure import preflight
 
 
 def test_fingerprint_is_byte_identical_across_calls():
@@ -49,22 +50,22 @@ def test_parse_cpu_list():
 def test_unwritable_data_directory_fails_with_a_fix(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    check = host.writable_check(blocker / "raw")
+    check = preflight.writable_check(blocker / "raw")
     assert check.status == "FAIL" and "not writable" in check.detail and check.fix
 
 
 def test_preflight_reports_holoscan_and_refusals_with_fixes(fingerprint, tmp_path):
-    checks = host.preflight(fingerprint, tmp_path, need_realtime=("SCHED_DEADLINE pinned",))
+    checks = preflight.preflight(fingerprint, tmp_path, need_realtime=("SCHED_DEADLINE pinned",))
     by_name = {c.name: c for c in checks}
     assert by_name["holoscan import"].status == "PASS"
     pinned = by_name["SCHED_DEADLINE pinned"]
     if fingerprint["realtime"]["SCHED_DEADLINE pinned"] != "ok":
         assert pinned.status == "WARN" and "sched_rt_runtime_us" in pinned.fix
-    assert "fix:" in host.format_checks(checks) or all(c.status == "PASS" for c in checks)
+    assert "fix:" in preflight.format_checks(checks) or all(c.status == "PASS" for c in checks)
 
 
 def test_no_fix_puts_a_capability_on_the_shared_interpreter():
-    from rtstudy.host import REALTIME_FIX
+    from rtstudy.measure.preflight import REALTIME_FIX
 
     for policy, fix in REALTIME_FIX.items():
         assert "setcap cap_sys_nice" not in fix, policy

@@ -12,9 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rtstudy import integrity
-from rtstudy.harness import write_samples
-from rtstudy.io import DataError, read_samples
+from rtstudy.data.io import DataError, read_samples
+from rtstudy.measure import integrity
+from rtstudy.measure.harness import write_samples
 
 
 def _samples(path, rows=300):

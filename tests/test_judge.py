@@ -1,12 +1,12 @@
-"""A claim's parts and its verdict over sessions (rtstudy.judge): each rule's words, what would
-settle a part, and pooling that lets a new session settle what fewer sessions left open."""
+"""A claim's parts and its verdict over sessions (rtstudy.inference.judge): each rule's words, what
+would settle a part, and pooling that lets a new session settle what fewer sessions left open."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rtstudy import judge, rates, stats
+from rtstudy.inference import judge, rates, stats
 
 AT_LEAST = judge.Rule(judge.AT_LEAST, 0.5)
 WITHIN = judge.Rule(judge.WITHIN, 0.1)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rtstudy import audit, kernelfs
+from rtstudy.machine import audit, kernelfs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 

@@ -23,7 +23,8 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from helpers import end_group, free_port
-from rtstudy import paths, sdkroot
+from rtstudy import paths
+from rtstudy.sdks import sdkroot
 
 STAMP = ".venv/.rtstudy-installed"
 START_TIMEOUT_S = 90

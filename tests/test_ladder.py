@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from rtstudy import params
-from rtstudy.experiments.e2_rt_threads import (conditions, exchange, ladder, plan, plan5,
-                                              section, tables)
-from rtstudy.stats import CI
+from rtstudy.experiments.e2_rt_threads import (conditions, exchange, ladder, plan, plan5, section,
+                                               tables)
+from rtstudy.inference.stats import CI
 
 CI95 = CI(0.95)
 
@@ -432,8 +432,8 @@ def test_calibrate_reports_calibration_and_power_per_injection():
 
 
 def test_the_power_plan_sizes_each_comparison_from_its_baseline():
-    from rtstudy import rates
     from rtstudy.experiments.e2_rt_threads import power
+    from rtstudy.inference import rates
 
     runs, _ = synthetic_runs()
     cfg = {"ladder_policy": "SCHED_FIFO", "fps": 60, "headline_duration_s": 4}

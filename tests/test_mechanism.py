@@ -10,7 +10,7 @@ import pytest
 
 from rtstudy.apps.trace import parse
 from rtstudy.experiments.e2_rt_threads import attribution
-from rtstudy.stats import CI
+from rtstudy.inference.stats import CI
 
 PERIOD, W, H, O = 10_000_000, 11, 99, 77  # the target's worker, a load (GIL holder), another
 COLUMNS = ["t_ns", "event", "tid", "pid", "comm", "prev_pid", "prev_comm", "prev_state"]

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from rtstudy import _native, work
+from rtstudy import _native
+from rtstudy.measure import work
 
 
 def test_busy_until_never_returns_early():

@@ -16,9 +16,11 @@ import pytest
 import yaml
 from helpers import BIN, copy_project, sh
 
-from rtstudy import records, registry, sdkroot
-from rtstudy.io import read_host
-from rtstudy.sysdeps import which
+from rtstudy import registry
+from rtstudy.data.io import read_host
+from rtstudy.inference import records
+from rtstudy.machine.sysdeps import which
+from rtstudy.sdks import sdkroot
 
 def ran(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([\w-]+)'", output))

@@ -1,4 +1,5 @@
-"""Where the experiments put their threads, from the host's state (:mod:`rtstudy.placement`).
+"""Where the experiments put their threads, from the host's state
+(:mod:`rtstudy.machine.placement`).
 
 Pure planning on fingerprints of four hosts: untuned with 2 CPUs, shielded at
 run time, isolated at boot (``isolcpus=2-7`` on 8 CPUs), and a user's override
@@ -10,11 +11,12 @@ import copy
 
 import pytest
 
-from rtstudy import params, placement
+from rtstudy import params
 from rtstudy.experiments.e1_async_buffer import plan as e1_plan
 from rtstudy.experiments.e2_rt_threads import plan as e2_plan
 from rtstudy.experiments.e4_host import plan as e4_plan
-from rtstudy.realtime import RT_POLICIES
+from rtstudy.machine import placement
+from rtstudy.measure.realtime import RT_POLICIES
 
 SHIELD = {"cpus": [1], "housekeeping": [0], "irq_default": [0], "irqs_on_shield": []}
 FP = {"host_id": "vm-shielded", "cpu": {"count": 2, "online": [0, 1]},

@@ -1,12 +1,13 @@
 """Rate ratios of late frames: the CI's coverage, the margin's words, the power plan against a
-simulation of the rule itself, and sessions pooled (rtstudy.rates). Synthetic counts only."""
+simulation of the rule itself, and sessions pooled (rtstudy.inference.rates). Synthetic counts
+only."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rtstudy import criteria, rates
+from rtstudy.inference import criteria, rates
 
 
 def _runs(rng, rate, frames, runs, shape=None):

@@ -1,10 +1,10 @@
-"""H5a's check (rtstudy.records): Holoscan 5.0's accepted placement record against the kernel's
-read-back of each thread, on synthetic cells (a match, and each kind of mismatch found)."""
+"""H5a's check (rtstudy.inference.records): Holoscan 5.0's accepted placement record against the
+kernel's read-back of each thread, on synthetic cells (a match, and each kind of mismatch found)."""
 from __future__ import annotations
 
 import copy
 
-from rtstudy import records
+from rtstudy.inference import records
 
 FIFO = {"affinity": [1], "irq_isolation": 0, "probe_failure_policy": 0, "wake_mode": 0,
         "scheduling": {"policy": "fifo", "priority": 80, "deadline": None}}

@@ -13,7 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from rtstudy import figstyle, paths  # noqa: E402
+from rtstudy.report import figstyle  # noqa: E402
+from rtstudy import paths
 from rtstudy.report.render import STAGING, ReportError, staged  # noqa: E402
 
 

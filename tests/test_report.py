@@ -8,11 +8,11 @@ import re
 import pytest
 from helpers import copy_project, screenshot_path, venv_datasets
 
-from rtstudy import browser
+from rtstudy.inference.stats import CI
+from rtstudy.report import browser
 from rtstudy.report.render import add_toc
 from rtstudy.report.section import Section
 from rtstudy.report.study import Study
-from rtstudy.stats import CI
 
 # ---------------------------------------------------------------------------
 # What the report derives
@@ -148,7 +148,7 @@ def test_a_damaged_dataset_is_reported_whole_before_anything_is_rendered(measure
     import sys
     from pathlib import Path
 
-    from rtstudy.io import read_plan
+    from rtstudy.data.io import read_plan
 
     src, _, _ = measured_project
     dest = tmp_path / "project"

@@ -32,9 +32,11 @@ import yaml
 
 import rtstudy
 from helpers import default_signals
-from rtstudy import io, params, paths, sdk
+from rtstudy import params, paths
+from rtstudy.data import io
 from rtstudy.experiments.e3_overhead import plan as e3_plan
-from rtstudy.harness import Cell, DataDirError, SweepError, run_order, run_sweep
+from rtstudy.measure.harness import Cell, DataDirError, SweepError, run_order, run_sweep
+from rtstudy.sdks import sdk
 
 BIN = Path(sys.executable).parent
 ROOT = paths.root()
@@ -257,9 +259,10 @@ NOBODY = pwd.getpwnam("nobody") if "nobody" in {p.pw_name for p in pwd.getpwall(
 DRIVER = '''
 import sys
 from pathlib import Path
-from rtstudy import host, params
+from rtstudy.machine import host
+from rtstudy import params
 from rtstudy.experiments.e3_overhead import plan
-from rtstudy.harness import Cell, RealtimeRequest, SweepContext, SweepError, run_sweep
+from rtstudy.measure.harness import Cell, RealtimeRequest, SweepContext, SweepError, run_sweep
 
 out, kind = Path(sys.argv[1]), sys.argv[2]
 if kind == "fifo":
@@ -310,7 +313,7 @@ def nobody():
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     # The check starts a child as the harness does: setpriv itself may reach an interpreter
     # that nobody's own processes cannot.
-    check_code = ("import subprocess, sys; subprocess.run([sys.executable, '-c', 'from rtstudy.holo "
+    check_code = ("import subprocess, sys; subprocess.run([sys.executable, '-c', 'from rtstudy.sdks.holo "
                   "import import_holoscan; import_holoscan()'], check=True)")
     chosen, problems = None, []
     for python in (sys.executable, f"/usr/bin/{version}", f"/usr/local/bin/{version}"):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rtstudy import host, sdk, sdkroot
+from rtstudy.machine import host
+from rtstudy.sdks import sdk, sdkroot
 
 from helpers import probe_sdk
 
@@ -96,10 +97,11 @@ def test_a_root_environment_is_a_host_state_of_its_own(root5, fingerprint):
 
 def test_a_holoscan_5_e2_cell_runs_in_the_root_with_its_fifo_policy_read_back(root5, fingerprint,
                                                                                tmp_path):
-    from rtstudy import params, placement
+    from rtstudy import params
+    from rtstudy.data.io import read_samples
     from rtstudy.experiments.e2_rt_threads import plan
-    from rtstudy.harness import SweepContext, run_cell
-    from rtstudy.io import read_samples
+    from rtstudy.machine import placement
+    from rtstudy.measure.harness import SweepContext, run_cell
 
     env = sdk.Environment(sdk.KNOWN["5.0.0"], root5)
     fp = env.fingerprint(fingerprint)
@@ -143,8 +145,9 @@ class _Without(sdk.Environment):
 
 
 def _e2_cell(fp: dict, label: str):
-    from rtstudy import params, placement
+    from rtstudy import params
     from rtstudy.experiments.e2_rt_threads import plan
+    from rtstudy.machine import placement
 
     configs = {"cpus": params.stage_config("cpus", "smoke")}
     cells = plan.plan(params.stage_config("e2_rt_threads", "smoke"), fp, configs)
@@ -158,8 +161,8 @@ def test_holoscan_5_refuses_a_real_time_request_it_cannot_honour_and_the_cell_fa
     5.0 refuses, in its own words, and the harness records the cell as failed with them."""
     from dataclasses import replace
 
-    from rtstudy.harness import SweepContext, run_cell
-    from rtstudy.realtime import RealtimeRequest
+    from rtstudy.measure.harness import SweepContext, run_cell
+    from rtstudy.measure.realtime import RealtimeRequest
 
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv (util-linux) is not installed")
@@ -190,7 +193,8 @@ def test_holoscan_5_refuses_a_real_time_request_it_cannot_honour_and_the_cell_fa
 
 
 def test_an_experiment_without_holoscan_runs_once_in_the_venv(devnull):
-    from rtstudy import params, stage
+    from rtstudy import params
+    from rtstudy import stage
 
     envs = stage.environments("e4_host", params.stage_config("e4_host", "smoke"), devnull)
     assert [e.root for e in envs] == [None]
@@ -294,3 +298,21 @@ def test_a_data_folder_on_another_disk_is_seen_inside_the_root(root5, tmp_path, 
     proc = subprocess.run(sdkroot.command(root5, ["/bin/cat", str(project / "data" / "marker")]),
                           capture_output=True, text=True, timeout=60)
     assert proc.stdout == "measured elsewhere", proc.stderr
+
+
+def test_the_roots_copy_of_rtstudy_follows_the_checkout_moves_included(tmp_path):
+    """A module moved in the checkout leaves no copy at its old place inside the root, where a
+    stale import would still work. (The native module's stamp is current, so nothing compiles.)"""
+    import hashlib
+
+    from rtstudy import paths
+    target = tmp_path / sdkroot.PACKAGE_DIR.lstrip("/") / "rtstudy"
+    stale = target / "harness.py"  # where harness.py lived before the package had rooms
+    stale.parent.mkdir(parents=True)
+    stale.write_text("raise ImportError('stale')\n")
+    c_source = (paths.checkout() / "src" / "rtstudy" / "_native.c").read_bytes()
+    (target / "_native.sha256").write_text(hashlib.sha256(c_source).hexdigest())
+    sdkroot.sync_package(tmp_path)
+    assert not stale.exists()
+    moved = target / "measure" / "harness.py"
+    assert moved.read_bytes() == (paths.checkout() / "src/rtstudy/measure/harness.py").read_bytes()

@@ -11,9 +11,12 @@ import os
 
 import pytest
 
-from rtstudy import cli, host, params, paths, placement, sdk, sdkroot, sdkvenv, stage
-from rtstudy.harness import SweepContext, run_cell, run_sweep
-from rtstudy.realtime import DISPATCHER
+from rtstudy import cli, params, paths
+from rtstudy.machine import host, placement
+from rtstudy import stage
+from rtstudy.measure.harness import SweepContext, run_cell, run_sweep
+from rtstudy.measure.realtime import DISPATCHER
+from rtstudy.sdks import sdk, sdkroot, sdkvenv
 
 from helpers import probe_sdk
 
@@ -73,8 +76,8 @@ def test_a_rebuilt_venv_is_another_host_state(env35, fingerprint, tmp_path):
 
 
 def test_a_holoscan_3_5_e2_cell_runs_with_its_fifo_policy_read_back(env35, fingerprint, tmp_path):
+    from rtstudy.data.io import read_samples
     from rtstudy.experiments.e2_rt_threads import plan
-    from rtstudy.io import read_samples
 
     fp = env35.fingerprint(fingerprint)
     if fp["realtime"].get("SCHED_FIFO") != "ok":

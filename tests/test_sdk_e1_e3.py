@@ -13,10 +13,11 @@ import shutil
 import numpy as np
 import pytest
 
-from rtstudy import params, paths, placement, registry
-from rtstudy.harness import SweepContext, run_sweep
-from rtstudy.io import read_samples
-from rtstudy.stats import CI
+from rtstudy import params, paths, registry
+from rtstudy.data.io import read_samples
+from rtstudy.inference.stats import CI
+from rtstudy.machine import placement
+from rtstudy.measure.harness import SweepContext, run_sweep
 
 SCHED_DEADLINE = 6  # linux/sched.h; Python's os module has no name for it
 

@@ -1,5 +1,6 @@
 """Sessions as the level above runs: kept side by side, estimated at their level, verdicts
-that a shift between sessions cannot make "reproduced" (rtstudy.sessions, stats.over_sessions)."""
+that a shift between sessions cannot make "reproduced" (rtstudy.data.sessions,
+stats.over_sessions)."""
 from __future__ import annotations
 
 import json
@@ -12,8 +13,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from rtstudy import registry, sessions, stats
-from rtstudy.io import DataError
+from rtstudy import registry
+from rtstudy.data import sessions
+from rtstudy.data.io import DataError
+from rtstudy.inference import stats
 from rtstudy.paths import PLAN_FILE, SESSIONS_DIR, SIDECAR_FILE
 
 from helpers import BIN, copy_project
@@ -138,7 +141,7 @@ def test_the_session_level_interval_covers_what_one_sessions_interval_does_not()
 
 
 def test_a_shift_between_sessions_is_never_called_reproduced():
-    from rtstudy import judge
+    from rtstudy.inference import judge
 
     # Session 1 clears a 50 % threshold with its whole CI; session 2, shifted, straddles it.
     rule = judge.Rule(judge.AT_LEAST, 50.0)
@@ -215,7 +218,7 @@ def test_one_dvc_repro_is_one_session_across_its_stages_and_sdks(measured_projec
 
 
 def test_a_session_record_of_another_boot_is_not_reused(tmp_path, monkeypatch):
-    from rtstudy import harness
+    from rtstudy.measure import harness
 
     monkeypatch.delenv("RTSTUDY_SESSION", raising=False)
     path = tmp_path / "session.json"
@@ -232,7 +235,7 @@ def test_make_study_resumes_the_open_session_and_starts_a_new_one_once_it_is_clo
         tmp_path, monkeypatch):
     """The next `make study` after an interruption (even after a reboot) adds to the session its
     datasets hold; after `rtstudy session new` it starts another."""
-    from rtstudy import harness
+    from rtstudy.measure import harness
 
     monkeypatch.delenv("RTSTUDY_SESSION", raising=False)
     path = tmp_path / "session.json"

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from helpers import BIN, MAKE, SECTIONS, STAGES, files, make_env, publish, sh, venv_datasets
 
-from rtstudy import host
+from rtstudy.machine import host
 
 OTHER_HOST = "colleague-0badc0de"
 # The claim each experiment's section judges (its label in report/metrics.json → its verdict).

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from helpers import default_signals
-from rtstudy import audit, host, process, tuning
-from rtstudy import shield as shielding
+from rtstudy.machine import audit, host, shield as shielding, tuning
+from rtstudy.measure import process
 
 BASE = shielding.cpuset_root()
 ONLINE = tuning.online_cpus() or []

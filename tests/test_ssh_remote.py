@@ -19,8 +19,9 @@ import pytest
 from helpers import (BIN, MAKE, MEASURING, copy_project, files, free_port, git_repository,
                      make_env, publish, sh)
 
-from rtstudy import data, sysdeps
-from rtstudy.process import end_process
+from rtstudy import data
+from rtstudy.machine import sysdeps
+from rtstudy.measure.process import end_process
 
 SSHD = sysdeps.which("sshd")
 # `git status --porcelain` codes of an unmerged path.

@@ -8,6 +8,7 @@ would leave a stale report or stale data that `dvc status` does not show.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import pytest
 import yaml
@@ -49,3 +50,74 @@ def test_each_stage_depends_on_the_folder_modules_it_runs(name):
         missing = sorted(m for m in modules
                          if f"src/rtstudy/experiments/{name}/{m}.py" not in listed)
         assert not missing, f"dvc.yaml stage {stage!r} lacks {name}'s modules {missing}"
+
+
+SRC = paths.root() / "src" / "rtstudy"
+
+
+def module_file(module: str) -> Path | None:
+    """The file that defines ``module`` (``rtstudy.a.b``; a name imported from a module gives the
+    module), or None outside src/rtstudy."""
+    parts = module.split(".")[1:]
+    for k in range(len(parts), -1, -1):
+        base = SRC.joinpath(*parts[:k])
+        if base.with_suffix(".py").is_file():
+            return base.with_suffix(".py")
+        if (base / "__init__.py").is_file():
+            return base / "__init__.py"
+    return None
+
+
+def imported_files(path: Path) -> set[Path]:
+    """The files of src/rtstudy that importing ``path`` runs directly: each module it imports
+    and the ``__init__.py`` of every package above one."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rtstudy"):
+            found |= {module_file(f"{node.module}.{a.name}") for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {module_file(a.name) for a in node.names if a.name.startswith("rtstudy")}
+    for file in list(found - {None}):
+        found |= {d / "__init__.py" for d in file.parents if SRC in d.parents}
+    return found - {None}
+
+
+def closure(starts: list[Path]) -> set[Path]:
+    seen, todo = set(), list(starts)
+    while todo:
+        file = todo.pop()
+        if file not in seen:
+            seen.add(file)
+            todo += imported_files(file)
+    return seen
+
+
+def docstring_only(file: Path) -> bool:
+    """A package's ``__init__.py`` with nothing that runs but its docstring and constants."""
+    return all(isinstance(n, ast.Expr) or (isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant))
+               for n in ast.parse(file.read_text()).body)
+
+
+def uncovered(stage: str, files: set[Path]) -> list[str]:
+    """The files with code that no dependency of ``stage`` names, itself or by a folder above it."""
+    listed = [paths.root() / d for d in deps(stage)]
+    return sorted(str(f.relative_to(SRC)) for f in files
+                  if not docstring_only(f) and not any(f == d or d in f.parents for d in listed))
+
+
+@pytest.mark.parametrize("name", [e.name for e in registry.every()])
+def test_a_measuring_stage_depends_on_every_module_its_cells_import(name):
+    """The cell's app and the plan, and the harness that runs them: every module they import
+    (the registry reads the experiment's folder, so the closure stops at other experiments)."""
+    folder = registry.get(name).folder
+    starts = [folder / f"{m}.py" for m in MEASURING_SIDE + ("app5", "plan5")
+              if (folder / f"{m}.py").is_file()] + [SRC / "measure" / "harness.py"]
+    missing = uncovered(name, closure(starts))
+    assert not missing, f"dvc.yaml stage {name!r} lacks {missing}"
+
+
+def test_the_report_stage_depends_on_every_module_the_report_imports():
+    starts = [SRC / "report" / "study.py"] + [
+        e.folder / f"{m}.py" for e in registry.every() for m in REPORT_SIDE]
+    missing = uncovered("report", closure(starts))
+    assert not missing, f"dvc.yaml stage 'report' lacks {missing}"

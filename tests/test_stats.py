@@ -1,12 +1,12 @@
-"""The shared statistics (rtstudy.stats): every test of them is here."""
+"""The shared statistics (rtstudy.inference.stats): every test of them is here."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rtstudy import stats
-from rtstudy.stats import CI, format_p, holm, rank_test, spread_test
+from rtstudy.inference import stats
+from rtstudy.inference.stats import CI, format_p, holm, rank_test, spread_test
 
 
 def test_holm_matches_a_hand_computed_example_and_keeps_nans():

@@ -14,12 +14,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rtstudy import params, paths, sysdeps
-from rtstudy.experiments.e2_rt_threads import plan as e2_plan
-from rtstudy.experiments.e2_rt_threads import section as e2_section
+from rtstudy import params, paths
+from rtstudy.data.io import Dataset
+from rtstudy.experiments.e2_rt_threads import plan as e2_plan, section as e2_section
 from rtstudy.experiments.e4_host import section as e4_section
-from rtstudy.harness import write_plan
-from rtstudy.io import Dataset
+from rtstudy.machine import sysdeps
+from rtstudy.measure.harness import write_plan
 from rtstudy.report.section import render
 
 # /etc/os-release as each distribution ships it (the fields that matter, quoted as they quote).
@@ -153,7 +153,7 @@ def test_make_study_asks_for_the_measurements_tools_and_make_test_for_all():
     for target, purpose in (("study", "study"), ("setup", "study"), ("test", "test")):
         out = subprocess.run(["make", "-n", target], cwd=paths.checkout(), capture_output=True,
                              text=True).stdout
-        assert re.findall(r"rtstudy\.sysdeps --for (\w+)", out) == [purpose], target
+        assert re.findall(r"rtstudy\.machine\.sysdeps --for (\w+)", out) == [purpose], target
 
 
 @pytest.mark.parametrize("name, command", [

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rtstudy import audit, kernelfs, tuning
+from rtstudy.machine import audit, kernelfs, tuning
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 

@@ -15,7 +15,7 @@ from rtstudy.experiments.e2_rt_threads import analysis as e2
 from rtstudy.experiments.e2_rt_threads.contrasts import reductions as e2_reductions
 from rtstudy.experiments.e3_overhead import analysis as e3
 from rtstudy.experiments.e4_host import analysis as e4
-from rtstudy.stats import CI
+from rtstudy.inference.stats import CI
 
 CI95 = CI(0.95)
 PERIODS = (20, 60, 100)

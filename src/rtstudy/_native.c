@@ -4,7 +4,7 @@
  * Why C: a pure-Python busy loop holds the GIL, so two Python operators doing
  * "5 ms of work" on two threads serialise on the interpreter, not on the CPU.
  * C++ Holoscan operators do not, and the seeds' claims are about those. The
- * study keeps pure-Python work only as an explicit factor (rtstudy.work).
+ * study keeps pure-Python work only as an explicit factor (rtstudy.measure.work).
  *
  * Also here: reading a thread's effective scheduling attributes back
  * (sched_getattr), and probing, on a real thread, whether this process may

@@ -47,11 +47,15 @@ import os
 import sys
 from pathlib import Path
 
-from rtstudy import host, params, paths, registry, sdk, sdkroot, sdkvenv, shield
+from rtstudy import params, paths, registry
+from rtstudy.machine import host, shield
+from rtstudy.measure import preflight
+from rtstudy.sdks import sdk, sdkroot, sdkvenv
 
 
 def _params_check(args) -> int:
-    from rtstudy import placement, stage
+    from rtstudy.machine import placement
+    from rtstudy import stage
 
     data = params.load()
     params.validate(data)
@@ -97,8 +101,8 @@ def _host_fingerprint(args) -> int:
     if not args.out:
         # The pipeline's first stage: the stages of this `dvc repro` are one session, the one
         # the current datasets hold when they are not closed yet (`make study` resumes it).
-        from rtstudy import sessions
-        from rtstudy.harness import start_session
+        from rtstudy.data import sessions
+        from rtstudy.measure.harness import start_session
 
         profile = params.load().get("profile")
         session = start_session(resume=sessions.open_ids(record["host_id"], profile))
@@ -109,17 +113,17 @@ def _host_fingerprint(args) -> int:
 
 def _host_check(args) -> int:
     fp = host.current()
-    checks = host.preflight(fp, paths.data_dir() / "raw")
-    checks += host.realtime_checks(fp) + [host.tools_check()]
+    checks = preflight.preflight(fp, paths.data_dir() / "raw")
+    checks += preflight.realtime_checks(fp) + [preflight.tools_check()]
     print(f"host id {fp['host_id']}: {fp['cpu']['count']} × {fp['cpu']['model']}, kernel "
           f"{fp['kernel']['release']} ({fp['kernel']['preempt_model']}), "
           f"sched_rt_runtime_us {fp['sched']['rt_runtime_us']}")
-    print(host.format_checks(checks))
+    print(preflight.format_checks(checks))
     return 1 if any(c.status == "FAIL" for c in checks) else 0
 
 
 def _host_audit(args) -> int:
-    from rtstudy import audit
+    from rtstudy.machine import audit
 
     items = audit.audit(Path(args.root))
     print(audit.to_json(items) if args.json else audit.format_table(items), end="" if args.json else "\n")
@@ -133,14 +137,14 @@ def _shield(args) -> str | None:
 
 
 def _host_plan(args) -> int:
-    from rtstudy import tuning
+    from rtstudy.machine import tuning
 
     print(tuning.format_plan(tuning.plan(args.cpus, shield=_shield(args))))
     return 0
 
 
 def _host_apply(args) -> int:
-    from rtstudy import tuning
+    from rtstudy.machine import tuning
 
     plan = tuning.plan(args.cpus, shield=_shield(args))
     for warning in plan.warnings:
@@ -161,7 +165,8 @@ def _host_apply(args) -> int:
 
 
 def _host_study(args) -> int:
-    from rtstudy import tuned, tuning
+    from rtstudy.machine import tuning
+    from rtstudy.measure import tuned
 
     cpus = args.cpus or tuned.default_cpus()
     if args.check:
@@ -177,7 +182,7 @@ def _host_study(args) -> int:
 
 
 def _host_revert(args) -> int:
-    from rtstudy import tuning
+    from rtstudy.machine import tuning
 
     revert_file = Path(args.revert_file) if args.revert_file else tuning.default_revert_file()
     steps = tuning.revert(revert_file)
@@ -293,8 +298,8 @@ def _data_verify(args) -> int:
 
 def _plan_power(args) -> int:
     from rtstudy import data
+    from rtstudy.inference.stats import CI
     from rtstudy.report.study import report_host
-    from rtstudy.stats import CI
 
     profile = params.stage_config(params.REPORT, args.profile)["profile"]
     host_id = args.host or report_host(profile)
@@ -340,7 +345,7 @@ def _data_hosts(args) -> int:
 
 
 def _session_new(args) -> int:
-    from rtstudy import sessions
+    from rtstudy.data import sessions
 
     closed = sessions.new(args.profile)
     if not closed:
@@ -354,14 +359,14 @@ def _session_new(args) -> int:
 
 
 def _session_list(args) -> int:
-    from rtstudy import sessions
+    from rtstudy.data import sessions
 
     print(sessions.describe(args.profile))
     return 0
 
 
 def _data_import(args) -> int:
-    from rtstudy import sharing
+    from rtstudy.data import sharing
 
     result = sharing.import_dataset(args.source, name=args.name, remote=args.remote,
                                     rev=args.rev)
@@ -537,10 +542,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from rtstudy.data import DataError
-    from rtstudy.harness import SweepError
+    from rtstudy.machine.tuning import TuningError
+    from rtstudy.measure.harness import SweepError
     from rtstudy.report.render import ReportError
     from rtstudy.stage import PreflightError
-    from rtstudy.tuning import TuningError
 
     args = build_parser().parse_args(argv)
     try:

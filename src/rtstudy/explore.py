@@ -31,7 +31,7 @@ import pandas as pd
 from IPython.display import display
 
 from rtstudy import data, registry
-from rtstudy.figstyle import PALETTE, style
+from rtstudy.report.figstyle import PALETTE, style
 from rtstudy.view import View
 
 LINESTYLES = ("-", "--", ":", "-.")

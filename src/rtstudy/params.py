@@ -14,9 +14,11 @@ from pathlib import Path
 
 import yaml
 
-from rtstudy import atomic, paths, placement, registry, sdk
+from rtstudy import atomic, paths, registry
+from rtstudy.machine import placement
 from rtstudy.rules import (PROFILES, ParamError, Rule, check_group, choice, list_of,
                            no_cross_checks, number, resolve)
+from rtstudy.sdks import sdk
 
 __all__ = ["PROFILES", "ParamError", "REPORT", "CPUS", "SDK", "SESSION", "groups", "load", "validate", "stage_config",
            "use_profile", "configs"]
@@ -28,10 +30,11 @@ SDK = "sdk"
 # the host state's sessions, {"index": sessions closed before it} (E2's fixes rotate by it).
 SESSION = "session"
 
-# Where every experiment places its threads (rtstudy.placement): read by every measuring stage.
+# Where every experiment places its threads (rtstudy.machine.placement): read by every measuring
+# stage.
 CPUS_SCHEMA: dict[str, Rule] = {key: Rule(placement.check_value) for key in placement.KEYS}
 
-# The Holoscan SDK versions every measuring stage runs (rtstudy.sdk), each in its environment.
+# The Holoscan SDK versions every measuring stage runs (rtstudy.sdks.sdk), each in its environment.
 SDK_SCHEMA: dict[str, Rule] = {"versions": Rule(list_of(choice(*sdk.KNOWN)))}
 
 # The report's group: the statistics every section uses.

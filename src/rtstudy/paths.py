@@ -2,7 +2,7 @@
 
 The root is the project the command runs in (see :func:`root`); ``RTSTUDY_ROOT``
 overrides it. The names of the files in a dataset folder are here too, so that the
-writer (:mod:`rtstudy.harness`) and the reader (:mod:`rtstudy.io`) share them without
+writer (:mod:`rtstudy.measure.harness`) and the reader (:mod:`rtstudy.data.io`) share them without
 importing each other. Nothing here writes to the disk.
 """
 from __future__ import annotations
@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# The files of a dataset folder (:func:`dataset_dir`): :mod:`rtstudy.harness` writes them,
-# :mod:`rtstudy.io` reads them.
+# The files of a dataset folder (:func:`dataset_dir`): :mod:`rtstudy.measure.harness` writes them,
+# :mod:`rtstudy.data.io` reads them.
 PLAN_FILE = "plan.json"  # which cells make up the sweep's configuration
 HOST_FILE = "host.json"  # the fingerprint of the host that measured the dataset
 FAILED_DIR = "_failed"  # failed cells, each with its log and the reason
-SESSIONS_DIR = "sessions"  # the closed measuring sessions, each a dataset folder (rtstudy.sessions)
+# The closed measuring sessions, each a dataset folder (rtstudy.data.sessions).
+SESSIONS_DIR = "sessions"
 # The files of one cell's folder (``<cell id>/``): its sidecar, samples and log.
 SIDECAR_FILE = "cell.json"
 SAMPLES_FILE = "samples.parquet"
@@ -109,7 +110,7 @@ def dataset_dir(experiment: str, host_id: str, profile: str) -> Path:
 
 def imported_dir() -> Path:
     """Colleagues' datasets, ``<name>/<experiment>/<host id>/<profile>/``, each ``<name>``
-    tracked by its own ``<name>.dvc`` (:mod:`rtstudy.sharing`)."""
+    tracked by its own ``<name>.dvc`` (:mod:`rtstudy.data.sharing`)."""
     return data_dir() / "imported"
 
 

@@ -17,8 +17,9 @@ nothing outside the folders reads any other):
     (rules between keys: a list of problems), which :mod:`rtstudy.params`
     checks ``params.yaml`` with; ``USES``, the other groups whose resolved
     values its plan reads (:mod:`rtstudy.stage` passes them as ``configs``).
-``plan.py`` (the measuring side: a DVC dependency of its stage), read by :mod:`rtstudy.stage`
-    ``plan(cfg, fp, configs)`` → the list of :class:`rtstudy.harness.Cell`;
+``plan.py`` (the measuring side: a DVC dependency of its stage), read by
+:mod:`rtstudy.stage`
+    ``plan(cfg, fp, configs)`` → the list of :class:`rtstudy.measure.harness.Cell`;
     ``realtime(cfg)`` → the policies the preflight must find allowed;
     ``host_problems(cfg, fp)`` → what this host cannot run, each with its fix;
     ``after_sweep(directory)`` → record anything beside the cells (may do nothing);
@@ -31,7 +32,7 @@ nothing outside the folders reads any other):
     ``SCHEMA`` (each table ``load`` returns: what a row is, each column's kind, unit
     and meaning; :func:`rtstudy.data.schema`), ``TABLES`` (their names,
     :func:`rtstudy.data.tables`) and
-    ``load(directory, cfg)`` → :class:`rtstudy.io.Dataset` (:mod:`rtstudy.data`);
+    ``load(directory, cfg)`` → :class:`rtstudy.data.io.Dataset` (:mod:`rtstudy.data`);
     ``DRIFT_QUANTITY`` (name, unit) and ``drift(ds)`` → its sweep's drift check
     or None (:mod:`rtstudy.report.stability`); ``PLOT_FILE`` and
     ``plot_table(ds)`` → the table ``dvc plots`` draws, or None

@@ -92,7 +92,8 @@ def list_of(item: Callable[[Any], str | None], min_len: int = 1,
 # The keys every experiment's group has, for its sweep: each plan makes ``repetitions`` runs of a
 # condition and lets a cell run ``timeout_margin_s`` past its expected length before stopping it;
 # the stage runs the cells in an order seeded by ``order_seed``; ``drift_check`` asks the plan to
-# run one condition again at the sweep's start and end (:func:`rtstudy.harness.with_drift_check`).
+# run one condition again at the sweep's start and end
+# (:func:`rtstudy.measure.harness.with_drift_check`).
 SWEEP_SCHEMA: dict[str, Rule] = {
     "repetitions": Rule(integer(1, 1000)),
     "timeout_margin_s": Rule(number(1, 3600)),

@@ -11,8 +11,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rtstudy import host, params, paths, placement, registry, sdk, sessions
-from rtstudy.harness import CellOutcome, SweepContext, refuse_if_measuring_is_off, run_sweep
+from rtstudy.machine import host, placement
+from rtstudy import params, paths, registry
+from rtstudy.sdks import sdk
+from rtstudy.data import sessions
+from rtstudy.measure import preflight as checks  # stage.preflight is this stage's own
+from rtstudy.measure.harness import CellOutcome, SweepContext, refuse_if_measuring_is_off, run_sweep
 
 EXPERIMENT_NOTEBOOK = "experiment"  # notebooks/experiment.ipynb runs every measuring stage
 REPORT_NOTEBOOK = "report"
@@ -22,19 +26,19 @@ class PreflightError(RuntimeError):
     """The host cannot run a stage as configured; nothing was measured."""
 
 
-def preflight(name: str, cfg: dict, fp: dict) -> list[host.Check]:
+def preflight(name: str, cfg: dict, fp: dict) -> list[checks.Check]:
     """Run the stage's checks; raise :class:`PreflightError` if any fails."""
     exp = registry.get(name)
     directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
-    checks = host.preflight(fp, directory, need_realtime=exp.plan.realtime(cfg))
+    found = checks.preflight(fp, directory, need_realtime=exp.plan.realtime(cfg))
     problems = placement.problems(params.stage_config(params.CPUS, cfg["profile"]), fp)
     problems += exp.plan.host_problems(cfg, fp)
-    if problems or any(c.status == "FAIL" for c in checks):
-        text = host.format_checks(checks)
+    if problems or any(c.status == "FAIL" for c in found):
+        text = checks.format_checks(found)
         if problems:
             text += "\n" + "\n".join(f"FAIL  {p}" for p in problems)
         raise PreflightError(f"{name} cannot run on this host; nothing was measured:\n{text}")
-    return checks
+    return found
 
 
 def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[CellOutcome]:
@@ -119,8 +123,8 @@ def execute_notebook(notebook: str, output: str, parameters: dict) -> Path:
     papermill.execute_notebook(str(paths.notebook(notebook)), str(out), parameters=parameters,
                                cwd=str(paths.notebooks_dir()), progress_bar=False,
                                kernel_name="rtstudy",
-                               # Unix sockets of its own, not TCP ports (rtstudy.kernelspec).
-                               kernel_manager_class="rtstudy.kernelspec.IpcKernelManager",
+                               # Unix sockets of its own, not TCP ports (rtstudy.sdks.kernelspec).
+                               kernel_manager_class="rtstudy.sdks.kernelspec.IpcKernelManager",
                                # The kernel's own log (a TCP-transport warning at start, a ZMQ
                                # error when an interrupt shuts it down) is noise on a terminal;
                                # the notebook's errors still reach the user through papermill.

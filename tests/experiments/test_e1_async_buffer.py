@@ -10,9 +10,9 @@ import pytest
 from helpers import require_policy
 from rtstudy import params
 from rtstudy.experiments.e1_async_buffer import analysis, plan
-from rtstudy.harness import SweepContext, run_sweep
-from rtstudy.realtime import POLICY_BY_NUMBER
-from rtstudy.stats import CI
+from rtstudy.inference.stats import CI
+from rtstudy.measure.harness import SweepContext, run_sweep
+from rtstudy.measure.realtime import POLICY_BY_NUMBER
 
 CI95 = CI(0.95)
 
@@ -136,7 +136,7 @@ def test_the_section_reads_its_numbers_from_the_data(e1_data, e1_cfg):
     # The report writes the heading from the title; the words start with the source.
     assert sec.title.startswith("Async lock-free buffer") and text.startswith("Source:")
     assert f"{sec.headline['n_cells']} runs" in text
-    # The threshold's one source (rtstudy.criteria), judged on the CI's lower bound.
+    # The threshold's one source (rtstudy.inference.criteria), judged on the CI's lower bound.
     assert f"{analysis.DEFAULT_MIN_SLOPE:g} ms/ms (the CI's lower bound" in " ".join(text.split())
     assert [v.claim for v in sec.verdicts] == ["H1 S1"]
     assert sec.verdicts[0].verdict == "not settled"

@@ -12,18 +12,17 @@ import pandas as pd
 import pytest
 
 from helpers import require_policy
-from rtstudy import params, placement
-from rtstudy.apps.trace import parse as trace_parse
-from rtstudy.apps.trace import PROBE_GROUP, tracefs_mounts
-from rtstudy.experiments.e2_rt_threads import (analysis, attribution, conditions, contrasts,
-                                               ladder, plan)
+from rtstudy import params
+from rtstudy.apps.trace import PROBE_GROUP, parse as trace_parse, tracefs_mounts
+from rtstudy.experiments.e2_rt_threads import (analysis, attribution, conditions, contrasts, ladder,
+                                               plan)
 from rtstudy.experiments.e2_rt_threads.params import FIXES
-from rtstudy.harness import SweepContext, run_sweep
-from rtstudy.readback import verify_realtime
-from rtstudy.realtime import POLICY_BY_NUMBER, RT_POLICIES
-from rtstudy.realtime import RealtimeRequest
-from rtstudy.stats import CI
-from rtstudy.sysdeps import which
+from rtstudy.inference.stats import CI
+from rtstudy.machine import placement
+from rtstudy.machine.sysdeps import which
+from rtstudy.measure.harness import SweepContext, run_sweep
+from rtstudy.measure.readback import verify_realtime
+from rtstudy.measure.realtime import POLICY_BY_NUMBER, RT_POLICIES, RealtimeRequest
 
 
 def smoke_cfg(**changes) -> dict:
@@ -367,7 +366,7 @@ def test_std_reduction_is_over_runs_with_no_ci_below_three():
     normal, rt = [0.30, 0.32, 0.28, 0.31], [0.05, 0.04, 0.06, 0.05]
     better = contrasts.std_reduction(normal, rt, ci)
     assert better.value == pytest.approx(1 - np.mean(rt) / np.mean(normal))
-    # A t-interval of the log ratio (rtstudy.stats): asymmetric, never past 100 %.
+    # A t-interval of the log ratio (rtstudy.inference.stats): asymmetric, never past 100 %.
     assert 0.75 < better.low <= better.value <= better.high < 0.9 and better.n == 4
     worse = contrasts.std_reduction(rt, normal, ci)
     assert worse.value < 0 and worse.high < 0

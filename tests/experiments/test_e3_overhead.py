@@ -6,14 +6,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from rtstudy.experiments.e3_overhead import analysis, plan
-from rtstudy.harness import run_sweep
-from rtstudy.stats import CI
+from rtstudy.inference.stats import CI
+from rtstudy.measure.harness import run_sweep
 
 
 @pytest.fixture(scope="module")
 def e3_data(tmp_path_factory, fingerprint):
     from rtstudy import params
-    from rtstudy.harness import SweepContext
+    from rtstudy.measure.harness import SweepContext
 
     cfg = params.stage_config("e3_overhead", "smoke")
     out = tmp_path_factory.mktemp("e3")

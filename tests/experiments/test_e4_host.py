@@ -11,7 +11,7 @@ import pytest
 
 from rtstudy.experiments.e4_host import analysis, plan
 from rtstudy.experiments.e4_host.app import probe_binary
-from rtstudy.harness import SweepContext, run_sweep
+from rtstudy.measure.harness import SweepContext, run_sweep
 
 
 @pytest.fixture(scope="module")
@@ -112,9 +112,9 @@ def test_audit_is_recorded_beside_the_data(tmp_path):
 def test_the_section_says_what_was_not_recorded(tmp_path, audit):
     """A dataset without its audit (or one recorded before osnoise was) still renders its words."""
     from rtstudy import params
+    from rtstudy.data.io import Dataset
     from rtstudy.experiments.e4_host import section
-    from rtstudy.io import Dataset
-    from rtstudy.stats import CI
+    from rtstudy.inference.stats import CI
 
     stats = pd.DataFrame([{"kind": "jitter", "load": "idle", "cpu": 0, "n": 1000, "p50": 80.0,
                            "p99": 200.0, "p99.9": 900.0, "p99.99": 2000.0, "max": 5000.0,

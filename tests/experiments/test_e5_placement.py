@@ -13,10 +13,11 @@ import shutil
 import pandas as pd
 import pytest
 
-from rtstudy import judge, params, paths, placement, registry
-from rtstudy.experiments.e5_placement import analysis, plan, provoke
-from rtstudy.experiments.e5_placement import params as e5_params
-from rtstudy.harness import SweepContext, run_sweep
+from rtstudy import params, paths, registry
+from rtstudy.experiments.e5_placement import analysis, params as e5_params, plan, provoke
+from rtstudy.inference import judge
+from rtstudy.machine import placement
+from rtstudy.measure.harness import SweepContext, run_sweep
 
 FP = {"cpu": {"online": [0, 1]}, "isolation": {}}
 OUTCOMES = {analysis.RAN, analysis.FALLBACK, analysis.REJECTED, analysis.FAILED, analysis.RAISED}

@@ -21,8 +21,8 @@ from typing import Callable
 import numpy as np
 
 from rtstudy import _native
+from rtstudy.measure.realtime import STEERING_PREFIXES, RealtimeRequest
 from rtstudy.paths import RAW_SAMPLES_FILE, RESULT_FILE
-from rtstudy.realtime import STEERING_PREFIXES, RealtimeRequest
 
 
 def thread_record() -> dict:
@@ -32,7 +32,7 @@ def thread_record() -> dict:
 
 def steering_env() -> dict:
     """Every ``GXF_*`` / ``HOLOSCAN_*`` variable of this process, as the app runs with it (the
-    harness passes none of the caller's but the logging ones: rtstudy.harness.child_env)."""
+    harness passes none of the caller's but the logging ones: rtstudy.measure.harness.child_env)."""
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(STEERING_PREFIXES)}
 
 

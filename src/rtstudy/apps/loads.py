@@ -15,8 +15,8 @@ import sys
 import threading
 import time
 
-from rtstudy.process import die_with_parent, end_process
-from rtstudy.work import busy_for
+from rtstudy.measure.process import die_with_parent, end_process
+from rtstudy.measure.work import busy_for
 
 MS = 1_000_000
 
@@ -107,7 +107,7 @@ def stop_outside(proc: subprocess.Popen) -> list[int]:
 class BusyThreads:
     """``count`` plain Python threads (not operators), each busy in ``work_ms`` chunks until stopped.
 
-    ``model`` is the work model (:mod:`rtstudy.work`): ``native`` releases the
+    ``model`` is the work model (:mod:`rtstudy.measure.work`): ``native`` releases the
     GIL while it spins, ``python`` holds it, as E2's load operators do.
     """
 

@@ -14,7 +14,7 @@ import time
 
 import holoscan as hs  # the package's import preloads libcudart first (rtstudy.apps)
 
-from rtstudy.readback import FIX_ADMISSION, FIX_PINNED_DEADLINE, FIX_PRIVILEGE
+from rtstudy.measure.readback import FIX_ADMISSION, FIX_PINNED_DEADLINE, FIX_PRIVILEGE
 
 # 5.0's refusals (a diagnostic's token) and how to fix each, in the words 4.x's refusals get.
 FIXES = {
@@ -57,7 +57,8 @@ def refusal(what: str, diagnostics) -> str:
 
 
 def thread_placement(request):
-    """The ``ThreadPlacement`` of a :class:`rtstudy.realtime.RealtimeRequest` (its CPUs, if any)."""
+    """The ``ThreadPlacement`` of a :class:`rtstudy.measure.realtime.RealtimeRequest` (its CPUs, if
+    any)."""
     from holoscan import execution as ex
 
     kwargs = {"affinity": ex.CPUAffinity(list(request.cpus)) if request.cpus else None}

@@ -39,8 +39,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rtstudy import kernelfs
-from rtstudy.process import die_with_parent
+from rtstudy.machine import kernelfs
+from rtstudy.measure.process import die_with_parent
 
 EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_switch")
 # CPython's GIL functions (Python/ceval_gil.h) → the event each probe records. The group is the

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy.figstyle import PALETTE, save, style
+from rtstudy.report.figstyle import PALETTE, save, style
 
 def cross_host(xh: pd.DataFrame, directory: Path | None = None) -> plt.Figure | None:
     """Each experiment's headline figure per host, side by side (one panel per experiment).

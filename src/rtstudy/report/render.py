@@ -9,7 +9,8 @@ import re
 import shutil
 from pathlib import Path
 
-from rtstudy import atomic, integrity, paths
+from rtstudy import atomic, paths
+from rtstudy.measure import integrity
 
 STAGING = ".staging"  # inside report/, so that swapping it in is a rename on one file system
 # What a render needs free beside report/: the old report stays until the new one is whole.

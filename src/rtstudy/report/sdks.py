@@ -1,7 +1,7 @@
 """The "SDK versions compared" section's data: one machine state's datasets, one per SDK version.
 
 Each SDK version runs in an environment of its own and its data gets a host id of
-its own (:mod:`rtstudy.sdk`). Two host ids belong to one machine state when their
+its own (:mod:`rtstudy.sdks.sdk`). Two host ids belong to one machine state when their
 fingerprints are the same but for the versions and the ``sdk`` record: the same
 machine, kernel, isolation and shield, measured with two SDKs.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rtstudy import sdk
+from rtstudy.sdks import sdk
 
 # What may differ between two SDK environments of one machine state.
 SDK_KEYS = ("host_id", "versions", "sdk")

@@ -21,8 +21,8 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from rtstudy.realtime import RT_POLICIES, short
-from rtstudy.stats import format_p
+from rtstudy.inference.stats import format_p
+from rtstudy.measure.realtime import RT_POLICIES, short
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Verdict:
     ``runs`` is the fewest independent runs behind it and ``criterion`` the rule
     with its threshold or margin; both go to ``report/metrics.json``. ``parts`` are the
     estimates it was judged on and ``combine`` the claim's rule from them
-    (:mod:`rtstudy.judge`): with them the claim is judged over sessions pooled. A claim
+    (:mod:`rtstudy.inference.judge`): with them the claim is judged over sessions pooled. A claim
     this host cannot test has no parts.
     """
 
@@ -57,7 +57,7 @@ NONNEGATIVE_UNITS = ("µs", RATE_UNIT, "×")
 class Quantity:
     """A headline number of one dataset, for comparing hosts: value, CI (NaN if none), unit, N,
     and ``within`` (unit²): the mean over its runs of one run's value's sampling variance from
-    its own frames (:func:`rtstudy.stats.within_run_variance`); NaN for a contrast between
+    its own frames (:func:`rtstudy.inference.stats.within_run_variance`); NaN for a contrast between
     conditions, a maximum or a quantile too near the edge of its samples, which have none of
     their own."""
 

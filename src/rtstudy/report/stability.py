@@ -1,7 +1,7 @@
 """How stable the measurements are: drift within each sweep, and agreement between sessions.
 
 *Drift*: each sweep ran one condition once more first and once more last
-(:func:`rtstudy.harness.with_drift`); :func:`drift_table` sets their difference
+(:func:`rtstudy.measure.harness.with_drift`); :func:`drift_table` sets their difference
 beside the spread of that condition's ordinary runs. *Between sessions*:
 ``benchmarks/rerun_agreement.py`` measured the whole study twice, one session
 after the other, and recorded both sessions' ``report/metrics.json`` in
@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from rtstudy import registry, stats
+from rtstudy import registry
+from rtstudy.inference import stats
 # A t-interval over few sessions is symmetric, so a rare-event rate's would reach below 0: for
 # these units it is cut at 0, which drops only values no session can have.
 from rtstudy.report.section import NONNEGATIVE_UNITS
@@ -108,8 +109,8 @@ def chance_misses(table: pd.DataFrame, confidence: float) -> dict:
     Returns
     -------
     dict
-        ``expected``: Σ (1 − :func:`rtstudy.stats.agreement_chance`) over the quantities both
-        sessions give a CI, each at the fewer runs of the two; ``p``: the chance of as many
+        ``expected``: Σ (1 − :func:`rtstudy.inference.stats.agreement_chance`) over the quantities
+        both sessions give a CI, each at the fewer runs of the two; ``p``: the chance of as many
         misses as ``table`` has, or more, were each quantity to miss independently at their
         mean rate (binomial; NaN with nothing judged); ``runs``: the runs most of them rest on,
         and ``agree``: how often two sessions of that many runs agree on one quantity.
@@ -192,7 +193,7 @@ def agreement_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------
-# Sessions of one host state kept side by side (rtstudy.sessions)
+# Sessions of one host state kept side by side (rtstudy.data.sessions)
 
 
 def session_quantities(by_session: dict[str, dict]) -> pd.DataFrame:
@@ -223,7 +224,7 @@ def cut_at_zero(est: stats.SessionEstimate) -> stats.SessionEstimate:
 
 
 def session_estimates(tidy: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """Each headline quantity at the session level (:func:`rtstudy.stats.over_sessions`).
+    """Each headline quantity at the session level (:func:`rtstudy.inference.stats.over_sessions`).
 
     With 3 sessions or more, also whether the latest session lands where the earlier ones
     predict: ``latest_inside``, inside their prediction interval for a next session (the

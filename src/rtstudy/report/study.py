@@ -20,14 +20,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy import (atomic, criteria, data, figstyle, host, judge, params, paths, placement,
-                     records, registry, sessions, shield)
-from rtstudy.harness import git_state
-from rtstudy.io import DataError, completed_cells, read_host
-from rtstudy.report import figures, sdks, stability
+from rtstudy import atomic, data, params, paths, registry
+from rtstudy.data import sessions
+from rtstudy.data.io import DataError, completed_cells, read_host
+from rtstudy.inference import criteria, judge, records
+from rtstudy.inference.stats import CI, MIN_RUNS
+from rtstudy.machine import host, placement, shield
+from rtstudy.measure.harness import git_state
+from rtstudy.report import figstyle, figures, sdks, stability
 from rtstudy.report.section import (TEMPLATES, Advice, Details, Figure, LazyMarkdown, Markdown,
                                     Section, Table, Verdict, render)
-from rtstudy.stats import CI, MIN_RUNS
 
 
 def words(block: str, **context) -> str:
@@ -149,7 +151,7 @@ def build_sections(datasets: dict, configs: dict, ci: CI) -> dict[str, Section]:
 
 def pooled_verdict(given: list[Verdict], confidence: float) -> tuple[str, str]:
     """A claim's verdict over sessions: each of its parts pooled over the sessions that
-    judged it (:func:`rtstudy.judge.pool_by_name`: a random session effect, late frames'
+    judged it (:func:`rtstudy.inference.judge.pool_by_name`: a random session effect, late frames'
     counts in one rate ratio), then the claim's own rule (``Verdict.combine``) applied to
     them, so a new session can settle what fewer sessions left open. Not testable here
     where no session had a part to judge.
@@ -383,7 +385,7 @@ class Study:
 
     def sessions_of(self, host_id: str | None = None) -> dict[str, dict[str, Section]]:
         """Every session of ``host_id`` (default: the shown host) → its sections, oldest first;
-        empty when no experiment of it has two sessions (:mod:`rtstudy.sessions`). Each
+        empty when no experiment of it has two sessions (:mod:`rtstudy.data.sessions`). Each
         session's sections are built from that session's data alone, as the shown ones are."""
         host_id = host_id or self.host_id
         if host_id not in self._sessions:
@@ -491,8 +493,8 @@ class Study:
         return datetime.strptime(min(stamps), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
 
     def criteria_blocks(self) -> list:
-        """Every verdict's criterion (:mod:`rtstudy.criteria`) and when it was set, relative to
-        the shown data's measurement."""
+        """Every verdict's criterion (:mod:`rtstudy.inference.criteria`) and when it was set,
+        relative to the shown data's measurement."""
         measured = self.measured_utc()
         table = criteria.table(measured)
         after = [r.criterion for r in table.itertuples() if r.after_any_data]
@@ -643,7 +645,7 @@ class Study:
 
     def placement_audits(self) -> dict[str, dict]:
         """Per host with Holoscan 5.0 placement records: every record of every session's cells
-        against its thread's read-back (:func:`rtstudy.records.audit`), H5a's evidence."""
+        against its thread's read-back (:func:`rtstudy.inference.records.audit`), H5a's evidence."""
         if self._audits is None:
             self._audits = {}
             for host_id in self.sections_by_host():

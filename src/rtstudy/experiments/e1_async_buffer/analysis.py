@@ -13,18 +13,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria, judge, paths
+from rtstudy import paths
+from rtstudy.data.io import Dataset, read_cells, set_aside_drift, stack, wide
 from rtstudy.experiments.e1_async_buffer import published
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
-from rtstudy.io import Dataset, read_cells, set_aside_drift, stack, wide
-from rtstudy.stats import (CI, MIN_RUNS, drift_check, holm, linear_fit, over_runs, percentiles,
-                           rank_test, robust_slope, spread_test)
+from rtstudy.inference import criteria, judge
+from rtstudy.inference.stats import (CI, MIN_RUNS, drift_check, holm, linear_fit, over_runs,
+                                     percentiles, rank_test, robust_slope, spread_test)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"event": "string", "port": "string", "index": "int64", "t_start_ns": "int64",
            "t_emit_ns": "int64", "t_rx_ns": "int64"}
 
-# H1's verdict (rtstudy.criteria): the default buffer's slope's whole CI must reach
+# H1's verdict (rtstudy.inference.criteria): the default buffer's slope's whole CI must reach
 # DEFAULT_MIN_SLOPE ms/ms (an effect); the async buffer's whole CI must lie within
 # ±FLAT_MARGIN ms/ms (equivalence, not a CI that happens to cover 0).
 DEFAULT_MIN_SLOPE = criteria.value("h1_default_min_slope")
@@ -218,7 +219,7 @@ def h1_verdict(slope_df: pd.DataFrame, flat_margin: float = FLAT_MARGIN) -> dict
     :data:`DEFAULT_MIN_SLOPE` ms/ms, and does not when the whole CI lies below it; the
     async buffer is *flat* when its whole CI lies within ±``flat_margin`` ms/ms
     and not flat when it lies wholly outside (:func:`h1_combine`). Not settled where
-    a CI straddles its edge, or with fewer than :data:`rtstudy.stats.MIN_RUNS` runs at
+    a CI straddles its edge, or with fewer than :data:`rtstudy.inference.stats.MIN_RUNS` runs at
     some period (no CI); not testable here without both buffers measured.
     """
     out = {}
@@ -290,7 +291,7 @@ def outliers(cells: pd.DataFrame, directory: Path) -> pd.DataFrame:
 
     Far off: over :data:`OUTLIER_FACTOR` times the median of the point's other
     runs and at least :data:`OUTLIER_MIN_MS` above it (points with at least
-    :data:`rtstudy.stats.MIN_RUNS` runs). Listed, never dropped: the slopes keep them,
+    :data:`rtstudy.inference.stats.MIN_RUNS` runs). Listed, never dropped: the slopes keep them,
     and the Theil–Sen slope shows how much they weigh.
     """
     rows = []

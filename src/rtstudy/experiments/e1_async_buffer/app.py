@@ -20,7 +20,7 @@ from holoscan.core import Application, IOSpec, Operator
 from holoscan.schedulers import EventBasedScheduler
 
 from rtstudy.experiments.e1_async_buffer.receipts import Receipts, columns
-from rtstudy.work import busy_for
+from rtstudy.measure.work import busy_for
 
 MS = 1_000_000
 

@@ -51,7 +51,7 @@ from holoscan.errors import BackpressuredError
 
 from rtstudy.apps.run5 import compile_checked, run_within, thread_placement
 from rtstudy.experiments.e1_async_buffer.receipts import PRODUCERS, Receipts, columns
-from rtstudy.work import busy_for
+from rtstudy.measure.work import busy_for
 
 MS = 1_000_000
 CHOSEN = (hs.InputState.SELECTED, hs.InputState.REUSED)  # states that hand compute a message
@@ -64,7 +64,7 @@ class PingTxOp(hs.Operator):
     out = hs.Output("out", hs.payload.pyobject)
     period_ms = hs.Param(10.0, description="activation period (ms)")
     work_ms = hs.Param(0.0, description="work before each message (ms)")
-    work_model = hs.Param("native", description="rtstudy.work model: native or python")
+    work_model = hs.Param("native", description="rtstudy.measure.work model: native or python")
     messages = hs.Param(1, description="messages to emit, then idle")
     ran: dict = {}  # name → the instance that ran; compiling also builds instances that never do
 
@@ -114,7 +114,7 @@ class PingRxOp(hs.Operator):
     period_ms = hs.Param(10.0, description="activation period of the async consumer (ms)")
     horizon_ms = hs.Param(1000.0, description="age (ms) within which any message counts: the run")
     work_ms = hs.Param(0.0, description="work after reading both inputs (ms)")
-    work_model = hs.Param("native", description="rtstudy.work model: native or python")
+    work_model = hs.Param("native", description="rtstudy.measure.work model: native or python")
     last_index = hs.Param(0, description="index of each producer's last message")
     last: "PingRxOp | None" = None
 

@@ -7,7 +7,7 @@ import re
 import pandas as pd
 
 from rtstudy.experiments.e1_async_buffer import published
-from rtstudy.figstyle import PALETTE, SEED_COLOR
+from rtstudy.report.figstyle import PALETTE, SEED_COLOR
 from rtstudy.view import View
 
 VIEW = View(table="messages", value="latency_ms", value_label="latency at rx (ms, from t_start)",

@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy.figstyle import PALETTE, SEED_COLOR, save, style
-from rtstudy.stats import CI, MIN_RUNS, over_runs
+from rtstudy.inference.stats import CI, MIN_RUNS, over_runs
+from rtstudy.report.figstyle import PALETTE, SEED_COLOR, save, style
 
 BUFFER_COLORS = {"default": PALETTE[3], "async": PALETTE[2]}
 E1_PANELS = [("S1", "latency_max_ms", "tx1 max latency (ms)"),
@@ -37,7 +37,7 @@ def _e1_scenario_axes(fixed: pd.DataFrame):
 def _mean_with_ci(ax, g: pd.DataFrame, metric: str, color, label: str, ci: CI) -> None:
     """Every repetition as a point; the mean per period as a line with whiskers.
 
-    Whiskers are the t-interval over runs (:func:`rtstudy.stats.over_runs`, at ``ci``'s
+    Whiskers are the t-interval over runs (:func:`rtstudy.inference.stats.over_runs`, at ``ci``'s
     level) where a period has at least :data:`MIN_RUNS` repetitions, else the
     repetitions' range: two values give a range, not a CI.
     """
@@ -63,7 +63,8 @@ def e1_seed_figures(cells: pd.DataFrame, ci: CI, directory: Path | None = None) 
     Parameters
     ----------
     cells : DataFrame
-        :func:`rtstudy.experiments.e1_async_buffer.analysis.load` per-cell rows (latencies and intervals in ms).
+        :func:`rtstudy.experiments.e1_async_buffer.analysis.load` per-cell rows (latencies and
+        intervals in ms).
     directory : Path, optional
         Where to write the files (default ``report/figures``).
     ci : CI

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rtstudy import placement, sdk
 from rtstudy.experiments.e1_async_buffer import plan5
-from rtstudy.harness import Cell, with_drift_check
-from rtstudy.realtime import RealtimeRequest
+from rtstudy.machine import placement
+from rtstudy.measure.harness import Cell, with_drift_check
+from rtstudy.measure.realtime import RealtimeRequest
+from rtstudy.sdks import sdk
 
 EXPERIMENT = "e1_async_buffer"
 APP = "e1_async_buffer"  # the name cells record (part of every cell id): never change it
@@ -80,7 +81,7 @@ def pin_cpus(cfg: dict, fp: dict, where: placement.Placement) -> dict[str, tuple
     """Where each operator's SCHED_DEADLINE thread is pinned; empty tuples: unpinned.
 
     On an isolated or shielded host, or with CPUs named in params.yaml
-    (:mod:`rtstudy.placement`), :func:`isolated_placement`; elsewhere distinct
+    (:mod:`rtstudy.machine.placement`), :func:`isolated_placement`; elsewhere distinct
     CPUs per operator when pinning is wanted and possible.
     """
     allowed = fp["realtime"].get("SCHED_DEADLINE pinned") == "ok"
@@ -134,7 +135,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     fp : dict
         The host fingerprint (CPUs, what SCHED_DEADLINE allows, its SDK: 5.0 via :mod:`.plan5`).
     configs : dict
-        The resolved groups it reads: ``cpus`` (:mod:`rtstudy.placement`; auto when absent).
+        The resolved groups it reads: ``cpus`` (:mod:`rtstudy.machine.placement`; auto when absent).
     """
     cpus = pin_cpus(cfg, fp, placement.resolve(configs.get("cpus"), fp))
     cells = []

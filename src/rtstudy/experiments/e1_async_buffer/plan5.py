@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rtstudy.harness import Cell, with_drift_check
+from rtstudy.measure.harness import Cell, with_drift_check
 
 MODULE = "rtstudy.experiments.e1_async_buffer.app5"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from rtstudy.data.io import Dataset
 from rtstudy.experiments.e1_async_buffer import analysis, figures, published
-from rtstudy.io import Dataset
-from rtstudy.report.section import Figure, LazyMarkdown, Markdown, Quantity, Section, Table, \
-    Verdict, format_p_columns, render
-from rtstudy.stats import CI
+from rtstudy.inference.stats import CI
+from rtstudy.report.section import (Figure, LazyMarkdown, Markdown, Quantity, Section, Table,
+                                    Verdict, format_p_columns, render)
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E1"

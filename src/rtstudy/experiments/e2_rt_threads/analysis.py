@@ -22,25 +22,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria, judge, rates
+from rtstudy.data.io import (CellData, Dataset, read_cells, read_samples, set_aside_drift, stack,
+                             wide)
 from rtstudy.experiments.e2_rt_threads.attribution import (GIL_TIMES, PARTS, PATTERNS,
                                                            attribute_cell, attribution_summary,
                                                            mechanism_summary, mechanism_totals,
                                                            tracing_cost)
 from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, SEED_BASELINE, STARVED_OFFSET,
-                                                         SWITCH_INTERVAL_MS, factor_levels, grid,
-                                                         headline_point)
-from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, condition_summary,
-                                                        effects, floor_ratios, reductions,
-                                                        seed_compatible)
-from rtstudy.experiments.e2_rt_threads.ladder import late_part, ladder, recommendations
+                                                          SWITCH_INTERVAL_MS, factor_levels, grid,
+                                                          headline_point)
+from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, condition_summary, effects,
+                                                         floor_ratios, reductions, seed_compatible)
+from rtstudy.experiments.e2_rt_threads.ladder import ladder, late_part, recommendations
 from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
-from rtstudy.realtime import RT_POLICIES
-from rtstudy.io import (CellData, Dataset, read_cells, read_samples, set_aside_drift, stack,
-                        wide)
-from rtstudy.realtime import DISPATCHER, POLICY_BY_NUMBER
-from rtstudy.stats import CI, MIN_RUNS, drift_check
+from rtstudy.inference import criteria, judge, rates
+from rtstudy.inference.stats import CI, MIN_RUNS, drift_check
+from rtstudy.measure.realtime import DISPATCHER, POLICY_BY_NUMBER, RT_POLICIES
 
 # The columns and Arrow types of samples.parquet, as app.py and floor.py write them (data/README.md).
 SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
@@ -48,8 +46,8 @@ SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
 # target's frame, when it left the target and when the load fragment's receiver got it (ns,
 # CLOCK_MONOTONIC).
 MESSAGES_FILE = "messages.parquet"
-# H2's verdict (rtstudy.criteria): at the highest native load factor every real-time policy
-# must cut the frame-period std by at least MIN_REDUCTION, its whole CI at or above it.
+# H2's verdict (rtstudy.inference.criteria): at the highest native load factor every real-time
+# policy must cut the frame-period std by at least MIN_REDUCTION, its whole CI at or above it.
 MIN_REDUCTION = criteria.value("h2_min_reduction")
 # The H2 control's equivalence margin: this many times the floor's std without contention.
 CONTROL_FLOOR_MULTIPLE = criteria.value("h2_control_floor_multiple")
@@ -313,7 +311,7 @@ def h2_std(red: pd.DataFrame) -> dict:
 
     A policy *shows* a cut when its std reduction's whole CI (over runs) lies at or above
     :data:`MIN_REDUCTION`, and *refutes* it when the whole CI lies below
-    :data:`MIN_REDUCTION` (:data:`CUT`, :mod:`rtstudy.judge`). ``verdict``: every policy
+    :data:`MIN_REDUCTION` (:data:`CUT`, :mod:`rtstudy.inference.judge`). ``verdict``: every policy
     shows it (reproduced), every one refutes it (not reproduced), some each (partly
     reproduced), else not settled; not testable here without the runs to compare.
     """
@@ -421,9 +419,9 @@ def null_verdict(red: pd.DataFrame, margin_ms: float) -> dict:
     """Without contention (the lowest load factor), is each real-time policy's jitter the same?
 
     Equivalence within ±``margin_ms`` (:func:`control_margin`) of the difference in mean
-    per-run std (policy − baseline), CI over runs, per policy a part (:mod:`rtstudy.judge`),
-    combined by :func:`null_combine`; not testable here without runs or a margin (no floor
-    measured).
+    per-run std (policy − baseline), CI over runs, per policy a part
+    (:mod:`rtstudy.inference.judge`), combined by :func:`null_combine`; not testable here without
+    runs or a margin (no floor measured).
     """
     if red.empty:
         return {"verdict": judge.NOT_TESTABLE, "why": "no runs", "margin_ms": margin_ms,

@@ -71,9 +71,9 @@ from holoscan.schedulers import EventBasedScheduler
 
 from rtstudy.apps.loads import beside
 from rtstudy.apps.trace import sched_trace
-from rtstudy.process import die_with_parent, end_process
-from rtstudy.realtime import DISPATCHER
-from rtstudy.work import busy_for, fixed_work
+from rtstudy.measure.process import die_with_parent, end_process
+from rtstudy.measure.realtime import DISPATCHER
+from rtstudy.measure.work import busy_for, fixed_work
 
 MS = 1_000_000
 SEED_CPUS = [0, 1]    # NVIDIA's Python benchmark: its shared pool's CPUs; loads on the last one

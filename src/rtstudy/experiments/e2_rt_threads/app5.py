@@ -41,7 +41,7 @@ from holoscan import execution as ex
 from rtstudy.apps.loads import beside
 from rtstudy.apps.run5 import compile_checked, run_within, thread_placement
 from rtstudy.apps.trace import sched_trace
-from rtstudy.work import busy_for, fixed_work
+from rtstudy.measure.work import busy_for, fixed_work
 
 MS = 1_000_000
 WAKE_MODES = {"sleep": ex.WakeMode.SLEEPING_WAITSET, "busy_poll": ex.WakeMode.BUSY_POLL}
@@ -88,7 +88,7 @@ class LoadOp(hs.Operator):
 
     made: list["LoadOp"] = []
     work_ms = hs.Param(1.0, description="CPU work per activation, and the activation period (ms)")
-    work_model = hs.Param("native", description="rtstudy.work model: native or python")
+    work_model = hs.Param("native", description="rtstudy.measure.work model: native or python")
 
     def __init__(self):
         super().__init__()

@@ -15,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rtstudy.data.io import CellData, read_samples
 from rtstudy.experiments.e2_rt_threads.conditions import FACTORS
 from rtstudy.experiments.e2_rt_threads.metrics import lateness_ns, release_grid
-from rtstudy.io import CellData, read_samples
-from rtstudy.realtime import DISPATCHER
-from rtstudy.stats import CI, ratio_ci
+from rtstudy.inference.stats import CI, ratio_ci
+from rtstudy.measure.realtime import DISPATCHER
 
 # The parts of one frame's lateness against its release time (ms), each a kind of time the
 # target's worker thread spent between the release and the start of compute: they add up to
@@ -409,7 +409,7 @@ def tracing_cost(runs: pd.DataFrame, traces: pd.DataFrame, ci: CI) -> pd.DataFra
     """What tracing changes: each traced condition's typical jitter traced vs untraced.
 
     The period IQR of the traced runs over that of the same condition's untraced runs
-    (:func:`rtstudy.stats.ratio_ci`, CI over runs), and both late-frame counts.
+    (:func:`rtstudy.inference.stats.ratio_ci`, CI over runs), and both late-frame counts.
 
     Returns
     -------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rtstudy import criteria
+from rtstudy.inference import criteria
 
 # The factor columns of every per-run and per-frame table, in the order tables show them.
 FACTORS = ["policy", "topology", "dispatcher", "load_placement", "load_factor", "load_work_model",
@@ -25,7 +25,7 @@ SEED_BASELINE = "normal"          # the seed's: target and loads share one pool
 # frames that came, and a std comparison with it is void. The reference data split cleanly:
 # every condition but one within 0.3 % of the nominal period (that one 2.2 %), the starved
 # ones 17 % to 142 % off (seed_python's normal mode: 40.3 ms of 16.7). A criterion
-# (rtstudy.criteria), with when it was set.
+# (rtstudy.inference.criteria), with when it was set.
 STARVED_OFFSET = criteria.value("h2_starved_offset")
 
 

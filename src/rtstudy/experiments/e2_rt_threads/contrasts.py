@@ -3,10 +3,10 @@
 The unit of replication is the run. :func:`condition_summary` gives each condition
 its typical jitter (the mean of per-run period IQRs, t-interval over runs) and
 its late frames pooled over runs (a rate with a CI for rare counts,
-:func:`rtstudy.stats.pooled_rate`). Each contrast compares the mean of per-run
+:func:`rtstudy.inference.stats.pooled_rate`). Each contrast compares the mean of per-run
 frame-period stds (``runs``'s ``period_std_ms``) of two groups of runs, with a Welch
-t-interval over the runs of both (:func:`rtstudy.stats.two_group_ci`): :func:`reductions` is the
-policy grid against a baseline, :func:`effects` one factor at a time at the headline
+t-interval over the runs of both (:func:`rtstudy.inference.stats.two_group_ci`): :func:`reductions`
+is the policy grid against a baseline, :func:`effects` one factor at a time at the headline
 point, :func:`seed_compatible` the seeds' own topologies, :func:`floor_ratios`
 every condition against the floor (cyclictest in the same sweep). A contrast with a
 condition that starved (:func:`.conditions.starved`) says so in its ``void``.
@@ -16,16 +16,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria
 from rtstudy.experiments.e2_rt_threads import published
-from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, grid,
-                                                         headline_point, starved)
+from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, grid, headline_point,
+                                                          starved)
 from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
-from rtstudy.stats import (CI, Estimate, event_rate_variance, holm, over_runs, pooled_rate,
-                           rank_test, ratio_ci, spread_test, two_group_ci, wilks_quantile)
+from rtstudy.inference import criteria
+from rtstudy.inference.stats import (CI, Estimate, event_rate_variance, holm, over_runs,
+                                     pooled_rate, rank_test, ratio_ci, spread_test, two_group_ci,
+                                     wilks_quantile)
 
 # A run's std is "decided by a few frames" when its 2 most extreme periods carry more than
-# this share of its squared deviations (metrics.run_metrics' std_top2_share; rtstudy.criteria).
+# this share of its squared deviations (metrics.run_metrics' std_top2_share;
+# rtstudy.inference.criteria).
 DECIDED_SHARE = criteria.value("e2_decided_share")
 
 
@@ -49,11 +51,11 @@ def summarize(runs: pd.DataFrame, ci: CI) -> dict:
         ``p50_us`` / ``p99_us`` (|lateness|), ``tail_us`` and ``flatness_us`` (µs);
         ``late`` (late frames over all runs), ``late_rate`` / ``late_low`` /
         ``late_high`` (per :data:`.metrics.PER_FRAMES` frames,
-        :func:`rtstudy.stats.pooled_rate`; with none late, ``late_high`` is the
+        :func:`rtstudy.inference.stats.pooled_rate`; with none late, ``late_high`` is the
         one-sided bound), ``dispersion`` (its φ), ``late_within`` (a run's rate's binomial
-        variance, :func:`rtstudy.stats.event_rate_variance`); ``max_ms`` (the largest lateness
-        of all frames) and ``max_quantile`` (the quantile it bounds at the CI's
-        level, :func:`rtstudy.stats.wilks_quantile`, were frames independent);
+        variance, :func:`rtstudy.inference.stats.event_rate_variance`); ``max_ms`` (the largest
+        lateness of all frames) and ``max_quantile`` (the quantile it bounds at the CI's
+        level, :func:`rtstudy.inference.stats.wilks_quantile`, were frames independent);
         ``std_ms`` (mean per-run std, ms), ``decided`` (runs whose std the 2 most
         extreme frames decide, :data:`DECIDED_SHARE`), ``mean_ms`` and ``nominal_ms``.
     """
@@ -112,8 +114,8 @@ def std_reduction(a, b, ci: CI) -> Estimate:
 
     ``a`` and ``b`` hold one std per independent run (the baseline's and the
     policy's). Positive means ``b`` (e.g. a real-time policy) has the smaller
-    jitter. The ratio's t-interval on the log scale (:func:`rtstudy.stats.ratio_ci`); below
-    :data:`rtstudy.stats.MIN_RUNS` runs in either group there is no CI.
+    jitter. The ratio's t-interval on the log scale (:func:`rtstudy.inference.stats.ratio_ci`);
+    below :data:`rtstudy.inference.stats.MIN_RUNS` runs in either group there is no CI.
     """
     ratio = ratio_ci(a, b, ci)
     return Estimate(1 - ratio.value, 1 - ratio.high, 1 - ratio.low, ratio.n, ratio.confidence)

@@ -5,13 +5,13 @@ rate at the headline point land inside the other session's CI, and that the reco
 table conclude the same in both. :func:`rerun_check` computes exactly those numbers from one
 session's runs, and :func:`compare` judges a pair by them. Even with no session effect at all,
 two sessions of 5 normal runs agree both ways on a quantity only 81 % of the time
-(:func:`rtstudy.stats.agreement_chance`), so a check over many quantities fails by chance
+(:func:`rtstudy.inference.stats.agreement_chance`), so a check over many quantities fails by chance
 alone; how often, with these runs, is the question :func:`exchange_test` answers.
 
 :func:`session_test` is the re-run check that replaces it, one with power: a test per
 condition both sessions measured (its late frames as a rate ratio between the sessions, the
-quasi-Poisson one :mod:`rtstudy.rates` uses; its typical jitter by Welch's t on the runs' log
-period IQR) and one of every condition's typical jitter at once (their mean shift), the pair
+quasi-Poisson one :mod:`rtstudy.inference.rates` uses; its typical jitter by Welch's t on the runs'
+log period IQR) and one of every condition's typical jitter at once (their mean shift), the pair
 failing when any test rejects at the family-wise level ``criteria: e2_rerun_alpha`` (Holm).
 :func:`calibrate` measures it on a recorded pair: how often it passes dealt pairs (no session
 effect: its calibration) and fails pairs with a known change injected into one session
@@ -31,12 +31,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from rtstudy import criteria, rates
 from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
 from rtstudy.experiments.e2_rt_threads.contrasts import condition_summary
-from rtstudy.experiments.e2_rt_threads.ladder import (finding, ladder, late_name,
-                                                     recommendations, rung_name)
-from rtstudy.stats import CI, MIN_RUNS
+from rtstudy.experiments.e2_rt_threads.ladder import (finding, ladder, late_name, recommendations,
+                                                      rung_name)
+from rtstudy.inference import criteria, rates
+from rtstudy.inference.stats import CI, MIN_RUNS
 
 
 def rerun_check(runs: pd.DataFrame, floor: pd.DataFrame, cfg: dict,
@@ -175,8 +175,8 @@ def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame
 
 def _late_p(a: pd.DataFrame, b: pd.DataFrame) -> float:
     """Two-sided p of the same late-frame rate in two sessions' runs of one condition: the
-    exact conditional test on the quasi-Poisson counts (:mod:`rtstudy.rates`: the counts and
-    frames divided by the runs' pooled φ, the second session's share of the events binomial
+    exact conditional test on the quasi-Poisson counts (:mod:`rtstudy.inference.rates`: the counts
+    and frames divided by the runs' pooled φ, the second session's share of the events binomial
     given their total). 1 without a late frame."""
     phi = rates.dispersion((a["late"].to_numpy(), a["n"].to_numpy()),
                            (b["late"].to_numpy(), b["n"].to_numpy()))

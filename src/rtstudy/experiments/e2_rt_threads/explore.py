@@ -7,7 +7,7 @@ import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
-from rtstudy.figstyle import PALETTE, SEED_COLOR
+from rtstudy.report.figstyle import PALETTE, SEED_COLOR
 from rtstudy.view import View
 
 VIEW = View(table="frames", value="period_ms", value_label="frame period (ms)", time="t_s",

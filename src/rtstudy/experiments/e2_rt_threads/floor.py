@@ -18,12 +18,12 @@ import shutil
 import subprocess
 import time
 
-from rtstudy import idle
 from rtstudy.apps.child import main, process_threads
 from rtstudy.apps.loads import start_stress, stop_stress
-from rtstudy.kernelfs import ROOT, online_cpus
-from rtstudy.process import die_with_parent
-from rtstudy.realtime import POLICIES
+from rtstudy.machine import idle
+from rtstudy.machine.kernelfs import ROOT, online_cpus
+from rtstudy.measure.process import die_with_parent
+from rtstudy.measure.realtime import POLICIES
 
 OPERATOR = "cyclictest"
 

@@ -16,13 +16,13 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria, judge, rates
-from rtstudy.experiments.e2_rt_threads.conditions import BASELINE, PLAIN, WAKE_DEFAULT, is_plain
-from rtstudy.experiments.e2_rt_threads.conditions import \
-    SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
+from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, PLAIN,
+                                                          SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS,
+                                                          WAKE_DEFAULT, is_plain)
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
-from rtstudy.realtime import RT_POLICIES
-from rtstudy.stats import CI, over_runs, ratio_ci
+from rtstudy.inference import criteria, judge, rates
+from rtstudy.inference.stats import CI, over_runs, ratio_ci
+from rtstudy.measure.realtime import RT_POLICIES
 
 # Late frames after a change over before, judged by the dated margin (criteria).
 LATE_RULE = judge.Rule(judge.RATE, criteria.value("e2_late_ratio_margin"))
@@ -178,8 +178,8 @@ def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI, sizes: bool = True
 
 
 def _late_ratio(base: pd.DataFrame, other: pd.DataFrame, ci: CI, sizes: bool = True) -> dict:
-    """``other``'s late-frame rate over ``base``'s (:func:`rtstudy.rates.rate_ratio`), its word
-    against the pre-registered margin, and where that word is not decided, the frames per
+    """``other``'s late-frame rate over ``base``'s (:func:`rtstudy.inference.rates.rate_ratio`), its
+    word against the pre-registered margin, and where that word is not decided, the frames per
     condition that would decide it at 80 % power (``late_frames_needed``; NaN without
     ``sizes``: the search costs about 0.5 s a comparison)."""
     rr = rates.rate_ratio(base["late"], base["n"], other["late"], other["n"], ci.confidence)
@@ -190,7 +190,7 @@ def _late_ratio(base: pd.DataFrame, other: pd.DataFrame, ci: CI, sizes: bool = T
 
 
 def late_part(r: dict) -> judge.Part:
-    """A change's late frames against its baseline as a rate part (:mod:`rtstudy.judge`),
+    """A change's late frames against its baseline as a rate part (:mod:`rtstudy.inference.judge`),
     from a :func:`recommendations` row: what H2 and the pooled recommendations judge."""
     return judge.Part(r["change"], LATE_RULE, r["late_ratio"], r["late_ratio_low"],
                       r["late_ratio_high"], int(min(r["runs"], r["runs_base"])), "runs",
@@ -296,11 +296,11 @@ def over_sessions(headlines: list[dict], confidence: float) -> dict[str, dict]:
     """Each change's conclusion over every session of the host: pooled, never by unanimity.
 
     Late frames: the sessions' counts pooled into one rate ratio
-    (:func:`rtstudy.rates.pooled_over_sessions`: a session that differs more than its runs
+    (:func:`rtstudy.inference.rates.pooled_over_sessions`: a session that differs more than its runs
     widens the CI), judged by the same margin as one session's. Typical jitter: the sessions'
     ratios pooled on the log scale with a random session effect
-    (:func:`rtstudy.rates.pooled_log_ratio`). Each new session narrows both, so it can settle
-    a word that fewer sessions left open, where unanimity could only unsettle one.
+    (:func:`rtstudy.inference.rates.pooled_log_ratio`). Each new session narrows both, so it can
+    settle a word that fewer sessions left open, where unanimity could only unsettle one.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """E2's parameter group (``params.yaml: e2_rt_threads``): each key's rule and the cross-checks."""
 from __future__ import annotations
 
-from rtstudy.realtime import PRIORITY_POLICIES, RT_POLICIES
+from rtstudy.measure.realtime import PRIORITY_POLICIES, RT_POLICIES
 from rtstudy.rules import SWEEP_SCHEMA, Rule, boolean, choice, integer, list_of, number
 
 POLICY_NAMES = ("normal", "normal_dedicated", *RT_POLICIES)

@@ -36,7 +36,7 @@ late-frame rates need thousands of frames where they are compared.
 ``design: full`` (the seed profile) crosses every factor with every other.
 
 On Holoscan 5.0 the plan is :mod:`.plan5`'s; on an SDK whose dispatcher takes no real-time
-policy (3.5.0: ``rtstudy.sdk.Sdk.realtime_dispatcher``) the ``fifo`` dispatcher's cells are
+policy (3.5.0: ``rtstudy.sdks.sdk.Sdk.realtime_dispatcher``) the ``fifo`` dispatcher's cells are
 left out, and the fragment fix runs only where it was verified (:data:`FRAGMENT_SDKS`).
 """
 from __future__ import annotations
@@ -44,14 +44,15 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from rtstudy import params, placement, sdk
+from rtstudy import params
 from rtstudy.experiments.e2_rt_threads import plan5
-from rtstudy.experiments.e2_rt_threads.conditions import \
-    SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS
-from rtstudy.experiments.e2_rt_threads.conditions import is_plain
-from rtstudy.harness import Cell, with_drift_check
-from rtstudy.realtime import DISPATCHER, PRIORITY_POLICIES, RT_POLICIES, RealtimeRequest
-from rtstudy.sysdeps import which
+from rtstudy.experiments.e2_rt_threads.conditions import (SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS,
+                                                          is_plain)
+from rtstudy.machine import placement
+from rtstudy.machine.sysdeps import which
+from rtstudy.measure.harness import Cell, with_drift_check
+from rtstudy.measure.realtime import DISPATCHER, PRIORITY_POLICIES, RT_POLICIES, RealtimeRequest
+from rtstudy.sdks import sdk
 
 EXPERIMENT = "e2_rt_threads"
 APP = "e2_rt_threads"  # the name cells record (part of every cell id): never change it
@@ -82,7 +83,7 @@ def target_cpus(cfg: dict, fp: dict, where: placement.Placement, policy: str,
 
     Every policy of the ``dedicated`` topology gets the same CPU, so only the
     policy differs (``normal_dedicated`` included): the placement's real-time
-    CPU (:mod:`rtstudy.placement`; on an isolated or shielded host its loads stay
+    CPU (:mod:`rtstudy.machine.placement`; on an isolated or shielded host its loads stay
     on the housekeeping CPUs). The seeds pin their real-time target to CPU 0.
     ``shared`` and the seeds' normal modes leave the target to its pool. DEADLINE
     stays unpinned where the host refuses pinned DEADLINE threads (``rtstudy host check``).
@@ -294,7 +295,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     fp : dict
         The host fingerprint (CPUs, which policies and pinning it allows, the shield).
     configs : dict
-        The resolved groups it reads: ``cpus`` (:mod:`rtstudy.placement`; auto when absent).
+        The resolved groups it reads: ``cpus`` (:mod:`rtstudy.machine.placement`; auto when absent).
     """
     c, p = cfg, _Planner(cfg, fp, placement.resolve(configs.get("cpus"), fp))
     full = c["design"] == "full"

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rtstudy.experiments.e2_rt_threads.conditions import WAKE_DEFAULT
-from rtstudy.harness import Cell, with_drift_check
+from rtstudy.measure.harness import Cell, with_drift_check
 
 MODULE = "rtstudy.experiments.e2_rt_threads.app5"
 MODULE4 = "rtstudy.experiments.e2_rt_threads.app"

@@ -4,9 +4,9 @@ Late frames vary mostly within a run (the binomial count of rare events: docs/be
 variance components), so they want more frames per condition, and it matters little whether
 they come as longer runs or as more runs of the same length. For each change at the headline
 point the plan takes its baseline's measured late-frame rate and the runs' over-dispersion φ,
-and gives the frames per condition with which :func:`rtstudy.rates.word` decides at 80 %
-power (:func:`rtstudy.rates.frames_needed`, computed from the rule itself): to show a change
-that halves the late frames as ``fewer`` (the margin's smallest effect), and to show one that
+and gives the frames per condition with which :func:`rtstudy.inference.rates.word` decides at 80 %
+power (:func:`rtstudy.inference.rates.frames_needed`, computed from the rule itself): to show a
+change that halves the late frames as ``fewer`` (the margin's smallest effect), and to show one that
 changes nothing as ``equivalent``. ``rtstudy plan power`` prints it.
 """
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria, rates
 from rtstudy.experiments.e2_rt_threads.ladder import recommendations
-from rtstudy.stats import CI
+from rtstudy.inference import criteria, rates
+from rtstudy.inference.stats import CI
 
 
 def plan(runs: pd.DataFrame, cfg: dict, ci: CI, power: float = 0.8) -> pd.DataFrame:

@@ -20,8 +20,8 @@ import threading
 import time
 
 from rtstudy.apps.child import main, thread_record
-from rtstudy.realtime import POLICIES
-from rtstudy.work import fixed_work
+from rtstudy.measure.realtime import POLICIES
+from rtstudy.measure.work import fixed_work
 
 OPERATOR = "python_thread"
 CLOCK_MONOTONIC, TIMER_ABSTIME = 1, 1

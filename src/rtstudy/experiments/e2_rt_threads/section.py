@@ -9,14 +9,15 @@ import pandas as pd
 
 import numpy as np
 
-from rtstudy import criteria, rates
-from rtstudy.experiments.e2_rt_threads import analysis, contrasts, figures, ladder, published, tables
+from rtstudy.data.io import Dataset, read_plan
+from rtstudy.experiments.e2_rt_threads import (analysis, contrasts, figures, ladder, published,
+                                               tables)
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
-from rtstudy.realtime import RT_POLICIES
-from rtstudy.io import Dataset, read_plan
-from rtstudy.report.section import (RATE_UNIT, Advice, Figure, LazyMarkdown, Markdown,
-                                    Quantity, Section, Table, Verdict, render)
-from rtstudy.stats import CI, MIN_RUNS
+from rtstudy.inference import criteria, rates
+from rtstudy.inference.stats import CI, MIN_RUNS
+from rtstudy.measure.realtime import RT_POLICIES
+from rtstudy.report.section import (RATE_UNIT, Advice, Figure, LazyMarkdown, Markdown, Quantity,
+                                    Section, Table, Verdict, render)
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E2"

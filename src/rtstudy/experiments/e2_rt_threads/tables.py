@@ -14,7 +14,7 @@ from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
 from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS, POLICY_NAMES
-from rtstudy.stats import format_p
+from rtstudy.inference.stats import format_p
 
 # What the seeds' rows say where this study has a quantity they did not publish.
 NOT_PUBLISHED = "not published (std only)"

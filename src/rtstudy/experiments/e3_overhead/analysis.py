@@ -18,16 +18,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria, judge
+from rtstudy.data.io import Dataset, read_cells, set_aside_drift, wide
 from rtstudy.experiments.e3_overhead import published
-from rtstudy.io import Dataset, read_cells, set_aside_drift, wide
-from rtstudy.stats import (CI, MIN_RUNS, block_mean_variance, drift_check, fit_at, linear_fit,
-                           over_runs, percentiles)
+from rtstudy.inference import criteria, judge
+from rtstudy.inference.stats import (CI, MIN_RUNS, block_mean_variance, drift_check, fit_at,
+                                     linear_fit, over_runs, percentiles)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"run": "int64", "iterations": "int64", "op": "string", "tick": "int64", "t_ns": "int64"}
 LEAD_OP = {"ops": "op1", "ping": "tx"}
-# H3's verdict (rtstudy.criteria): the seed's method within this band around the published
+# H3's verdict (rtstudy.inference.criteria): the seed's method within this band around the published
 # figure (CLOSE_RATIO[0] × its low end to CLOSE_RATIO[1] × its high end), CI and all.
 CLOSE_RATIO = criteria.value("h3_close_band")
 
@@ -265,7 +265,7 @@ def seed_method_at_seed_n(runs: pd.DataFrame, app: str, ci: CI, label: str | Non
 
 def closeness(low: float, high: float, band: tuple[float, float]) -> str:
     """``close`` when the CI [low, high] lies within ``band``, ``far`` when wholly outside it,
-    else (or without a CI) ``not settled`` (:meth:`rtstudy.judge.Rule.state`)."""
+    else (or without a CI) ``not settled`` (:meth:`rtstudy.inference.judge.Rule.state`)."""
     return judge.Rule(judge.BAND, band).state(low, high)
 
 
@@ -281,7 +281,7 @@ def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
     (:func:`closeness`). The ordering (Greedy below every EventBased configuration,
     on 5.0 one lane below a lane per operator, the message costing more) is judged on
     the steady in-run cost, our own metric. The verdict is :func:`h3_combine`'s: reproduced,
-    differs or not settled (also below :data:`rtstudy.stats.MIN_RUNS` repetitions); not
+    differs or not settled (also below :data:`rtstudy.inference.stats.MIN_RUNS` repetitions); not
     testable here when a judged configuration was not measured.
     """
     n_max = runs["iterations"].max()

@@ -6,7 +6,7 @@ import pandas as pd
 
 from rtstudy.experiments.e3_overhead import published
 from rtstudy.experiments.e3_overhead.analysis import counterpart
-from rtstudy.figstyle import PALETTE, SEED_COLOR
+from rtstudy.report.figstyle import PALETTE, SEED_COLOR
 from rtstudy.view import View
 
 # A run is a few timed app runs of different lengths: a histogram of three values says nothing.

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e3_overhead.analysis import label_order, published_range
-from rtstudy.figstyle import PALETTE, SEED_COLOR, save, style
-from rtstudy.stats import CI
+from rtstudy.inference.stats import CI
+from rtstudy.report.figstyle import PALETTE, SEED_COLOR, save, style
 
 def short_label(label: str) -> str:
     """``EventBased ×2`` → ``EBS ×2``: tick labels that fit side by side."""
@@ -23,9 +23,11 @@ def e3_overhead(runs: pd.DataFrame, fit_df: pd.DataFrame, ci: CI,
     Parameters
     ----------
     runs : DataFrame
-        :func:`rtstudy.experiments.e3_overhead.analysis.load` rows (``whole_app_us_per_iter`` in µs).
+        :func:`rtstudy.experiments.e3_overhead.analysis.load` rows (``whole_app_us_per_iter`` in
+        µs).
     fit_df : DataFrame
-        :func:`rtstudy.experiments.e3_overhead.analysis.fits` rows (``per_iter_us`` and its CI in µs).
+        :func:`rtstudy.experiments.e3_overhead.analysis.fits` rows (``per_iter_us`` and its CI in
+        µs).
     ci : CI
         The level the fit's CI was made at (the report's parameters).
     """

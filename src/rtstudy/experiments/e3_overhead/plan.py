@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from rtstudy import sdk
 from rtstudy.experiments.e3_overhead import plan5
-from rtstudy.harness import Cell, with_drift_check
+from rtstudy.measure.harness import Cell, with_drift_check
+from rtstudy.sdks import sdk
 
 EXPERIMENT = "e3_overhead"
 APP = "e3_overhead"  # the name cells record (part of every cell id): never change it

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from rtstudy.harness import Cell, with_drift_check
+from rtstudy.measure.harness import Cell, with_drift_check
 
 MODULE = "rtstudy.experiments.e3_overhead.app5"
 OPERATORS = 2  # each app has two operators: at most a lane each

@@ -4,10 +4,10 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from rtstudy.data.io import Dataset
 from rtstudy.experiments.e3_overhead import analysis, figures, published
-from rtstudy.io import Dataset
+from rtstudy.inference.stats import CI, MIN_RUNS, over_runs
 from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, render
-from rtstudy.stats import CI, MIN_RUNS, over_runs
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E3"

@@ -13,18 +13,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rtstudy import criteria, judge
+from rtstudy.data.io import Dataset, read_cells, read_json, set_aside_drift, stack, wide
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
-from rtstudy.io import Dataset, read_cells, read_json, set_aside_drift, stack, wide
-from rtstudy.stats import (CI, MIN_RUNS, drift_check, quantile_bootstrappable, quantile_of_counts,
-                           two_group_ci, within_run_variance_hist)
+from rtstudy.inference import criteria, judge
+from rtstudy.inference.stats import (CI, MIN_RUNS, drift_check, quantile_bootstrappable,
+                                     quantile_of_counts, two_group_ci, within_run_variance_hist)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"latency_ns": "int64", "count": "int64"}
 LADDER = (50, 99, 99.9, 99.99)
-# H4's metric (rtstudy.criteria): a gap between two of the jitter probe's loops longer than this
-# is an interruption (the tick, an IRQ, another task, the hypervisor): the loop takes about 10 ns.
+# H4's metric (rtstudy.inference.criteria): a gap between two of the jitter probe's loops longer
+# than this is an interruption (the tick, an IRQ, another task, the hypervisor): the loop takes
+# about 10 ns.
 INTERRUPTION_NS = criteria.value("h4_interruption_ns")
 # H4's smallest effect that matters: the isolated CPU loses at least this share of its time
 # less (1 % is 0.17 ms of a 60 FPS frame, a sixth of E2's late threshold).
@@ -63,10 +64,10 @@ def lost_share(latency_ns, count) -> float:
 
 def within_run(latency_ns, count, jitter: bool) -> dict:
     """The sampling variance of a measurement's headlines from its own histogram
-    (:func:`rtstudy.stats.within_run_variance_hist`): ``p99_within_us2`` (of the P99 in µs),
-    and for the jitter probe ``ratio_within`` (P99.99 / P50) and ``lost_within_pct2`` (of
+    (:func:`rtstudy.inference.stats.within_run_variance_hist`): ``p99_within_us2`` (of the P99 in
+    µs), and for the jitter probe ``ratio_within`` (P99.99 / P50) and ``lost_within_pct2`` (of
     :func:`lost_share` in %); NaN where not defined, or where a quantile is too near the
-    edge of the samples for its bootstrap (:func:`rtstudy.stats.quantile_bootstrappable`).
+    edge of the samples for its bootstrap (:func:`rtstudy.inference.stats.quantile_bootstrappable`).
     """
     v = np.asarray(latency_ns, dtype=float)
     order = np.argsort(v)
@@ -211,8 +212,9 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool =
     ``not_judged`` with the reason), each a part judged against :data:`MIN_DIFFERENCE`
     (:func:`h4_combine`). Not testable here without an isolated CPU measured beside a
     housekeeping one or a load measured like with like; not settled where a CI straddles
-    the minimum (or below :data:`rtstudy.stats.MIN_RUNS` repetitions). ``ratios`` gives each CPU and load's
-    P99.99 / P50 (mean over repetitions), ``loads`` each load's shares and difference.
+    the minimum (or below :data:`rtstudy.inference.stats.MIN_RUNS` repetitions). ``ratios`` gives
+    each CPU and load's P99.99 / P50 (mean over repetitions), ``loads`` each load's shares and
+    difference.
 
     Parameters
     ----------

@@ -20,12 +20,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from rtstudy import idle, paths
-from rtstudy.kernelfs import ROOT, online_cpus
-from rtstudy.process import die_with_parent
+from rtstudy import paths
 from rtstudy.apps.child import main
 from rtstudy.apps.loads import start_stress, stop_stress
-from rtstudy.realtime import POLICIES
+from rtstudy.machine import idle
+from rtstudy.machine.kernelfs import ROOT, online_cpus
+from rtstudy.measure.process import die_with_parent
+from rtstudy.measure.realtime import POLICIES
 
 PROBE_SOURCE = Path(__file__).resolve().with_name("jitter_probe.c")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rtstudy.experiments.e4_host import published
-from rtstudy.figstyle import PALETTE, SEED_COLOR
+from rtstudy.report.figstyle import PALETTE, SEED_COLOR
 from rtstudy.view import View
 
 VIEW = View(table="histograms", value="latency_ns", count="count", log=True,

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e4_host import published
-from rtstudy.figstyle import PALETTE, save, style
+from rtstudy.report.figstyle import PALETTE, save, style
 
 def e4_jitter_histograms(hists: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
     """Loop-to-loop delta histograms of the jitter probe, per CPU and load, log-log."""

@@ -11,14 +11,16 @@ import platform
 import shutil
 from pathlib import Path
 
-from rtstudy import atomic, audit, placement
-from rtstudy.harness import Cell, with_drift_check
+from rtstudy import atomic
+from rtstudy.machine import audit, placement
+from rtstudy.measure.harness import Cell, with_drift_check
 
 EXPERIMENT = "e4_host"
 APP = "e4_floor"  # the name cells record (part of every cell id): never change it
 MODULE = "rtstudy.experiments.e4_host.app"
 AUDIT = "audit.json"  # the host audit, recorded beside the cells
-SDK_APIS = ()  # no Holoscan in E4's cells: measured once, in the study's venv (rtstudy.stage)
+# No Holoscan in E4's cells: measured once, in the study's venv (rtstudy.stage).
+SDK_APIS = ()
 
 
 def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
@@ -32,7 +34,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
         The host fingerprint (its online CPUs).
     configs : dict
         Every group's resolved parameters: the floor takes E2's ``fps`` and
-        ``priority`` (``params.USES``) and ``cpus`` (:mod:`rtstudy.placement`).
+        ``priority`` (``params.USES``) and ``cpus`` (:mod:`rtstudy.machine.placement`).
     """
     e2_cfg = configs["e2_rt_threads"]
     where = placement.resolve(configs.get("cpus"), fp)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rtstudy import judge
+from rtstudy.data.io import Dataset, read_plan
 from rtstudy.experiments.e4_host import analysis, figures, published
-from rtstudy.io import Dataset, read_plan
+from rtstudy.inference import judge
+from rtstudy.inference.stats import CI, MIN_RUNS, over_runs
 from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, Verdict, render
-from rtstudy.stats import CI, MIN_RUNS, over_runs
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E4"

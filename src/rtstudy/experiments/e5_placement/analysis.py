@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from rtstudy import criteria, judge
+from rtstudy.data.io import Dataset, read_cells, set_aside_drift, stack
 from rtstudy.experiments.e5_placement import provoke
 from rtstudy.experiments.e5_placement.provoke import NOT_IN_4X
-from rtstudy.io import Dataset, read_cells, set_aside_drift, stack
-from rtstudy.realtime import POLICY_BY_NUMBER
-from rtstudy.records import POLICIES, thread_mismatches
+from rtstudy.inference import criteria, judge
+from rtstudy.inference.records import POLICIES, thread_mismatches
+from rtstudy.measure.realtime import POLICY_BY_NUMBER
 
 # The columns and Arrow types of samples.parquet, as the apps write them (data/README.md).
 SAMPLES = {"op": "string", "requested_policy": "string", "ran": "int64", "policy": "int64",
@@ -37,7 +37,7 @@ NEVER_RAN = "ran, an operator never ran"
 # A condition against its promise.
 AS_DOCUMENTED, DIFFERS = "as documented", "differs"
 NOT_PROVOKED, UNDOCUMENTED = "not provoked here", "no documented outcome"
-# H5b's rule (rtstudy.criteria): an equality, every condition in every repetition.
+# H5b's rule (rtstudy.inference.criteria): an equality, every condition in every repetition.
 RULE = criteria.CRITERIA["h5b_promises"].rule
 # A request's policy (SCHED_FIFO …) by the name 5.0's record gives it (``fifo`` …).
 RECORD_POLICY = {POLICY_BY_NUMBER[number]: name for name, number in POLICIES.items()}
@@ -87,7 +87,8 @@ TABLES = tuple(SCHEMA)
 
 
 def requested_record(request) -> dict:
-    """A request in the shape of 5.0's placement record (:func:`rtstudy.records.expected`)."""
+    """A request in the shape of 5.0's placement record
+    (:func:`rtstudy.inference.records.expected`)."""
     deadline = ({"runtime_ns": request.runtime_ns, "deadline_ns": request.deadline_ns,
                  "period_ns": request.period_ns} if request.policy == "SCHED_DEADLINE" else None)
     return {"affinity": list(request.cpus) or None,

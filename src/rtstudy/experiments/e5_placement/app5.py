@@ -94,8 +94,8 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
         **observed, "stage": stage, "termination": termination,
         "compile_diagnostics": tokens(plan.errors) if not plan.ok else [],
         "run_diagnostics": run_diagnostics, "logged": provoke.logged_errors(log[0]),
-        # Not "placements": those are H5a's (rtstudy.records), which compares accepted records
-        # with the threads; here a refused thread is the point.
+        # Not "placements": those are H5a's (rtstudy.inference.records), which compares accepted
+        # records with the threads; here a refused thread is the point.
         "plan_records": record.get("partition_placements", []),
         "probe_records": record.get("placement_probes", []),
     }

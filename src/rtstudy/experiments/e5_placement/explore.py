@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rtstudy.figstyle import PALETTE
+from rtstudy.report.figstyle import PALETTE
 from rtstudy.view import View
 
 VIEW = View(table="threads", value="priority", value_label="priority read back (−1: never ran)",

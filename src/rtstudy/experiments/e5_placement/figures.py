@@ -8,7 +8,7 @@ import pandas as pd
 
 from rtstudy.experiments.e5_placement import analysis
 from rtstudy.experiments.e5_placement.provoke import NOT_IN_4X
-from rtstudy.figstyle import PALETTE, save, style
+from rtstudy.report.figstyle import PALETTE, save, style
 
 # One colour per outcome kind: as requested, a recorded fallback, refused, not as requested.
 COLOURS = {analysis.RAN: PALETTE[2], analysis.FALLBACK: PALETTE[1],

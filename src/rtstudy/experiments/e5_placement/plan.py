@@ -12,10 +12,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from rtstudy import placement, sdk
 from rtstudy.experiments.e5_placement import plan5
 from rtstudy.experiments.e5_placement.provoke import NOT_IN_4X
-from rtstudy.harness import Cell, with_drift_check
+from rtstudy.machine import placement
+from rtstudy.measure.harness import Cell, with_drift_check
+from rtstudy.sdks import sdk
 
 EXPERIMENT = "e5_placement"
 APP = "e5_placement"  # the name cells record (part of every cell id): never change it

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rtstudy.harness import Cell
+from rtstudy.measure.harness import Cell
 
 MODULE = "rtstudy.experiments.e5_placement.app5"
 

@@ -15,8 +15,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from rtstudy import kernelfs
-from rtstudy.realtime import RealtimeRequest
+from rtstudy.machine import kernelfs
+from rtstudy.measure.realtime import RealtimeRequest
 
 # What each provocation asks for, in words (the report's list of them).
 PROVOCATIONS = {

@@ -4,10 +4,10 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from rtstudy.data.io import Dataset
 from rtstudy.experiments.e5_placement import analysis, figures, provoke, published
-from rtstudy.io import Dataset
+from rtstudy.inference.stats import CI
 from rtstudy.report.section import Figure, Markdown, Section, Table, Verdict, render
-from rtstudy.stats import CI
 
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E5"

@@ -1,0 +1,511 @@
+"""A colleague's dataset brought in beside ours: ``rtstudy data import``.
+
+Why imported datasets are tracked apart from the pipeline: ``dvc.lock`` records what *this
+checkout's* pipeline made, so two machines that measure rewrite the same entries of it and no
+layout of the pipeline's outputs keeps two colleagues' ``dvc.lock`` from conflicting once both
+commit it. Each checkout therefore keeps its own measurements in the pipeline
+(``data/raw/``, ``dvc.lock``) and every other host's in ``data/imported/<name>/``, each tracked
+by its own ``data/imported/<name>.dvc`` that records where it came from: sharing only ever adds
+files to git, and ``make push`` / ``make pull`` move the imported data like any other.
+
+A source is one of
+
+- a **folder** holding datasets: a checkout with its data present (``<folder>/data/raw/``), a
+  data folder (``<folder>/raw/``) or a copy of ``data/raw`` itself;
+- a **git repository** (a URL, or a local clone whose data is not present): its ``dvc.lock``
+  names the data, fetched from ``--remote`` (one of this checkout's DVC remotes) or else the
+  repository's own default remote;
+- a **DVC remote**: ``remote:NAME`` (one of this checkout's remotes, with its credentials) or a
+  URL (``ssh://…``, ``s3://…``, a folder holding ``files/md5/``); every dataset pushed there is
+  found by reading the remote's directory listings.
+
+Only this checkout's hosts are left alone: a host whose dataset is already here (measured,
+pulled or imported under another name) is skipped and said so; every file brought in is checked
+against its hash and every dataset loaded with the same checks as :func:`rtstudy.data.load`
+before anything lands in ``data/imported/``.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from rtstudy import data, params, paths, registry
+from rtstudy.data.io import REMEASURE, DataError
+from rtstudy.measure import integrity
+from rtstudy.paths import FAILED_DIR, HOST_FILE, PLAN_FILE, SESSIONS_DIR
+
+GIT_TIMEOUT_S = 600
+DVC_ADD_TIMEOUT_S = 600
+# What marks a URL as a git repository rather than a DVC remote.
+GIT_URL = re.compile(r"(\.git/?$)|^git@|^(git|https?)://")
+
+# One dataset: (experiment, host id, profile).
+Key = tuple[str, str, str]
+
+
+@dataclass
+class Source:
+    """Where an import comes from: ``kind`` is ``folder``, ``git`` or ``remote``."""
+
+    kind: str
+    where: str
+    rev: str | None = None
+    remote: str | None = None
+
+    def describe(self) -> str:
+        extra = f" at {self.rev}" if self.rev else ""
+        via = f" (data from DVC remote {self.remote!r})" if self.remote else ""
+        return f"{self.kind} {self.where}{extra}{via}"
+
+
+@dataclass
+class Imported:
+    """What an import did: the name it was stored under, and which datasets it took or left."""
+
+    name: str
+    source: Source
+    added: dict[Key, int] = field(default_factory=dict)  # key → cells
+    skipped: dict[Key, str] = field(default_factory=dict)  # key → why
+    dvc_file: Path | None = None
+
+
+def _dvc() -> str:
+    """The ``dvc`` of this environment (the venv's, next to this Python)."""
+    return str(Path(sys.executable).with_name("dvc"))
+
+
+def _run(args: list, cwd: Path, timeout: float, what: str) -> str:
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+    if proc.returncode != 0:
+        raise DataError(f"{what} failed ({' '.join(map(str, args))}):\n"
+                        f"{(proc.stderr or proc.stdout).strip()}")
+    return proc.stdout
+
+
+def classify(text: str, remote: str | None = None, rev: str | None = None) -> Source:
+    """The kind of source ``text`` names (see the module docstring).
+
+    Raises
+    ------
+    DataError
+        A local path that is none of the three, or a remote name this checkout lacks.
+    """
+    if text.startswith("remote:"):
+        name = text.removeprefix("remote:")
+        if name not in _our_remotes():
+            raise DataError(f"{text}: this checkout has no DVC remote {name!r} (it has "
+                            f"{', '.join(_our_remotes()) or 'none'}); add it with `dvc remote "
+                            "add --local NAME URL` (docs/sharing-data.md, \"Between machines\")")
+        return Source("remote", name, rev, None)
+    path = Path(text).expanduser()
+    if path.exists():
+        path = path.resolve()
+        if _raw_folder(path) is not None:
+            return Source("folder", str(path), rev or _git_head(path), None)
+        if (path / "files" / "md5").is_dir():
+            return Source("remote", str(path), rev, None)
+        if (path / "dvc.lock").is_file() and (path / ".git").exists():
+            return _git(str(path), rev, remote)
+        raise DataError(f"{path}: holds no rtstudy dataset (no data/raw/, raw/ or "
+                        "<experiment>/<host id>/<profile>/plan.json), is no DVC remote (no "
+                        "files/md5/) and no git checkout with a dvc.lock; point at one of those")
+    if GIT_URL.search(text):
+        return _git(text, rev, remote)
+    if "://" in text:
+        return Source("remote", text, rev, None)
+    if text in _our_remotes():
+        return Source("remote", text, rev, None)
+    raise DataError(f"{text!r}: not a folder, git URL, DVC remote URL or one of this checkout's "
+                    f"DVC remotes ({', '.join(_our_remotes()) or 'none configured'}); name a "
+                    "remote as remote:NAME")
+
+
+def _git(where: str, rev: str | None, remote: str | None) -> Source:
+    """A git source, whose ``--remote`` (if any) must be one of this checkout's remotes."""
+    if remote is not None and remote not in _our_remotes():
+        raise DataError(f"--remote {remote}: this checkout has no DVC remote of that name (it "
+                        f"has {', '.join(_our_remotes()) or 'none'}); add it with `dvc remote add`")
+    return Source("git", where, rev, remote)
+
+
+def _git_head(path: Path) -> str | None:
+    proc = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, timeout=60)
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def _raw_folder(path: Path) -> Path | None:
+    """The folder of experiment folders under ``path``, or None (see :class:`Source`)."""
+    for candidate in (path / "data" / "raw", path / "raw", path):
+        if any(next((candidate / name).glob(f"*/*/{PLAN_FILE}"), None)
+               for name in registry.REGISTRY):
+            return candidate
+    return None
+
+
+def _our_remotes() -> dict[str, dict]:
+    """This checkout's DVC remotes (``.dvc/config`` with ``config.local``), by name."""
+    from dvc.repo import Repo
+
+    with Repo(str(paths.root())) as repo:
+        return {name: dict(conf) for name, conf in repo.config["remote"].items()}
+
+
+# ---------------------------------------------------------------------------
+# What a source holds: key → {path inside the dataset folder: md5 or local file}
+
+
+def _folder_listing(raw: Path) -> dict[Key, dict[str, Path]]:
+    found: dict[Key, dict[str, Path]] = {}
+    for experiment in registry.REGISTRY:
+        for plan in sorted((raw / experiment).glob(f"*/*/{PLAN_FILE}")):
+            folder = plan.parent
+            key = (experiment, folder.parent.name, folder.name)
+            found[key] = {str(p.relative_to(folder)): p for p in sorted(folder.rglob("*"))
+                          if p.is_file()}
+    return found
+
+
+def _remote_odb(source: Source, workdir: Path, repo_dir: Path | None = None):
+    """The object store of the source's DVC remote, through a DVC repo in ``workdir``.
+
+    ``repo_dir`` is a clone of a git source: its own remotes are used unless ``--remote``
+    names one of ours, which is copied in with its credentials (``config.local``).
+    """
+    from dvc.repo import Repo
+
+    if repo_dir is None:
+        repo_dir = workdir / "dvc"
+        repo_dir.mkdir()
+        Repo.init(str(repo_dir), no_scm=True).close()
+    # A git source's data comes from its own default remote unless --remote names one of
+    # ours (classify checked it); a remote source is one of ours or a URL.
+    name = source.remote if source.kind == "git" else source.where
+    conf = _our_remotes().get(name) or ({"url": name} if source.kind == "remote" else None)
+    with Repo(str(repo_dir)) as repo:
+        if conf is not None:
+            with repo.config.edit("local") as local:
+                local["remote"]["rtstudy-import"] = conf
+                local["core"]["remote"] = "rtstudy-import"
+    repo = Repo(str(repo_dir))
+    try:
+        return repo, repo.cloud.get_remote_odb()
+    except Exception as exc:  # DVC raises several types for an unusable remote
+        repo.close()
+        raise DataError(f"{source.describe()}: its DVC remote cannot be opened ({exc}); check "
+                        "the URL and credentials (`dvc remote list`, .dvc/config.local)") from None
+
+
+def _dir_listing(odb, oid: str) -> list[dict]:
+    try:
+        return json.loads(odb.fs.cat_file(odb.oid_to_path(oid)))
+    except FileNotFoundError:
+        raise DataError(f"the DVC remote at {odb.path} lacks {oid}: the data was not pushed "
+                        "there (`make push` on the machine that measured it)") from None
+
+
+def _odb_listing(odb, oids: list[str]) -> dict[Key, dict[str, str]]:
+    """Datasets in the remote's directory objects ``oids``: the most complete version of each.
+
+    A directory object lists one experiment's ``data/raw/<experiment>`` as pushed at one
+    time; each dataset's experiment is read from its ``plan.json``. Several pushes of one
+    experiment leave several objects: the one holding the most files of a dataset wins (a
+    sweep only ever adds cells).
+    """
+    found: dict[Key, dict[str, str]] = {}
+    for oid in oids:
+        by_dataset: dict[tuple[str, str], dict[str, str]] = {}
+        for entry in _dir_listing(odb, oid):
+            parts = entry["relpath"].split("/", 2)
+            if len(parts) == 3:
+                by_dataset.setdefault((parts[0], parts[1]), {})[parts[2]] = entry["md5"]
+        for (host_id, profile), files in by_dataset.items():
+            if PLAN_FILE not in files:
+                continue
+            try:
+                plan = json.loads(odb.fs.cat_file(odb.oid_to_path(files[PLAN_FILE])))
+            except (FileNotFoundError, ValueError):
+                continue  # not pushed, or not a dataset of this study: nothing to take
+            key = (plan.get("experiment"), host_id, profile)
+            if key[0] in registry.REGISTRY and len(files) > len(found.get(key, {})):
+                found[key] = files
+    return found
+
+
+def _lock_oids(clone: Path) -> list[str]:
+    """The directory objects the clone's ``dvc.lock`` names for each experiment's raw data."""
+    lock_file = clone / "dvc.lock"
+    try:
+        lock = yaml.safe_load(lock_file.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise DataError(f"{lock_file}: unreadable ({exc})") from None
+    oids = []
+    for name in registry.REGISTRY:
+        for out in (lock.get("stages", {}).get(name) or {}).get("outs", []):
+            if out.get("path") == f"data/raw/{name}" and out.get("md5", "").endswith(".dir"):
+                oids.append(out["md5"])
+    if not oids:
+        raise DataError(f"{lock_file}: names no measured data (no data/raw/<experiment> output); "
+                        "the colleague commits dvc.lock after `make study`")
+    return oids
+
+
+# ---------------------------------------------------------------------------
+# The import
+
+
+def _default_name(listing: dict, odb) -> str:
+    """The source's hostnames, joined (``lab-igx`` or ``lab-igx+jetson``): readable, and the
+    same each time the source is imported again, so a second import refreshes the first."""
+    names = set()
+    for (_, host_id, _), files in listing.items():
+        what = files.get(HOST_FILE)
+        try:
+            text = what.read_text() if isinstance(what, Path) else odb.fs.cat_file(
+                odb.oid_to_path(what))
+            names.add(json.loads(text)["hostname"])
+        except (AttributeError, OSError, ValueError, KeyError):
+            names.add(host_id.rsplit("-", 1)[0])
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", "+".join(sorted(names)))[:64] or "imported"
+
+
+def recorded_sources(name: str) -> list[dict]:
+    """Every source the import ``name`` holds, as its ``.dvc`` file records them (empty when
+    there is no such import)."""
+    try:
+        meta = (yaml.safe_load(paths.imported_dir().joinpath(f"{name}.dvc").read_text())
+                or {}).get("meta") or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    return list(meta.get("sources") or ([meta["source"]] if meta.get("source") else []))
+
+
+def _same(recorded: dict, source: Source) -> bool:
+    """Whether a recorded source is ``source`` (another revision of it refreshes it)."""
+    return (recorded.get("kind"), recorded.get("where")) == (source.kind, source.where)
+
+
+def _free_name(base: str, listing: dict, source: Source) -> str:
+    """``base``, unless an import of another source holds it (the reference hosts are all
+    called ``vm``): then ``base`` with the hosts' id suffixes, then with a number."""
+    suffixes = "+".join(sorted({host_id.rsplit("-", 1)[-1] for _, host_id, _ in listing}))
+    candidates = [base, f"{base}-{suffixes}"[:64], *(f"{base[:60]}-{i}" for i in range(2, 100))]
+    for candidate in candidates:
+        held = recorded_sources(candidate)
+        if not held and not (paths.imported_dir() / candidate).exists():
+            return candidate
+        if any(_same(r, source) for r in held):
+            return candidate
+    raise DataError(f"no free name for the import of {source.describe()}: give one with --name")
+
+
+def _stage(listing: dict, keys: list[Key], odb, staging: Path) -> dict[Key, Path]:
+    """Copy or download ``keys`` into ``staging/<experiment>/<host>/<profile>/``, checking
+    every downloaded file against its hash."""
+    out: dict[Key, Path] = {}
+    remote_files, local_files = [], []
+    for key in keys:
+        folder = staging.joinpath(*key)
+        out[key] = folder
+        for rel, what in listing[key].items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(what, Path):
+                local_files.append((what, folder / rel))
+            else:
+                remote_files.append((what, folder / rel))
+    for src, dest in local_files:
+        shutil.copy2(src, dest)
+    if remote_files:
+        print(f"fetching {len(remote_files)} files from {odb.path}", flush=True)
+        odb.fs.get([odb.oid_to_path(md5) for md5, _ in remote_files],
+                   [str(dest) for _, dest in remote_files])
+        bad = [str(dest) for md5, dest in remote_files if integrity.digest(dest, "md5") != md5]
+        if bad:
+            raise DataError(f"{len(bad)} file(s) fetched from {odb.path} do not match their "
+                            f"hash (first: {bad[0]}); the remote is damaged: push again from "
+                            "the machine that measured them")
+    return out
+
+
+ASK_FRESH = "ask the colleague who measured it for a fresh copy (`make push` there)"
+
+
+def _origin(source: Source, listing: dict, key: Key, folder: Path):
+    """How to name, in an error, the source's own copy of a staged dataset ``folder``."""
+    def where(staged: str) -> str:
+        rel = Path(staged).relative_to(folder).as_posix() if staged != str(folder) else ""
+        what = listing[key].get(rel)
+        if isinstance(what, Path):
+            return str(what)
+        return f"{'/'.join(key)}/{rel} in {source.describe()}".replace("/ in ", " in ")
+    return where
+
+
+def _check(fetched: dict[Key, Path], listing: dict, source: Source) -> None:
+    """Load every dataset as the report would, and check that its cells were measured on the
+    host it is filed under: any problem stops the import, naming the source's file."""
+    problems = []
+    for key, folder in fetched.items():
+        experiment, host_id, profile = key
+        found = []
+        for sidecar in sorted(folder.rglob(paths.SIDECAR_FILE)):
+            try:
+                measured_on = json.loads(sidecar.read_text()).get("host_id")
+            except (OSError, ValueError):
+                continue  # a damaged sidecar: the load below names it
+            if measured_on != host_id:
+                found.append(f"{sidecar}: filed under host {host_id}, but the cell was measured "
+                             f"on {measured_on}; {ASK_FRESH}")
+                break
+        if not found:
+            try:
+                registry.get(experiment).analysis.load(folder,
+                                                       params.stage_config(experiment, profile))
+            except DataError as exc:
+                found.append(str(exc).replace(REMEASURE, ASK_FRESH))
+        where = _origin(source, listing, key, folder)
+        for problem in found:
+            # The staged copy is gone once the import stops: name the source's own file.
+            problem = re.sub(re.escape(str(folder)) + r"[^\s:]*", lambda m: where(m.group(0)),
+                             problem)
+            problems.append(f"{experiment} of {host_id} ({profile}): {problem}")
+    if problems:
+        raise DataError("nothing imported: the source's data does not load:\n- "
+                        + "\n- ".join(problems))
+
+
+def _ours(name: str) -> dict[Key, Path]:
+    """Every dataset here but those of the import called ``name`` (which this one refreshes)."""
+    found = {}
+    for source_name, folder in data.sources().items():
+        if source_name == f"imported: {name}":
+            continue
+        for experiment in registry.REGISTRY:
+            for plan in (folder / experiment).glob(f"*/*/{PLAN_FILE}"):
+                found[(experiment, plan.parent.parent.name, plan.parent.name)] = plan.parent
+    return found
+
+
+def _record(dvc_file: Path, source: Source, result: Imported, before: list[dict]) -> None:
+    """Where the data came from, in the ``.dvc`` file's ``meta`` (which DVC keeps as is):
+    this import's ``source`` and ``datasets``, and ``sources``, every source the folder holds
+    (``before``, the recorded ones, with this one refreshed or added)."""
+    doc = yaml.safe_load(dvc_file.read_text())
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    this = {"kind": source.kind, "where": source.where, "rev": source.rev,
+            "remote": source.remote}
+    datasets = [f"{e}/{h}/{p}" for e, h, p in sorted(result.added)]
+    sources = [r for r in before if not _same(r, source)]
+    sources.append({**this, "imported_utc": now, "datasets": datasets})
+    doc["meta"] = {"imported_by": "rtstudy data import", "imported_utc": now, "source": this,
+                   "datasets": datasets, "sources": sources}
+    dvc_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def import_dataset(text: str, name: str | None = None, remote: str | None = None,
+                   rev: str | None = None) -> Imported:
+    """Bring the datasets of ``text`` in as ``data/imported/<name>/``, tracked by its own .dvc.
+
+    Parameters
+    ----------
+    text : str
+        A folder, git repository or DVC remote (the module docstring).
+    name : str, optional
+        The imported dataset's name; default the imported hosts' hostnames (with their host
+        ids' suffixes where an import of another source holds that name). Importing the same
+        source again under the same name refreshes it; another source under a name given
+        here adds its datasets to that import, and its ``.dvc`` records both sources.
+    remote : str, optional
+        For a git source: the DVC remote of this checkout to fetch its data from; default
+        the repository's own default remote.
+    rev : str, optional
+        For a git source: the branch, tag or commit whose ``dvc.lock`` names the data.
+
+    Returns
+    -------
+    Imported
+        The name, the datasets added (with their cell counts) and those skipped (why); none
+        added when every dataset of the source is here already (nothing changes then).
+
+    Raises
+    ------
+    DataError
+        The source cannot be reached, holds no dataset, or its data does not load (a damaged
+        file, cells filed under a host that did not measure them). Nothing under
+        ``data/imported/`` changes then.
+    """
+    if name is not None and not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,63}", name):
+        raise DataError(f"--name {name!r}: use letters, digits and . _ + - (at most 64, not "
+                        "starting with a dot)")
+    source = classify(text, remote, rev)
+    imported = paths.imported_dir()
+    imported.mkdir(parents=True, exist_ok=True)
+    # Staged inside data/imported/ (a dot folder, which data.sources() passes over), so that
+    # the finished dataset is moved into place by a rename on the same file system.
+    with tempfile.TemporaryDirectory(prefix=".staging-", dir=imported) as tmp:
+        workdir = Path(tmp)
+        repo = odb = None
+        try:
+            if source.kind == "folder":
+                listing = _folder_listing(_raw_folder(Path(source.where)))
+            elif source.kind == "git":
+                clone = workdir / "clone"
+                _run(["git", "clone", "--quiet", source.where, clone], workdir, GIT_TIMEOUT_S,
+                     f"cloning {source.where}")
+                if rev:
+                    _run(["git", "checkout", "--quiet", rev], clone, GIT_TIMEOUT_S,
+                         f"checking out {rev} in the clone of {source.where}")
+                source.rev = _git_head(clone)
+                repo, odb = _remote_odb(source, workdir, clone)
+                listing = _odb_listing(odb, _lock_oids(clone))
+            else:
+                repo, odb = _remote_odb(source, workdir)
+                listing = _odb_listing(odb, [o for o in odb.all() if o.endswith(".dir")])
+            if not listing:
+                raise DataError(f"{source.describe()}: holds no rtstudy dataset")
+            name = name or _free_name(_default_name(listing, odb), listing, source)
+            result = Imported(name, source)
+            ours = _ours(name)
+            keys = []
+            for key in sorted(listing):
+                if key in ours:
+                    result.skipped[key] = f"already here ({ours[key]})"
+                else:
+                    keys.append(key)
+            if not keys:
+                return result  # nothing new: nothing changes (the caller says so)
+            staging = workdir / "staging"
+            fetched = _stage(listing, keys, odb, staging)
+        finally:
+            if repo is not None:
+                repo.close()
+        _check(fetched, listing, source)
+        # Cells: the folders of a dataset but its failed cells' and closed sessions'.
+        result.added = {key: sum(1 for p in folder.iterdir()
+                                 if p.is_dir() and p.name not in (FAILED_DIR, SESSIONS_DIR))
+                        for key, folder in fetched.items()}
+        target = imported / name
+        if target.exists():
+            # Refreshing an import: datasets it had that the source no longer lists stay.
+            for key in _folder_listing(target):
+                if key not in fetched and key not in ours:
+                    shutil.copytree(target.joinpath(*key), staging.joinpath(*key))
+            target.rename(workdir / "previous")
+        staging.rename(target)
+    relative = target.relative_to(paths.root())
+    before = recorded_sources(name)
+    _run([_dvc(), "add", "--quiet", str(relative)], paths.root(), DVC_ADD_TIMEOUT_S,
+         f"tracking {relative} with DVC")
+    result.dvc_file = target.with_name(target.name + ".dvc")
+    _record(result.dvc_file, source, result, before)
+    return result

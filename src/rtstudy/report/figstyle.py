@@ -1,0 +1,68 @@
+"""The one style of every figure, and how figures are written.
+
+Every figure uses :func:`style` and is written by :func:`save` as PDF (fonts
+embedded as TrueType), PNG (300 dpi) and SVG under ``report/figures/``; the report
+shows it as :func:`to_html` makes it, with its words (:func:`alt_text`) for readers who
+cannot see it. The figures themselves live with their experiment
+(``rtstudy/experiments/<name>/figures.py``): one function per figure, named after the file it
+writes, taking data frames.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import seaborn as sns
+
+from rtstudy import paths
+
+PALETTE = sns.color_palette("colorblind")
+SEED_COLOR = "#b0b0b0"  # the source documents' published figures
+
+
+def style() -> None:
+    """The one style of every figure: paper context, embedded TrueType fonts."""
+    sns.set_theme(context="paper", style="ticks", palette=PALETTE, font_scale=1.1)
+    plt.rcParams.update({
+        "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none",
+        "figure.dpi": 110, "savefig.dpi": 300, "savefig.bbox": "tight",
+        "axes.spines.top": False, "axes.spines.right": False,
+        "axes.titleweight": "bold", "legend.frameon": False,
+    })
+
+
+def save(fig: plt.Figure, name: str, directory: Path | None = None) -> list[Path]:
+    """Write ``fig`` as ``name``.pdf, .png and .svg; return the paths."""
+    directory = directory or paths.figures_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for ext in ("pdf", "png", "svg"):
+        path = directory / f"{name}.{ext}"
+        fig.savefig(path, metadata={"Creator": "rtstudy"} if ext != "png" else None)
+        written.append(path)
+    return written
+
+
+def alt_text(fig: plt.Figure) -> str:
+    """The figure in words, for an image's alt text: its title, then each panel's title and
+    what it plots against what, from the figure's own labels (so they cannot drift apart)."""
+    parts = [fig.get_suptitle()]
+    for ax in fig.axes:
+        if ax.get_visible():
+            axes = " against ".join(label for label in (ax.get_ylabel(), ax.get_xlabel()) if label)
+            parts.append(": ".join(p for p in (ax.get_title() or ax.get_title("left"), axes) if p))
+    # Once each (panels often share a label), on one line.
+    text = ". ".join(dict.fromkeys(" ".join(p.split()) for p in parts if p.strip()))
+    return text or "A figure without a title"
+
+
+def to_html(fig: plt.Figure) -> str:
+    """The figure as an HTML image: a PNG at the figure's own dpi (as Jupyter shows it),
+    embedded, with :func:`alt_text` as its ``alt``."""
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=fig.dpi, bbox_inches="tight")
+    data = base64.b64encode(png.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt_text(fig))}">'
