@@ -88,7 +88,7 @@ def test_no_interval_over_few_runs_covers_a_mean_that_rare_late_runs_decide():
     # E2's per-run std: most runs quiet (~0.04 ms), one in five with late frames (~0.7 ms).
     # Three or five runs often hold no late run at all, so they say nothing of the tail: no
     # interval over them covers. The report says so, and reads typical jitter and late-frame
-    # rates for E2 (rtstudy.inference.stats.pooled_rate) rather than trusting the std's CI.
+    # rates for E2 (rtstudy.inference.events.pooled_rate) rather than trusting the std's CI.
     rng = np.random.default_rng(11)
 
     def late_frame_runs(n):
@@ -107,7 +107,7 @@ def test_a_second_sessions_estimate_lands_in_the_first_ones_ci_less_often_than_i
     even where sessions do not differ at all: the second estimate carries its own error, so it
     lands inside the first's 95 % CI over 5 runs about 88 % of the time, and 20 quantities
     land together about 8 % of the time. The session-level prediction interval
-    (:func:`rtstudy.inference.stats.over_sessions`) is the yardstick for one session's estimate."""
+    (:func:`rtstudy.inference.meta.over_sessions`) is the yardstick for one session's estimate."""
     rng = np.random.default_rng(20261127)
     inside = []
     for _ in range(REPS):

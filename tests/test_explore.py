@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 from helpers import end_group, free_port, screenshot_path
-from rtstudy import data, explore, params, registry
-from rtstudy import stage
+from rtstudy import data, explore, params, registry, stage
 from rtstudy.measure import harness
 from rtstudy.report import browser
 

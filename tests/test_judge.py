@@ -2,11 +2,13 @@
 would settle a part, and pooling that lets a new session settle what fewer sessions left open."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rtstudy.inference import judge, rates, stats
+from rtstudy.inference import judge, meta, rates, stats
 
 AT_LEAST = judge.Rule(judge.AT_LEAST, 0.5)
 WITHIN = judge.Rule(judge.WITHIN, 0.1)
@@ -66,18 +68,18 @@ def test_the_planned_runs_settle_the_part_about_as_often_as_a_coin_or_better():
 
 def test_random_effects_pools_agreeing_sessions_to_a_narrower_ci():
     v, lo, hi = [0.6, 0.65, 0.62], [0.45, 0.48, 0.44], [0.75, 0.82, 0.80]
-    mean, low, high = stats.random_effects(v, lo, hi, 0.95, runs=[5, 5, 5])
+    mean, low, high = meta.random_effects(v, lo, hi, 0.95, runs=[5, 5, 5])
     assert low < mean < high
     assert high - low < min(h - l for l, h in zip(lo, hi))
     # Sessions that disagree more than their CIs allow: τ² widens the pooled CI.
-    _, dlow, dhigh = stats.random_effects([0.2, 1.1, 0.6], lo, hi, 0.95, runs=[5, 5, 5])
+    _, dlow, dhigh = meta.random_effects([0.2, 1.1, 0.6], lo, hi, 0.95, runs=[5, 5, 5])
     assert dhigh - dlow > high - low
     # The log scale for ratios; nothing to pool without a CI.
-    r = stats.random_effects([2.0, 2.2, 2.1, 2.0], [1.5, 1.6, 1.6, 1.5], [2.7, 3.0, 2.8, 2.7],
+    r = meta.random_effects([2.0, 2.2, 2.1, 2.0], [1.5, 1.6, 1.6, 1.5], [2.7, 3.0, 2.8, 2.7],
                              0.95, log=True)
     assert 1.5 < r[1] < r[0] < r[2] < 3.0
-    assert stats.random_effects([2.0], [1.5], [2.7], 0.95) == (2.0, 1.5, 2.7)  # one is itself
-    assert np.isnan(stats.random_effects([1.0], [np.nan], [np.nan], 0.95)[0])
+    assert meta.random_effects([2.0], [1.5], [2.7], 0.95) == (2.0, 1.5, 2.7)  # one is itself
+    assert np.isnan(meta.random_effects([1.0], [np.nan], [np.nan], 0.95)[0])
 
 
 @pytest.mark.parametrize("k,tau", [(2, 0.0), (3, 0.1), (4, 0.05), (4, 0.3)])
@@ -91,7 +93,7 @@ def test_the_pooled_ci_covers_the_host_states_value_about_as_stated(k, tau):
         means = mu + tau * rng.standard_normal(k)
         runs = means[:, None] + sd * rng.standard_normal((k, n))
         v, se = runs.mean(axis=1), runs.std(axis=1, ddof=1) / np.sqrt(n)
-        _, low, high = stats.random_effects(v, v - t * se, v + t * se, 0.95, runs=[n] * k)
+        _, low, high = meta.random_effects(v, v - t * se, v + t * se, 0.95, runs=[n] * k)
         covered += low <= mu <= high
     # Three sessions say little about the variance between sessions (t with 2 df): their CI
     # errs wide; from four the coverage is about as stated. Two pool their runs: as stated
@@ -111,7 +113,7 @@ def test_two_sessions_with_a_session_effect_cover_less_than_stated():
         for _ in range(sims):
             runs = (mu + tau * rng.standard_normal(2))[:, None] + sd * rng.standard_normal((2, n))
             v, se = runs.mean(axis=1), runs.std(axis=1, ddof=1) / np.sqrt(n)
-            _, low, high = stats.random_effects(v, v - t * se, v + t * se, 0.95, runs=[n] * 2)
+            _, low, high = meta.random_effects(v, v - t * se, v + t * se, 0.95, runs=[n] * 2)
             covered += low <= mu <= high
         assert lowest <= covered / sims <= highest, (tau, covered / sims)
 
@@ -209,3 +211,12 @@ def test_e1s_mode_rule_is_claimed_only_where_it_holds_over_every_session():
     assert over == {"sessions": 2, "of": 3, "runs": 12, "first_wait_agree": 10,
                     "backlog_agree": 9, "decides": ""}
     assert e1.modes_over_sessions([{"modes": whole}] * 2)["decides"] == "first_wait"
+
+
+def test_a_verdict_is_its_word_wherever_it_goes():
+    """The type is for the code; the report, metrics.json and data already written see the word."""
+    v = judge.Verdict.NOT_SETTLED
+    assert v == "not settled" and f"{v}" == str(v) == "%s" % v == "not settled"
+    assert json.dumps({"verdict": v}) == '{"verdict": "not settled"}'
+    assert {"not settled": 1}[v] == 1 and judge.Verdict("not settled") is v
+    assert judge.NOT_SETTLED is v and judge.NOT_TESTABLE is judge.Verdict.NOT_TESTABLE

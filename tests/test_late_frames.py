@@ -13,7 +13,8 @@ from scipy import stats as sps
 from rtstudy.experiments.e2_rt_threads import attribution, conditions, contrasts, tables
 from rtstudy.experiments.e2_rt_threads.metrics import (FIXED, PREVIOUS, RunFrames, lateness_ns,
                                                        release_grid, run_metrics)
-from rtstudy.inference.stats import CI, MIN_RUNS, pooled_rate, wilks_quantile
+from rtstudy.inference.events import pooled_rate, wilks_quantile
+from rtstudy.inference.stats import CI, MIN_RUNS
 
 P = 16_666_667  # ns: 60 FPS
 CI95 = CI(0.95)

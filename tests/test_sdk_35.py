@@ -11,9 +11,8 @@ import os
 
 import pytest
 
-from rtstudy import cli, params, paths
+from rtstudy import cli, params, paths, stage
 from rtstudy.machine import host, placement
-from rtstudy import stage
 from rtstudy.measure.harness import SweepContext, run_cell, run_sweep
 from rtstudy.measure.realtime import DISPATCHER
 from rtstudy.sdks import sdk, sdkroot, sdkvenv

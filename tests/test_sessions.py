@@ -1,6 +1,6 @@
 """Sessions as the level above runs: kept side by side, estimated at their level, verdicts
 that a shift between sessions cannot make "reproduced" (rtstudy.data.sessions,
-stats.over_sessions)."""
+meta.over_sessions)."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,7 @@ from scipy import stats as sps
 from rtstudy import registry
 from rtstudy.data import sessions
 from rtstudy.data.io import DataError
-from rtstudy.inference import stats
+from rtstudy.inference import meta, stats, within
 from rtstudy.paths import PLAN_FILE, SESSIONS_DIR, SIDECAR_FILE
 
 from helpers import BIN, copy_project
@@ -104,7 +104,7 @@ def test_over_sessions_fixes_the_estimate_its_intervals_and_variance_components(
     # Three sessions, each from 5 runs with a standard error of exactly 1.
     t4 = sps.t.ppf(0.975, 4)
     values = np.array([10.0, 12.0, 14.0])
-    est = stats.over_sessions(values, values - t4, values + t4, [5, 5, 5], 0.95)
+    est = meta.over_sessions(values, values - t4, values + t4, [5, 5, 5], 0.95)
     t2 = sps.t.ppf(0.975, 2)
     assert est.value == pytest.approx(12.0) and est.sessions == 3
     assert (est.low, est.high) == pytest.approx((12 - t2 * np.sqrt(4 / 3), 12 + t2 * np.sqrt(4 / 3)))
@@ -114,9 +114,9 @@ def test_over_sessions_fixes_the_estimate_its_intervals_and_variance_components(
     assert est.between_sessions == pytest.approx(3.0)  # s² − SE² = 4 − 1
     assert est.shares[0] == pytest.approx(3 / 8) and np.isnan(est.shares[2])  # no ω² given
     # One session, or sessions that agree exactly (no late frame in any): no interval.
-    one = stats.over_sessions([5.0], [4.0], [6.0], [5], 0.95)
+    one = meta.over_sessions([5.0], [4.0], [6.0], [5], 0.95)
     assert one.value == 5.0 and np.isnan(one.low) and np.isnan(one.next_high)
-    zero = stats.over_sessions([0.0, 0.0, 0.0], [0, 0, 0], [25.1] * 3, [5] * 3, 0.95)
+    zero = meta.over_sessions([0.0, 0.0, 0.0], [0, 0, 0], [25.1] * 3, [5] * 3, 0.95)
     assert zero.value == 0 and np.isnan(zero.low) and np.isnan(zero.high)
 
 
@@ -131,7 +131,7 @@ def test_the_session_level_interval_covers_what_one_sessions_interval_does_not()
         v, se = runs.mean(-1), runs.std(-1, ddof=1) / np.sqrt(n)
         covered_sessions = covered_one = 0
         for i in range(sims):
-            est = stats.over_sessions(v[i], v[i] - t_runs * se[i], v[i] + t_runs * se[i],
+            est = meta.over_sessions(v[i], v[i] - t_runs * se[i], v[i] + t_runs * se[i],
                                       [n] * k, 0.95)
             covered_sessions += est.low <= mu <= est.high
             covered_one += abs(v[i, 0] - mu) <= t_runs * se[i, 0]
@@ -298,7 +298,7 @@ def test_a_rate_over_sessions_is_never_given_a_bound_below_zero():
                          "quantity": ["late"] * 3 + ["reduction"] * 3,
                          "value": rates + [-10.0, 5.0, 30.0], "low": np.nan, "high": np.nan,
                          "unit": ["per 10 000 frames"] * 3 + ["%"] * 3, "n": 5})
-    raw = stats.over_sessions(np.array(rates), [np.nan] * 3, [np.nan] * 3, [5] * 3, 0.95)
+    raw = meta.over_sessions(np.array(rates), [np.nan] * 3, [np.nan] * 3, [5] * 3, 0.95)
     assert raw.low < 0 and raw.next_low < 0
     est = stability.session_estimates(tidy, 0.95).set_index("quantity")
     late = est.loc["late"]
@@ -315,7 +315,7 @@ def test_the_variation_between_runs_splits_into_the_runs_own_and_their_frames():
     rng = np.random.default_rng(20261127)
     k, n, m, tau, sigma, frame_sd = 100, 5, 400, 0.2, 0.2, 4.0   # ω² = 4² / 400 = 0.04
     t_runs = sps.t.ppf(0.975, n - 1)
-    values, lows, highs, within = [], [], [], []
+    values, lows, highs, omega2 = [], [], [], []
     for _ in range(k):
         truth = tau * rng.standard_normal() + sigma * rng.standard_normal(n)
         frames = truth[:, None] + frame_sd * rng.standard_normal((n, m))
@@ -324,15 +324,15 @@ def test_the_variation_between_runs_splits_into_the_runs_own_and_their_frames():
         values.append(runs.mean())
         lows.append(runs.mean() - t_runs * se)
         highs.append(runs.mean() + t_runs * se)
-        within.append(np.mean([stats.within_run_variance(f, lambda a: a.mean(axis=1))
+        omega2.append(np.mean([within.within_run_variance(f, lambda a: a.mean(axis=1))
                                for f in frames]))
-    est = stats.over_sessions(values, lows, highs, [n] * k, 0.95, within)
+    est = meta.over_sessions(values, lows, highs, [n] * k, 0.95, omega2)
     assert est.within_run == pytest.approx(0.04, rel=0.1)
     assert est.between_runs == pytest.approx(0.04, rel=0.35)
     assert est.between_sessions == pytest.approx(0.04, rel=0.35)
     assert sum(est.shares) == pytest.approx(1.0)
     # Without ω², σ² holds it, and the within-run share is unknown, not 0.
-    whole = stats.over_sessions(values, lows, highs, [n] * k, 0.95)
+    whole = meta.over_sessions(values, lows, highs, [n] * k, 0.95)
     assert whole.between_runs == pytest.approx(est.between_runs + est.within_run)
     assert np.isnan(whole.within_run) and np.isnan(whole.shares[2])
 

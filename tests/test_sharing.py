@@ -98,7 +98,7 @@ def render_report_unprivileged(dest: Path, env: dict, prefix: list[str]) -> str:
     if as_nobody:
         chown(dest.parent, "nobody:nogroup")
     try:
-        probe = run([BIN / "python", "-c", "import json; from rtstudy import host; "
+        probe = run([BIN / "python", "-c", "import json; from rtstudy.machine import host; "
                      "print(json.dumps(host.probe_realtime()))"])
         assert probe.returncode == 0, probe.stderr
         if ROOT:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rtstudy.inference import stats
+from rtstudy.inference import fits, stats, within
 from rtstudy.inference.stats import CI, format_p, holm, rank_test, spread_test
 
 
@@ -38,11 +38,11 @@ def test_linear_fit_recovers_a_known_line():
     x = np.array([1000, 2000, 4000, 1000, 2000, 4000], dtype=float)
     rng = np.random.default_rng(0)
     y = 0.05 + 20e-6 * x + rng.normal(0, 1e-4, x.size)
-    fit = stats.linear_fit(x, y)
+    fit = fits.linear_fit(x, y)
     assert fit.slope.low < 20e-6 < fit.slope.high
     assert fit.intercept.low < 0.05 < fit.intercept.high
     with pytest.raises(ValueError, match="two distinct x"):
-        stats.linear_fit([1, 1], [2, 3])
+        fits.linear_fit([1, 1], [2, 3])
 
 
 def test_t_intervals_over_runs_and_percentiles_behave():
@@ -73,7 +73,7 @@ def test_ci_settings_come_from_the_report_parameters():
     ci = CI.from_params({"confidence": 0.9})
     assert ci.confidence == 0.9 and ci.level == "90 %"
     with pytest.raises(ValueError):
-        stats.linear_fit([1, 2, 3], [1, 2, 3], confidence=1.2)
+        fits.linear_fit([1, 2, 3], [1, 2, 3], confidence=1.2)
 
 
 def test_a_runs_own_sampling_variance_comes_from_its_frames():
@@ -81,7 +81,7 @@ def test_a_runs_own_sampling_variance_comes_from_its_frames():
     # The mean of 2 000 independent frames of sd 3 has variance 9 / 2 000. One run's estimate
     # scatters by ~15 % (its blocks' own autocovariances), so judge the average of 50 runs.
     runs = 3 * rng.standard_normal((50, 2000))
-    ratio = [stats.within_run_variance(f, lambda a: a.mean(axis=1)) / (9 / 2000) for f in runs]
+    ratio = [within.within_run_variance(f, lambda a: a.mean(axis=1)) / (9 / 2000) for f in runs]
     assert np.mean(ratio) == pytest.approx(1.0, abs=0.1)
     frames = runs[0]
     # Frames that move together (a slow wander): blocks keep neighbours, so the variance is
@@ -89,39 +89,39 @@ def test_a_runs_own_sampling_variance_comes_from_its_frames():
     wander = np.repeat(rng.standard_normal(200), 10) * 3
     iid = rng.permutation(wander)
     mean = lambda a: a.mean(axis=1)  # noqa: E731
-    assert stats.within_run_variance(wander, mean) > 2 * stats.within_run_variance(iid, mean)
-    assert np.isnan(stats.within_run_variance(np.arange(9.0), mean))
+    assert within.within_run_variance(wander, mean) > 2 * within.within_run_variance(iid, mean)
+    assert np.isnan(within.within_run_variance(np.arange(9.0), mean))
     # The mean's closed form is what the resampling approximates, for frames that move together.
-    assert stats.block_mean_variance(wander) == pytest.approx(
-        stats.within_run_variance(wander, mean, n_boot=20_000), rel=0.05)
-    assert np.isnan(stats.block_mean_variance(np.arange(9.0)))
+    assert within.block_mean_variance(wander) == pytest.approx(
+        within.within_run_variance(wander, mean, n_boot=20_000), rel=0.05)
+    assert np.isnan(within.block_mean_variance(np.arange(9.0)))
     # The same run always gives the same variance (a fixed seed), as the report needs.
-    assert stats.within_run_variance(frames, mean) == stats.within_run_variance(frames, mean)
+    assert within.within_run_variance(frames, mean) == within.within_run_variance(frames, mean)
 
 
 def test_a_histograms_quantile_and_its_sampling_variance():
     values = np.arange(1.0, 11.0)
     counts = np.array([10, 20, 30, 40, 0, 0, 0, 0, 0, 100])
     # Cumulative shares 0.05 0.15 0.30 0.50 ... 1: the median is the first bin reaching 0.5.
-    assert stats.quantile_of_counts(values, counts, 0.5).tolist() == [4.0]
-    assert stats.quantile_of_counts(values, counts, 0.51).tolist() == [10.0]
-    one_bin = stats.within_run_variance_hist(values, np.array([0, 0, 50, 0, 0, 0, 0, 0, 0, 0]),
-                                             lambda v, d: stats.quantile_of_counts(v, d, 0.5))
+    assert within.quantile_of_counts(values, counts, 0.5).tolist() == [4.0]
+    assert within.quantile_of_counts(values, counts, 0.51).tolist() == [10.0]
+    one_bin = within.within_run_variance_hist(values, np.array([0, 0, 50, 0, 0, 0, 0, 0, 0, 0]),
+                                             lambda v, d: within.quantile_of_counts(v, d, 0.5))
     assert one_bin == 0.0
     # The share of samples in the last bin is a binomial proportion: p(1 − p) / N.
-    share = stats.within_run_variance_hist(values, counts * 10, lambda v, d: d[:, -1] / d.sum(1),
+    share = within.within_run_variance_hist(values, counts * 10, lambda v, d: d[:, -1] / d.sum(1),
                                            n_boot=2000)
     assert share == pytest.approx(0.5 * 0.5 / 2000, rel=0.15)
-    assert np.isnan(stats.within_run_variance_hist(values, np.zeros(10), lambda v, d: d[:, 0]))
+    assert np.isnan(within.within_run_variance_hist(values, np.zeros(10), lambda v, d: d[:, 0]))
     # A P99 of 300 samples is the 3rd largest: too near the edge for its bootstrap.
-    assert not stats.quantile_bootstrappable(300, 0.99)
-    assert stats.quantile_bootstrappable(1000, 0.99) and stats.quantile_bootstrappable(20, 0.5)
+    assert not within.quantile_bootstrappable(300, 0.99)
+    assert within.quantile_bootstrappable(1000, 0.99) and within.quantile_bootstrappable(20, 0.5)
 
 
 def test_a_runs_rate_has_the_binomial_variance_of_the_pooled_rate():
     # 3 late frames in 3 000: λ = 0.001 per frame, a run of 1 000 frames has variance
     # λ(1 − λ) / 1 000 per frame², 99.9 per (10 000 frames)².
-    assert stats.event_rate_variance([1, 0, 2], [1000] * 3, 10_000) == pytest.approx(99.9)
-    assert stats.event_rate_variance([1000, 1000], [1000, 1000], 10_000) == 0.0  # every one
-    assert stats.event_rate_variance([0, 0], [500, 1500], 10_000) == 0.0
-    assert np.isnan(stats.event_rate_variance([], [], 10_000))
+    assert within.event_rate_variance([1, 0, 2], [1000] * 3, 10_000) == pytest.approx(99.9)
+    assert within.event_rate_variance([1000, 1000], [1000, 1000], 10_000) == 0.0  # every one
+    assert within.event_rate_variance([0, 0], [500, 1500], 10_000) == 0.0
+    assert np.isnan(within.event_rate_variance([], [], 10_000))

@@ -15,6 +15,7 @@ from rtstudy.experiments.e2_rt_threads import analysis as e2
 from rtstudy.experiments.e2_rt_threads.contrasts import reductions as e2_reductions
 from rtstudy.experiments.e3_overhead import analysis as e3
 from rtstudy.experiments.e4_host import analysis as e4
+from rtstudy.inference import judge
 from rtstudy.inference.stats import CI
 
 CI95 = CI(0.95)
@@ -48,6 +49,7 @@ def e1_cells(default_slope, async_slope, noise, reps, outlier=0.0, seed=0) -> pd
 def test_h1(case, cells, verdict):
     got = e1.h1_verdict(e1.slopes(cells, 0.95), flat_margin=0.1)["S1"]
     assert got["verdict"] == verdict, (case, got)
+    assert isinstance(got["verdict"], judge.Verdict)
 
 
 def test_h1_a_noisy_slope_whose_ci_covers_zero_is_not_flat():
@@ -100,6 +102,7 @@ def test_h2_std_reading(case, rt, verdict):
     runs, frames = e2_runs(rt)
     got = e2.h2_std(e2_reductions(runs, frames, CI95))
     assert got["verdict"] == verdict, (case, got.get("why"), got.get("each"))
+    assert isinstance(got["verdict"], judge.Verdict)
 
 
 def test_h2s_std_reading_is_not_settled_where_the_baseline_starved():
@@ -117,7 +120,8 @@ def test_h2s_std_reading_is_not_settled_where_the_baseline_starved():
 ])
 def test_h2_control_is_judged_by_equivalence(case, diff, verdict):
     runs, frames = e2_runs([0.2, 0.21, 0.19, 0.2, 0.2], zero_diff=diff)
-    assert e2.null_verdict(e2_reductions(runs, frames, CI95), 0.1)["verdict"] == verdict, case
+    got = e2.null_verdict(e2_reductions(runs, frames, CI95), 0.1)["verdict"]
+    assert got == verdict and isinstance(got, judge.Verdict), case
 
 
 def e3_runs(ops_us, ping_us, reps, noise=0.2, seed=0, event_based=1.5) -> pd.DataFrame:
@@ -152,6 +156,7 @@ def e3_runs(ops_us, ping_us, reps, noise=0.2, seed=0, event_based=1.5) -> pd.Dat
 def test_h3(case, runs, verdict):
     got = e3.h3_verdict(runs, CI95)
     assert got["verdict"] == verdict, (case, got.get("why"), got["parts"])
+    assert isinstance(got["verdict"], judge.Verdict)
 
 
 def e4_stats(iso_tail, hk_tail, reps, isolated=(1,)):
@@ -173,7 +178,8 @@ def e4_stats(iso_tail, hk_tail, reps, isolated=(1,)):
 ])
 def test_h4(case, args, verdict):
     record, stats = e4_stats(*args)
-    assert e4.h4_verdict(record, stats, CI95)["verdict"] == verdict, case
+    got = e4.h4_verdict(record, stats, CI95)["verdict"]
+    assert got == verdict and isinstance(got, judge.Verdict), case
 
 
 def shield_stats():

@@ -54,8 +54,8 @@ from rtstudy.sdks import sdk, sdkroot, sdkvenv
 
 
 def _params_check(args) -> int:
-    from rtstudy.machine import placement
     from rtstudy import stage
+    from rtstudy.machine import placement
 
     data = params.load()
     params.validate(data)

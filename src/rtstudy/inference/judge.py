@@ -9,7 +9,7 @@ settled*, and :meth:`Part.to_settle` says about how many runs (or sessions) woul
 the effect seen. Where the host cannot test the claim at all it is *not testable here*.
 
 Over sessions a part is pooled, never required to agree (:func:`pool`): estimates by a
-random-effects mean (:func:`rtstudy.inference.stats.random_effects`; sessions that differ more than
+random-effects mean (:func:`rtstudy.inference.meta.random_effects`; sessions that differ more than
 their runs widen it), late-frame counts into one rate ratio
 (:func:`rtstudy.inference.rates.pooled_over_sessions`). So a new session can settle a part that
 fewer sessions left open, where a verdict by unanimity could only unsettle one.
@@ -17,22 +17,49 @@ fewer sessions left open, where a verdict by unanimity could only unsettle one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
+
 import numpy as np
 
 from rtstudy.inference import rates
-from rtstudy.inference.stats import MIN_RUNS, random_effects
+from rtstudy.inference.meta import random_effects
+from rtstudy.inference.stats import MIN_RUNS
 
-# The two ways a claim goes undecided, in one place (criteria: verdict_words).
-NOT_TESTABLE, NOT_SETTLED = "not testable here", "not settled"
-# A claim whose premise did not hold here (H2: no contention reached the target).
-NOT_APPLICABLE = "not applicable"
-# A claim decided by an equality, with no estimate (H5a, H5b): it holds or it fails.
-HOLDS, FAILS = "holds", "fails"
+class Verdict(str, Enum):
+    """A claim's verdict: every word the study may give one, in one type.
+
+    A ``str`` (its value): the report, its templates and ``metrics.json`` show the word, and
+    it equals the plain string, so data written before the type existed reads the same.
+    """
+
+    REPRODUCED = "reproduced"
+    PARTLY = "partly reproduced"
+    NOT_REPRODUCED = "not reproduced"
+    # H3: a cost outside its band; the H2 control: a difference where none was expected.
+    DIFFERS = "differs"
+    NO_DIFFERENCE = "no difference"
+    # The two ways a claim goes undecided (criteria: verdict_words).
+    NOT_SETTLED = "not settled"
+    NOT_TESTABLE = "not testable here"
+    # A claim whose premise did not hold here (H2: no contention reached the target).
+    NOT_APPLICABLE = "not applicable"
+    # A claim decided by an equality, with no estimate (H5a, H5b): it holds or it fails.
+    HOLDS = "holds"
+    FAILS = "fails"
+
+    # The word itself wherever it is printed, on every Python the study supports.
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+NOT_TESTABLE, NOT_SETTLED = Verdict.NOT_TESTABLE, Verdict.NOT_SETTLED
+NOT_APPLICABLE, HOLDS, FAILS = Verdict.NOT_APPLICABLE, Verdict.HOLDS, Verdict.FAILS
 
 # The rules a part can be judged by; their words for each side of the edge.
 AT_LEAST, WITHIN, BAND, RATE = "at least", "within", "band", "rate"
-WORDS = {AT_LEAST: ("shown", "refuted"), WITHIN: ("equivalent", "different"),
-         BAND: ("close", "far")}
+SHOWN, REFUTED, EQUIVALENT, DIFFERENT, CLOSE, FAR = (
+    "shown", "refuted", "equivalent", "different", "close", "far")
+WORDS = {AT_LEAST: (SHOWN, REFUTED), WITHIN: (EQUIVALENT, DIFFERENT), BAND: (CLOSE, FAR)}
 # A rate ratio's words that decide a part (rtstudy.inference.rates); TOO_FEW is a part with no test.
 RATE_DECIDED = (rates.FEWER, rates.EQUIVALENT, rates.MORE)
 # Beyond this many runs (or sessions) a part is called practically unsettleable.
@@ -176,7 +203,7 @@ class Part:
 
 def pool(parts: list[Part], confidence: float) -> Part:
     """One part from the same part of several sessions: their estimates pooled with a random
-    session effect (:func:`rtstudy.inference.stats.random_effects`), a rate part's counts into one
+    session effect (:func:`rtstudy.inference.meta.random_effects`), a rate part's counts into one
     rate ratio (:func:`rtstudy.inference.rates.pooled_over_sessions`); ``runs`` becomes the sessions
     pooled.
 

@@ -7,7 +7,7 @@ throws power away). The interval is the exact conditional one: given K = K_a + K
 K_b is binomial with p = N_b·ρ / (N_a + N_b·ρ), so a Clopper–Pearson interval for p is one for ρ.
 Runs whose rates differ more than Poisson's (late frames come in some runs only) widen it by the
 Pearson over-dispersion φ of the runs' counts, pooled over both conditions: the counts and the
-exposure are divided by φ, the quasi-Poisson interval (:func:`rtstudy.inference.stats.pooled_rate`
+exposure are divided by φ, the quasi-Poisson interval (:func:`rtstudy.inference.events.pooled_rate`
 treats one rate the same way). It holds with zero events on one side (a one-sided bound) and
 has no answer with none on either.
 """
@@ -20,7 +20,9 @@ from scipy import special as spc
 from scipy import stats as sps
 
 from rtstudy.inference import criteria
-from rtstudy.inference.stats import MIN_RUNS, event_counts, random_effects
+from rtstudy.inference.events import event_counts
+from rtstudy.inference.meta import random_effects
+from rtstudy.inference.stats import MIN_RUNS
 
 # The words, in one place: what a rate ratio's CI shows against the margin.
 FEWER, EQUIVALENT, MORE, NOT_SETTLED, TOO_FEW, NO_CI = (
@@ -67,7 +69,7 @@ def _pearson(k: np.ndarray, n: np.ndarray) -> tuple[float, int]:
 
 
 def _counts(events, exposure, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """One condition's runs (:func:`rtstudy.inference.stats.event_counts`), at least one."""
+    """One condition's runs (:func:`rtstudy.inference.events.event_counts`), at least one."""
     try:
         k, n = event_counts(events, exposure)
     except ValueError as exc:
@@ -336,7 +338,7 @@ def pooled_over_sessions(rows: list[dict], confidence: float) -> RateRatio:
 
 def pooled_log_ratio(values, lows, highs, confidence: float) -> tuple[float, float, float]:
     """One ratio from several sessions' ratios with their CIs: a random-effects (DerSimonian–
-    Laird) mean on the log scale (:func:`rtstudy.inference.stats.random_effects`), each session's
+    Laird) mean on the log scale (:func:`rtstudy.inference.meta.random_effects`), each session's
     standard error read off its CI with the normal quantile (wider than its t-interval's, so
     the pooled CI errs wide).
 

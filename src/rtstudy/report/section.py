@@ -57,7 +57,7 @@ NONNEGATIVE_UNITS = ("µs", RATE_UNIT, "×")
 class Quantity:
     """A headline number of one dataset, for comparing hosts: value, CI (NaN if none), unit, N,
     and ``within`` (unit²): the mean over its runs of one run's value's sampling variance from
-    its own frames (:func:`rtstudy.inference.stats.within_run_variance`); NaN for a contrast between
+    its own frames (:func:`rtstudy.inference.within.within_run_variance`); NaN for a contrast between
     conditions, a maximum or a quantile too near the edge of its samples, which have none of
     their own."""
 

@@ -21,7 +21,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from rtstudy import registry
-from rtstudy.inference import stats
+from rtstudy.inference import meta, stats
 # A t-interval over few sessions is symmetric, so a rare-event rate's would reach below 0: for
 # these units it is cut at 0, which drops only values no session can have.
 from rtstudy.report.section import NONNEGATIVE_UNITS
@@ -218,13 +218,13 @@ def session_quantities(by_session: dict[str, dict]) -> pd.DataFrame:
                                  "unit", "n", "within"])
 
 
-def cut_at_zero(est: stats.SessionEstimate) -> stats.SessionEstimate:
+def cut_at_zero(est: meta.SessionEstimate) -> meta.SessionEstimate:
     """``est`` with its CI's and prediction interval's lower bounds at 0 at the lowest."""
     return dataclasses.replace(est, low=max(est.low, 0.0), next_low=max(est.next_low, 0.0))
 
 
 def session_estimates(tidy: pd.DataFrame, confidence: float) -> pd.DataFrame:
-    """Each headline quantity at the session level (:func:`rtstudy.inference.stats.over_sessions`).
+    """Each headline quantity at the session level (:func:`rtstudy.inference.meta.over_sessions`).
 
     With 3 sessions or more, also whether the latest session lands where the earlier ones
     predict: ``latest_inside``, inside their prediction interval for a next session (the
@@ -247,13 +247,13 @@ def session_estimates(tidy: pd.DataFrame, confidence: float) -> pd.DataFrame:
         g = g.set_index("session").reindex([s for s in order if s in set(g["session"])])
         unit = str(g["unit"].iloc[0])
         within = g["within"] if "within" in g else None
-        est = stats.over_sessions(g["value"], g["low"], g["high"], g["n"], confidence, within)
+        est = meta.over_sessions(g["value"], g["low"], g["high"], g["n"], confidence, within)
         if unit in NONNEGATIVE_UNITS:
             est = cut_at_zero(est)
         latest = latest_ci = None
         earlier, last = g.iloc[:-1], g["value"].iloc[-1]
         if len(earlier.dropna(subset=["value"])) >= 2 and np.isfinite(last):
-            before = stats.over_sessions(earlier["value"], earlier["low"], earlier["high"],
+            before = meta.over_sessions(earlier["value"], earlier["low"], earlier["high"],
                                          earlier["n"], confidence)
             if unit in NONNEGATIVE_UNITS:
                 before = cut_at_zero(before)

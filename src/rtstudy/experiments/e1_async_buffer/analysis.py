@@ -18,8 +18,9 @@ from rtstudy.data.io import Dataset, read_cells, set_aside_drift, stack, wide
 from rtstudy.experiments.e1_async_buffer import published
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
 from rtstudy.inference import criteria, judge
-from rtstudy.inference.stats import (CI, MIN_RUNS, drift_check, holm, linear_fit, over_runs,
-                                     percentiles, rank_test, robust_slope, spread_test)
+from rtstudy.inference.fits import linear_fit, robust_slope
+from rtstudy.inference.stats import (CI, MIN_RUNS, drift_check, holm, over_runs, percentiles,
+                                     rank_test, spread_test)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"event": "string", "port": "string", "index": "int64", "t_start_ns": "int64",
@@ -200,15 +201,15 @@ def h1_parts(d: dict, a: dict, runs: int, flat_margin: float = FLAT_MARGIN) -> l
                        a["low"], a["high"], runs)]
 
 
-def h1_combine(parts: list[judge.Part]) -> tuple[str, str]:
+def h1_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
     """H1's verdict from its parts (:func:`h1_parts`): reproduced when the default slope is
     shown and the async one equivalent to flat; not reproduced when either is refuted
     (``refuted`` / ``different``); else not settled, naming what would settle it."""
     states = {p.name: p.state for p in parts}
-    if states.get("default slope") == "shown" and states.get("async slope") == "equivalent":
-        return "reproduced", ""
-    if states.get("default slope") == "refuted" or states.get("async slope") == "different":
-        return "not reproduced", ""
+    if states.get("default slope") == judge.SHOWN and states.get("async slope") == judge.EQUIVALENT:
+        return judge.Verdict.REPRODUCED, ""
+    if states.get("default slope") == judge.REFUTED or states.get("async slope") == judge.DIFFERENT:
+        return judge.Verdict.NOT_REPRODUCED, ""
     return judge.NOT_SETTLED, judge.unsettled_why(parts)
 
 

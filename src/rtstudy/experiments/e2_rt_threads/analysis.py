@@ -326,12 +326,12 @@ def h2_std(red: pd.DataFrame) -> dict:
     each = {r["policy"]: judge.NOT_SETTLED if r["void"] else CUT.state(r["low"], r["high"])
             for r in rt.to_dict("records")}
     states = set(each.values())
-    if states == {"shown"}:
-        verdict = "reproduced"
-    elif states == {"refuted"}:
-        verdict = "not reproduced"
-    elif states == {"shown", "refuted"}:
-        verdict = "partly reproduced"
+    if states == {judge.SHOWN}:
+        verdict = judge.Verdict.REPRODUCED
+    elif states == {judge.REFUTED}:
+        verdict = judge.Verdict.NOT_REPRODUCED
+    elif states == {judge.SHOWN, judge.REFUTED}:
+        verdict = judge.Verdict.PARTLY
     else:
         verdict = judge.NOT_SETTLED
     out = {"verdict": verdict, "load_factor": float(top["load_factor"].iloc[0]),
@@ -346,7 +346,7 @@ def h2_std(red: pd.DataFrame) -> dict:
     return out
 
 
-def h2_combine(parts: list[judge.Part]) -> tuple[str, str]:
+def h2_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
     """H2's verdict from each real-time policy's late-frame rate ratio against the baseline
     (:func:`late_part`): reproduced when every policy judged gives *fewer*, not reproduced
     when none does (each *equivalent* or *more*), partly reproduced when some do; not settled
@@ -366,10 +366,10 @@ def h2_combine(parts: list[judge.Part]) -> tuple[str, str]:
         return judge.NOT_SETTLED, judge.unsettled_why(judged) + aside
     fewer = [p.name for p in judged if p.state == rates.FEWER]
     if len(fewer) == len(judged):
-        return "reproduced", aside.lstrip("; ")
+        return judge.Verdict.REPRODUCED, aside.lstrip("; ")
     if not fewer:
-        return "not reproduced", aside.lstrip("; ")
-    return "partly reproduced", ("not fewer " + ", ".join(p.name for p in judged
+        return judge.Verdict.NOT_REPRODUCED, aside.lstrip("; ")
+    return judge.Verdict.PARTLY, ("not fewer " + ", ".join(p.name for p in judged
                                                           if p.name not in fewer) + aside)
 
 
@@ -404,14 +404,14 @@ def control_margin(floor: pd.DataFrame) -> float:
     return float(CONTROL_FLOOR_MULTIPLE * lowest["period_std_ms"].mean())
 
 
-def null_combine(parts: list[judge.Part]) -> tuple[str, str]:
+def null_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
     """The H2 control from each policy's std difference (:func:`null_verdict`): no difference
     when every one is equivalent, differs when any is different, else not settled."""
     states = [p.state for p in parts]
-    if states and all(w == "equivalent" for w in states):
-        return "no difference", ""
-    if "different" in states:
-        return "differs", ""
+    if states and all(w == judge.EQUIVALENT for w in states):
+        return judge.Verdict.NO_DIFFERENCE, ""
+    if judge.DIFFERENT in states:
+        return judge.Verdict.DIFFERS, ""
     return judge.NOT_SETTLED, judge.unsettled_why(parts)
 
 

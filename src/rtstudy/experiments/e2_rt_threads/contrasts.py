@@ -3,7 +3,7 @@
 The unit of replication is the run. :func:`condition_summary` gives each condition
 its typical jitter (the mean of per-run period IQRs, t-interval over runs) and
 its late frames pooled over runs (a rate with a CI for rare counts,
-:func:`rtstudy.inference.stats.pooled_rate`). Each contrast compares the mean of per-run
+:func:`rtstudy.inference.events.pooled_rate`). Each contrast compares the mean of per-run
 frame-period stds (``runs``'s ``period_std_ms``) of two groups of runs, with a Welch
 t-interval over the runs of both (:func:`rtstudy.inference.stats.two_group_ci`): :func:`reductions`
 is the policy grid against a baseline, :func:`effects` one factor at a time at the headline
@@ -21,9 +21,10 @@ from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, gri
                                                           starved)
 from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
 from rtstudy.inference import criteria
-from rtstudy.inference.stats import (CI, Estimate, event_rate_variance, holm, over_runs,
-                                     pooled_rate, rank_test, ratio_ci, spread_test, two_group_ci,
-                                     wilks_quantile)
+from rtstudy.inference.events import pooled_rate, wilks_quantile
+from rtstudy.inference.stats import (CI, Estimate, holm, over_runs, rank_test, ratio_ci,
+                                     spread_test, two_group_ci)
+from rtstudy.inference.within import event_rate_variance
 
 # A run's std is "decided by a few frames" when its 2 most extreme periods carry more than
 # this share of its squared deviations (metrics.run_metrics' std_top2_share;
@@ -51,11 +52,11 @@ def summarize(runs: pd.DataFrame, ci: CI) -> dict:
         ``p50_us`` / ``p99_us`` (|lateness|), ``tail_us`` and ``flatness_us`` (µs);
         ``late`` (late frames over all runs), ``late_rate`` / ``late_low`` /
         ``late_high`` (per :data:`.metrics.PER_FRAMES` frames,
-        :func:`rtstudy.inference.stats.pooled_rate`; with none late, ``late_high`` is the
+        :func:`rtstudy.inference.events.pooled_rate`; with none late, ``late_high`` is the
         one-sided bound), ``dispersion`` (its φ), ``late_within`` (a run's rate's binomial
-        variance, :func:`rtstudy.inference.stats.event_rate_variance`); ``max_ms`` (the largest
+        variance, :func:`rtstudy.inference.within.event_rate_variance`); ``max_ms`` (the largest
         lateness of all frames) and ``max_quantile`` (the quantile it bounds at the CI's
-        level, :func:`rtstudy.inference.stats.wilks_quantile`, were frames independent);
+        level, :func:`rtstudy.inference.events.wilks_quantile`, were frames independent);
         ``std_ms`` (mean per-run std, ms), ``decided`` (runs whose std the 2 most
         extreme frames decide, :data:`DECIDED_SHARE`), ``mean_ms`` and ``nominal_ms``.
     """

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rtstudy.inference.stats import percentiles, quantile_bootstrappable, within_run_variance
+from rtstudy.inference.stats import percentiles
+from rtstudy.inference.within import quantile_bootstrappable, within_run_variance
 
 # How a run's frames are released (lateness_ns()). FIXED: on the grid T_0 + k·P —
 # Holoscan 4.x's PeriodicCondition (it catches up missed ticks: a late frame is followed by
@@ -151,7 +152,7 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
         (first to last kept frame, measured);
         typical jitter: the period's ``period_iqr_us`` (P75 − P25) with
         ``period_iqr_within_us2``, its sampling variance from the run's own frames
-        (:func:`rtstudy.inference.stats.within_run_variance`), and ``period_mad_us``
+        (:func:`rtstudy.inference.within.within_run_variance`), and ``period_mad_us``
         (median absolute deviation from the median, unscaled), the |lateness|'s
         ``lateness_p50_us`` and ``lateness_p99_us``;
         late frames: ``late`` (lateness above the threshold), ``late_per_10k``

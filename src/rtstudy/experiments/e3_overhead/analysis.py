@@ -21,8 +21,9 @@ import pandas as pd
 from rtstudy.data.io import Dataset, read_cells, set_aside_drift, wide
 from rtstudy.experiments.e3_overhead import published
 from rtstudy.inference import criteria, judge
-from rtstudy.inference.stats import (CI, MIN_RUNS, block_mean_variance, drift_check, fit_at,
-                                     linear_fit, over_runs, percentiles)
+from rtstudy.inference.fits import fit_at, linear_fit
+from rtstudy.inference.stats import CI, MIN_RUNS, drift_check, over_runs, percentiles
+from rtstudy.inference.within import block_mean_variance
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"run": "int64", "iterations": "int64", "op": "string", "tick": "int64", "t_ns": "int64"}
@@ -323,21 +324,22 @@ def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
     return {**out, "verdict": verdict, "judged": judged, **({"why": why} if why else {})}
 
 
-def h3_combine(parts: list[judge.Part], ordering: bool = True) -> tuple[str, str]:
+def h3_combine(parts: list[judge.Part],
+               ordering: bool = True) -> tuple[judge.Verdict, str]:
     """H3's verdict from each judged cost against its band (:func:`h3_verdict`): reproduced
     when every one is close and the published ordering holds; *differs* when any lies wholly
     outside its band (the why says by how much) or, all close, the ordering does not hold;
     else not settled (a CI across a band's edge)."""
-    far = [p for p in parts if p.state == "far"]
+    far = [p for p in parts if p.state == judge.FAR]
     if far:
-        return "differs", "; ".join(
+        return judge.Verdict.DIFFERS, "; ".join(
             f"{p.name} {p.value / (p.rule.threshold[1] / CLOSE_RATIO[1]):.1f}× the published "
             f"high end" if p.value > p.rule.threshold[1] else
             f"{p.name} {p.value / (p.rule.threshold[0] / CLOSE_RATIO[0]):.2f}× the published "
             f"low end" for p in far)
     if not all(p.decided for p in parts):
         return judge.NOT_SETTLED, judge.unsettled_why(parts)
-    return ("reproduced", "") if ordering else ("differs", "the ordering differs")
+    return (judge.Verdict.REPRODUCED, "") if ordering else (judge.Verdict.DIFFERS, "the ordering differs")
 
 
 # What the drift check compares (stats.drift_check): a name and its unit.

@@ -17,8 +17,9 @@ from rtstudy.data.io import Dataset, read_cells, read_json, set_aside_drift, sta
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
 from rtstudy.inference import criteria, judge
-from rtstudy.inference.stats import (CI, MIN_RUNS, drift_check, quantile_bootstrappable,
-                                     quantile_of_counts, two_group_ci, within_run_variance_hist)
+from rtstudy.inference.stats import CI, MIN_RUNS, drift_check, two_group_ci
+from rtstudy.inference.within import (quantile_bootstrappable, quantile_of_counts,
+                                      within_run_variance_hist)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"latency_ns": "int64", "count": "int64"}
@@ -64,10 +65,10 @@ def lost_share(latency_ns, count) -> float:
 
 def within_run(latency_ns, count, jitter: bool) -> dict:
     """The sampling variance of a measurement's headlines from its own histogram
-    (:func:`rtstudy.inference.stats.within_run_variance_hist`): ``p99_within_us2`` (of the P99 in
+    (:func:`rtstudy.inference.within.within_run_variance_hist`): ``p99_within_us2`` (of the P99 in
     µs), and for the jitter probe ``ratio_within`` (P99.99 / P50) and ``lost_within_pct2`` (of
     :func:`lost_share` in %); NaN where not defined, or where a quantile is too near the
-    edge of the samples for its bootstrap (:func:`rtstudy.inference.stats.quantile_bootstrappable`).
+    edge of the samples for its bootstrap (:func:`rtstudy.inference.within.quantile_bootstrappable`).
     """
     v = np.asarray(latency_ns, dtype=float)
     order = np.argsort(v)
@@ -247,8 +248,8 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool =
         parts.append(judge.Part(load, QUIETER, diff.value, diff.low, diff.high, int(diff.n)))
     judged = [p.name for p in parts]
     out = {"ratios": ratios, "loads": loads, "runs": min((p.runs for p in parts), default=0),
-           "above": [p.name for p in parts if p.state == "shown"],
-           "below": [p.name for p in parts if p.state == "refuted"], "judged": judged,
+           "above": [p.name for p in parts if p.state == judge.SHOWN],
+           "below": [p.name for p in parts if p.state == judge.REFUTED], "judged": judged,
            "not_judged": not_judged, "parts": parts, "min_difference": MIN_DIFFERENCE}
     if not judged:
         return {**out, "verdict": judge.NOT_TESTABLE, "why": "no load was measured like with like"}
@@ -258,18 +259,18 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool =
     return {**out, "verdict": verdict, **({"why": why} if why else {})}
 
 
-def h4_combine(parts: list[judge.Part]) -> tuple[str, str]:
+def h4_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
     """H4's verdict from each judged load's difference in lost share (:func:`h4_verdict`):
     reproduced when every one is at least :data:`MIN_DIFFERENCE` (``shown``), not reproduced
     when every one is below it (``refuted``), partly when some each; else not settled."""
     if not all(p.decided for p in parts):
         return judge.NOT_SETTLED, judge.unsettled_why(parts)
-    shown = [p.name for p in parts if p.state == "shown"]
+    shown = [p.name for p in parts if p.state == judge.SHOWN]
     if len(shown) == len(parts):
-        return "reproduced", ""
+        return judge.Verdict.REPRODUCED, ""
     if not shown:
-        return "not reproduced", ""
-    return "partly reproduced", "not quieter " + ", ".join(p.name for p in parts
+        return judge.Verdict.NOT_REPRODUCED, ""
+    return judge.Verdict.PARTLY, "not quieter " + ", ".join(p.name for p in parts
                                                            if p.name not in shown)
 
 
