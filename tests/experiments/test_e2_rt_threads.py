@@ -459,3 +459,20 @@ def test_the_fragment_fix_runs_the_target_in_a_process_of_its_own(tmp_path, fing
     # The CPU both processes used between the first frame and the last: the loads' share.
     (load_cpu,) = ds.tables["runs"]["load_cpu"]
     assert 0.5 < load_cpu < len(fingerprint["cpu"]["online"]) + 0.25
+
+
+def test_the_fragment_ports_are_free_and_outside_the_kernels_ephemeral_range(tmp_path):
+    """Outgoing connections take their ports from the ephemeral range: the fragments' ports
+    come from below it, so nothing on the machine takes one before Holoscan binds it."""
+    import socket
+
+    from rtstudy.experiments.e2_rt_threads import app
+    low = app.ephemeral_low()
+    ports = app.free_ports(4)
+    assert len(set(ports)) == 4 and all(1024 <= p < low for p in ports)
+    for port in ports:
+        with socket.socket() as s:
+            s.bind((app.HOST, port))  # free: binding it raises nothing
+    (tmp_path / "range").write_text("40000\t60999\n")
+    assert app.ephemeral_low(str(tmp_path / "range")) == 40000
+    assert app.ephemeral_low(str(tmp_path / "absent")) == 32768

@@ -50,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import resource
 import shutil
 import socket
@@ -333,16 +334,35 @@ class FragmentApp(Application):
         self.add_flow(self.rt, self.load, {("sender.out", "receiver.in")})
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct TCP ports free on :data:`HOST` now (the kernel's choice)."""
-    sockets = [socket.socket() for _ in range(n)]
+def ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    """The lowest port the kernel gives outgoing connections (32768 where unreadable)."""
     try:
-        for s in sockets:
-            s.bind((HOST, 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_ports(n: int, span: int = 12_000) -> list[int]:
+    """``n`` distinct TCP ports free on :data:`HOST` now, drawn at random from the ``span``
+    ports just below the kernel's ephemeral range.
+
+    Not the kernel's own choice (port 0): that comes from the ephemeral range, from which any
+    outgoing connection on the machine may take the port between this check and Holoscan's
+    bind, seconds later (seen once: UCX's bind refused with EADDRINUSE while pip downloaded
+    beside the cell, and the cell failed).
+    """
+    high = ephemeral_low()
+    draw, ports = random.Random(), []
+    while len(ports) < n:
+        port = draw.randrange(max(1024, high - span), high)
+        with socket.socket() as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 def holoscan_args(role: str, driver: int, worker: int) -> list[str]:
