@@ -22,20 +22,30 @@ class LinearFit:
     r_squared: float
 
 
+def _finite_pairs(x, y) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(x, y)`` pairs where both are finite, as float arrays."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    return x[keep], y[keep]
+
+
+def _least_squares(x, y):
+    """The finite pairs, their count and :func:`scipy.stats.linregress` of them; ValueError
+    below two distinct ``x``."""
+    x, y = _finite_pairs(x, y)
+    n = int(x.size)
+    if n < 2 or np.ptp(x) == 0:
+        raise ValueError(f"a linear fit needs at least two distinct x values, got {np.unique(x)}")
+    return x, y, n, sps.linregress(x, y)
+
+
 def linear_fit(x, y, confidence: float = 0.95) -> LinearFit:
     """Ordinary least squares of ``y`` on ``x`` with CIs for slope and intercept.
 
     Needs at least two distinct ``x``; the CIs need at least three points.
     """
     _check_confidence(confidence)
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    keep = np.isfinite(x) & np.isfinite(y)
-    x, y = x[keep], y[keep]
-    n = int(x.size)
-    if n < 2 or np.ptp(x) == 0:
-        raise ValueError(f"a linear fit needs at least two distinct x values, got {np.unique(x)}")
-    res = sps.linregress(x, y)
+    _, _, n, res = _least_squares(x, y)
     if n > 2:
         t = sps.t.ppf(0.5 + confidence / 2, n - 2)
         slope = Estimate(res.slope, res.slope - t * res.stderr, res.slope + t * res.stderr, n,
@@ -54,9 +64,7 @@ def robust_slope(x, y, confidence: float) -> Estimate:
     Beside least squares it shows whether one extreme run drives a fit.
     """
     _check_confidence(confidence)
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    keep = np.isfinite(x) & np.isfinite(y)
-    x, y = x[keep], y[keep]
+    x, y = _finite_pairs(x, y)
     if x.size < 2 or np.ptp(x) == 0:
         return Estimate(np.nan, np.nan, np.nan, int(x.size), confidence)
     slope, _, low, high = sps.theilslopes(y, x, alpha=confidence)
@@ -70,13 +78,7 @@ def fit_at(x, y, x0: float, confidence: float) -> Estimate:
     (an extrapolation's CI widens with the distance from the data).
     """
     _check_confidence(confidence)
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    keep = np.isfinite(x) & np.isfinite(y)
-    x, y = x[keep], y[keep]
-    n = int(x.size)
-    if n < 2 or np.ptp(x) == 0:
-        raise ValueError(f"a linear fit needs at least two distinct x values, got {np.unique(x)}")
-    res = sps.linregress(x, y)
+    x, y, n, res = _least_squares(x, y)
     value = float(res.intercept + res.slope * x0)
     if n < 3:
         return Estimate(value, np.nan, np.nan, n, confidence)
