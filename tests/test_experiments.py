@@ -19,7 +19,7 @@ ABOVE = ("registry", "params", "data/__init__", "data/sessions", "data/sharing",
          "report/study", "report/stability", "explore")
 # The rooms of src/rtstudy (a sub-package, or a module of its own), lowest first: a module
 # imports only from its own room and those before it (the README's Layout says the same).
-ROOMS = (("paths", "atomic", "rules", "registry", "sources", "view", "_native"), ("machine",),
+ROOMS = (("paths", "policies", "atomic", "rules", "registry", "sources", "view", "_native"), ("machine",),
          ("sdks",), ("params",), ("measure",), ("apps",), ("data",), ("inference",), ("report",),
          ("experiments",), ("stage", "explore"), ("cli",))
 # What an experiment folder must provide (the protocol in rtstudy/registry.py): each member,

@@ -10,7 +10,7 @@ from rtstudy import paths
 from rtstudy.measure import harness
 from rtstudy.measure.harness import Cell, RealtimeRequest, run_sweep
 from rtstudy.measure.readback import verify_realtime
-from rtstudy.measure.realtime import POLICY_BY_NUMBER
+from rtstudy.policies import BY_NUMBER
 
 PROBE = "rtstudy.apps.rt_probe"
 
@@ -38,7 +38,7 @@ def test_a_granted_policy_is_verified_from_the_operators_thread(tmp_path, contex
         sidecar = json.loads((tmp_path / cell.cell_id / "cell.json").read_text())
         assert sidecar["status"] == "ok" and sidecar["realtime_verified"] is True
         sched = sidecar["operators"]["target"]["sched"]
-        assert POLICY_BY_NUMBER[sched["policy"]] == cell.realtime[0].policy
+        assert BY_NUMBER[sched["policy"]] == cell.realtime[0].policy
         assert sidecar["operators"]["target"]["ticks"] == 20
         assert sidecar["host_id"] == context.host_id and sidecar["profile"] == "smoke"
         assert "holoscan-cu12" in sidecar["versions"] and sidecar["git"]["commit"]

@@ -16,7 +16,7 @@ from rtstudy.experiments.e1_async_buffer import plan as e1_plan
 from rtstudy.experiments.e2_rt_threads import plan as e2_plan
 from rtstudy.experiments.e4_host import plan as e4_plan
 from rtstudy.machine import placement
-from rtstudy.measure.realtime import RT_POLICIES
+from rtstudy.policies import RT_POLICIES
 
 SHIELD = {"cpus": [1], "housekeeping": [0], "irq_default": [0], "irqs_on_shield": []}
 FP = {"host_id": "vm-shielded", "cpu": {"count": 2, "online": [0, 1]},

@@ -12,7 +12,7 @@ from rtstudy import params
 from rtstudy.experiments.e1_async_buffer import analysis, plan
 from rtstudy.inference.stats import CI
 from rtstudy.measure.harness import SweepContext, run_sweep
-from rtstudy.measure.realtime import POLICY_BY_NUMBER
+from rtstudy.policies import BY_NUMBER
 
 CI95 = CI(0.95)
 
@@ -44,7 +44,7 @@ def test_every_operator_ran_with_sched_deadline(e1_data):
         assert sidecar["realtime_verified"] is True
         for op in ("tx1", "tx2", "rx"):
             sched = sidecar["operators"][op]["sched"]
-            assert POLICY_BY_NUMBER[sched["policy"]] == "SCHED_DEADLINE", (cell.cell_id, op, sched)
+            assert BY_NUMBER[sched["policy"]] == "SCHED_DEADLINE", (cell.cell_id, op, sched)
             period = cell.config[f"{op}_period_ms"] * 1_000_000
             assert sched["period_ns"] == sched["deadline_ns"] == period
 

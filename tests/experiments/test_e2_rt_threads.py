@@ -22,7 +22,8 @@ from rtstudy.machine import placement
 from rtstudy.machine.sysdeps import which
 from rtstudy.measure.harness import SweepContext, run_sweep
 from rtstudy.measure.readback import verify_realtime
-from rtstudy.measure.realtime import POLICY_BY_NUMBER, RT_POLICIES, RealtimeRequest
+from rtstudy.measure.realtime import RealtimeRequest
+from rtstudy.policies import BY_NUMBER, RT_POLICIES
 
 
 def smoke_cfg(**changes) -> dict:
@@ -63,7 +64,7 @@ def test_each_policy_is_applied_and_produces_frames(e2_run):
     for cell in holoscan_cells(cells):
         sc = sidecar(out, cell)
         policy = cell.config["policy"]
-        got = POLICY_BY_NUMBER[sc["operators"]["target"]["sched"]["policy"]]
+        got = BY_NUMBER[sc["operators"]["target"]["sched"]["policy"]]
         assert got == (policy if policy.startswith("SCHED_") else "SCHED_OTHER"), cell.cell_id
         assert sc["realtime_verified"] is bool(cell.realtime)
         assert sc["summary"]["frames"] == cell.config["frames"]
@@ -81,13 +82,13 @@ def test_a_fifo_dispatcher_is_read_back_on_its_thread(e2_run):
     for cell in fifo:
         sc = sidecar(out, cell)
         d = sc["operators"]["dispatcher"]["sched"]
-        assert (POLICY_BY_NUMBER[d["policy"]], d["priority"]) == ("SCHED_FIFO",
+        assert (BY_NUMBER[d["policy"]], d["priority"]) == ("SCHED_FIFO",
                                                               cfg["dispatcher_priority"])
         assert sc["realtime_verified"] and \
             sc["summary"]["env"]["GXF_EBS_DISPATCHER_SCHED_POLICY"] == "SCHED_FIFO"
     for cell in other:
         d = sidecar(out, cell)["operators"]["dispatcher"]["sched"]
-        assert POLICY_BY_NUMBER[d["policy"]] == "SCHED_OTHER", cell.cell_id
+        assert BY_NUMBER[d["policy"]] == "SCHED_OTHER", cell.cell_id
 
 
 def test_a_dispatcher_that_did_not_get_its_policy_fails_the_run():
@@ -127,7 +128,7 @@ def test_the_ladder_python_thread_is_read_back_and_paced_on_the_grid(e2_run):
     (cell,) = [c for c in cells if c.module == plan.PYTHREAD_MODULE]
     sc = sidecar(out, cell)
     got = sc["operators"]["python_thread"]["sched"]
-    assert (POLICY_BY_NUMBER[got["policy"]], got["priority"]) == (cfg["ladder_policy"],
+    assert (BY_NUMBER[got["policy"]], got["priority"]) == (cfg["ladder_policy"],
                                                                   cfg["priority"])
     assert got["cpus"] == cell.config["target_cpus"] and sc["realtime_verified"]
     t = pd.read_parquet(out / cell.cell_id / "samples.parquet")["t_start_ns"].to_numpy()
@@ -163,7 +164,7 @@ def test_each_fix_is_one_factor_away_from_the_headline_and_applied(e2_run):
     assert min(sc["summary"]["load_ticks"]) > 0
     dispatcher = by_label[head.label + "-dfifo_pinned"]
     d = sidecar(out, dispatcher)["operators"]["dispatcher"]["sched"]
-    assert POLICY_BY_NUMBER[d["policy"]] == "SCHED_FIFO" and len(d["cpus"]) == 1
+    assert BY_NUMBER[d["policy"]] == "SCHED_FIFO" and len(d["cpus"]) == 1
     interval = by_label[f"{head.label}-si{cfg['switch_interval_ms']:g}"]
     assert sidecar(out, interval)["summary"]["switch_interval_s"] == \
         pytest.approx(cfg["switch_interval_ms"] / 1000)
@@ -193,7 +194,7 @@ def test_the_floor_is_cyclictest_read_back_as_requested(e2_run):
     for cell in floor:
         sc = sidecar(out, cell)
         got = sc["operators"]["cyclictest"]["sched"]
-        assert (POLICY_BY_NUMBER[got["policy"]], got["priority"]) == ("SCHED_FIFO", cfg["priority"])
+        assert (BY_NUMBER[got["policy"]], got["priority"]) == ("SCHED_FIFO", cfg["priority"])
         assert sc["realtime_verified"] and sc["summary"]["frames"] == cell.config["frames"]
         # --laptop: no PM QoS request of its own; the host's, before it started, is recorded.
         pm_qos = sc["summary"]["pm_qos"]
@@ -295,7 +296,7 @@ def test_a_stray_gxf_variable_is_cleared_and_recorded(tmp_path, fingerprint, mon
     assert sc["env_cleared"] == {"GXF_EBS_DISPATCHER_SCHED_POLICY": "SCHED_FIFO",
                                  "GXF_EBS_DISPATCHER_SCHED_PRIORITY": "99"}
     assert "GXF_EBS_DISPATCHER_SCHED_POLICY" not in sc["summary"]["env"]
-    assert POLICY_BY_NUMBER[sc["operators"]["dispatcher"]["sched"]["policy"]] == "SCHED_OTHER"
+    assert BY_NUMBER[sc["operators"]["dispatcher"]["sched"]["policy"]] == "SCHED_OTHER"
 
 
 def test_attribution_splits_a_synthetic_trace_exactly():
@@ -431,7 +432,7 @@ def test_the_fragment_fix_runs_the_target_in_a_process_of_its_own(tmp_path, fing
                   progress=devnull)
     sc = sidecar(tmp_path, cell)
     got = sc["operators"]["target"]["sched"]
-    assert sc["realtime_verified"] and POLICY_BY_NUMBER[got["policy"]] == "SCHED_FIFO"
+    assert sc["realtime_verified"] and BY_NUMBER[got["policy"]] == "SCHED_FIFO"
     assert got["cpus"] == cell.config["target_cpus"]
     summary, frames = sc["summary"], cell.config["frames"]
     assert summary["frames"] == frames

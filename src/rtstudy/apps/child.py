@@ -23,6 +23,7 @@ import numpy as np
 from rtstudy import _native
 from rtstudy.measure.realtime import STEERING_PREFIXES, RealtimeRequest
 from rtstudy.paths import RAW_SAMPLES_FILE, RESULT_FILE
+from rtstudy.policies import SCHED_DEADLINE
 
 
 def thread_record() -> dict:
@@ -84,7 +85,7 @@ def apply_realtime(app, operator, request: RealtimeRequest) -> None:
 
     pool = app.make_thread_pool(f"rt_{request.operator}", 1)
     kwargs = dict(pin_operator=True, pin_cores=list(request.cpus))
-    if request.policy == "SCHED_DEADLINE":
+    if request.policy == SCHED_DEADLINE:
         kwargs.update(sched_runtime=request.runtime_ns, sched_deadline=request.deadline_ns,
                       sched_period=request.period_ns)
     else:

@@ -14,6 +14,7 @@ from holoscan.core import Application, Operator
 from holoscan.schedulers import EventBasedScheduler
 
 from rtstudy.apps.child import apply_realtime, main, thread_record
+from rtstudy.policies import SCHED_DEADLINE
 
 
 class StampOp(Operator):
@@ -38,7 +39,7 @@ class ProbeApp(Application):
     def compose(self):
         period_ns = self.config["period_ns"]
         conditions = [CountCondition(self, self.config["ticks"])]
-        if not any(r.policy == "SCHED_DEADLINE" for r in self.realtime):
+        if not any(r.policy == SCHED_DEADLINE for r in self.realtime):
             # A DEADLINE worker is periodic by itself; others need pacing.
             conditions.append(PeriodicCondition(self, period_ns))
         self.target = StampOp(self, *conditions, name="target")

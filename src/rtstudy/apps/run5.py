@@ -15,6 +15,7 @@ import time
 import holoscan as hs  # the package's import preloads libcudart first (rtstudy.apps)
 
 from rtstudy.measure.readback import FIX_ADMISSION, FIX_PINNED_DEADLINE, FIX_PRIVILEGE
+from rtstudy.policies import SCHED_DEADLINE, SCHED_FIFO, SCHED_RR
 
 # 5.0's refusals (a diagnostic's token) and how to fix each, in the words 4.x's refusals get.
 FIXES = {
@@ -62,13 +63,13 @@ def thread_placement(request):
     from holoscan import execution as ex
 
     kwargs = {"affinity": ex.CPUAffinity(list(request.cpus)) if request.cpus else None}
-    if request.policy == "SCHED_DEADLINE":
+    if request.policy == SCHED_DEADLINE:
         kwargs.update(policy=ex.SchedulingPolicy.DEADLINE, deadline=ex.DeadlineScheduling(
             runtime_ns=request.runtime_ns, deadline_ns=request.deadline_ns,
             period_ns=request.period_ns))
     else:
-        kwargs.update(policy={"SCHED_FIFO": ex.SchedulingPolicy.FIFO,
-                              "SCHED_RR": ex.SchedulingPolicy.ROUND_ROBIN}[request.policy],
+        kwargs.update(policy={SCHED_FIFO: ex.SchedulingPolicy.FIFO,
+                              SCHED_RR: ex.SchedulingPolicy.ROUND_ROBIN}[request.policy],
                       priority=request.priority)
     return ex.ThreadPlacement(**kwargs)
 

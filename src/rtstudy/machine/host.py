@@ -21,6 +21,7 @@ from pathlib import Path
 
 from rtstudy import _native, atomic, paths
 from rtstudy.machine import kernelfs, shield
+from rtstudy.policies import SCHED_DEADLINE, SCHED_FIFO, SCHED_RR
 
 SCHEMA_VERSION = 1
 PACKAGES = ("rtstudy", "holoscan-cu12", "nvidia-cuda-runtime-cu12", "numpy", "scipy", "pandas",
@@ -29,10 +30,10 @@ PACKAGES = ("rtstudy", "holoscan-cu12", "nvidia-cuda-runtime-cu12", "numpy", "sc
 # The probes use the most demanding settings the experiments use: FIFO/RR at
 # the seed's priority 99, DEADLINE with a 1 ms runtime in a 10 ms period.
 PROBES = {
-    "SCHED_FIFO": dict(policy=_native.SCHED_FIFO, priority=99),
-    "SCHED_RR": dict(policy=_native.SCHED_RR, priority=99),
-    "SCHED_DEADLINE": dict(policy=_native.SCHED_DEADLINE, runtime_ns=1_000_000,
-                           deadline_ns=10_000_000, period_ns=10_000_000),
+    SCHED_FIFO: dict(policy=_native.SCHED_FIFO, priority=99),
+    SCHED_RR: dict(policy=_native.SCHED_RR, priority=99),
+    SCHED_DEADLINE: dict(policy=_native.SCHED_DEADLINE, runtime_ns=1_000_000,
+                         deadline_ns=10_000_000, period_ns=10_000_000),
 }
 
 
@@ -47,7 +48,7 @@ def probe_realtime() -> dict[str, str]:
     """
     results = {}
     probes = dict(PROBES)
-    probes["SCHED_DEADLINE pinned"] = dict(PROBES["SCHED_DEADLINE"], cpu=max(os.sched_getaffinity(0)))
+    probes["SCHED_DEADLINE pinned"] = dict(PROBES[SCHED_DEADLINE], cpu=max(os.sched_getaffinity(0)))
     for name, kwargs in probes.items():
         err = _native.probe_policy(**kwargs)
         results[name] = "ok" if err == 0 else f"refused: {os.strerror(err)} (errno {err})"

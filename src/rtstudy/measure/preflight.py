@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtstudy.measure.process import set_child_limits
+from rtstudy.policies import SCHED_DEADLINE, SCHED_FIFO, SCHED_RR
 from rtstudy.sdks.holo import STACK_BYTES
 
 
@@ -35,14 +36,14 @@ class Check:
 # (/usr/bin/python3.X), so every script on the machine would gain CAP_SYS_NICE, and the next
 # package update drops it silently. The capability goes to the process that runs the study.
 REALTIME_FIX = {
-    "SCHED_FIFO": "run the study as root (`sudo make study`); or give your user an rtprio limit "
+    SCHED_FIFO: "run the study as root (`sudo make study`); or give your user an rtprio limit "
                   "(`@realtime - rtprio 99` in /etc/security/limits.d/rtstudy.conf, your user in "
                   "group realtime, log in again), which FIFO and RR need and nothing else; or run "
                   "it from a systemd unit with `AmbientCapabilities=CAP_SYS_NICE` "
                   "(`sudo systemd-run --pty --uid=$USER -p AmbientCapabilities=CAP_SYS_NICE make "
                   "study`); in Docker add `--cap-add=SYS_NICE --ulimit rtprio=99`. Never setcap "
                   "the venv's python: it is the system-wide interpreter",
-    "SCHED_DEADLINE": "run as root or with CAP_SYS_NICE in the study's own process (an rtprio "
+    SCHED_DEADLINE: "run as root or with CAP_SYS_NICE in the study's own process (an rtprio "
                       "limit is not enough for DEADLINE): `sudo make study`, or a systemd unit "
                       "with `AmbientCapabilities=CAP_SYS_NICE`; in Docker `--cap-add=SYS_NICE`; "
                       "a container's cgroup may also need real-time bandwidth",
@@ -51,7 +52,7 @@ REALTIME_FIX = {
                              "which also removes RT throttling) or in an exclusive cpuset; until then "
                              "the experiments run DEADLINE threads unpinned and record it",
 }
-REALTIME_FIX["SCHED_RR"] = REALTIME_FIX["SCHED_FIFO"]
+REALTIME_FIX[SCHED_RR] = REALTIME_FIX[SCHED_FIFO]
 
 
 def realtime_checks(fp: dict) -> list[Check]:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from rtstudy.machine.kernelfs import thread_cpu
 from rtstudy.machine.placement import Placement
-from rtstudy.measure.realtime import POLICY_BY_NUMBER, PRIORITY_POLICIES, RealtimeRequest
+from rtstudy.measure.realtime import RealtimeRequest
+from rtstudy.policies import BY_NUMBER, PRIORITY_POLICIES, SCHED_DEADLINE
 
 
 def log_failures(log_text: str) -> list[str]:
@@ -45,7 +46,7 @@ FIX_ADMISSION = (
 def realtime_fix(request: RealtimeRequest, log_lines: list[str]) -> str:
     """How to fix a refused policy, from the request and Holoscan's own error line."""
     text = " ".join(log_lines)
-    if request.policy == "SCHED_DEADLINE" and request.cpus and "not permitted" in text:
+    if request.policy == SCHED_DEADLINE and request.cpus and "not permitted" in text:
         return FIX_PINNED_DEADLINE
     if "not permitted" in text or "permission" in text.lower():
         return FIX_PRIVILEGE
@@ -73,14 +74,14 @@ def verify_realtime(requests: tuple[RealtimeRequest, ...], result: dict | None,
             problems.append(f"{where} but never ran{detail}. Fix: {realtime_fix(req, log_lines)}")
             continue
         sched = op["sched"]
-        got = POLICY_BY_NUMBER.get(sched["policy"], str(sched["policy"]))
+        got = BY_NUMBER.get(sched["policy"], str(sched["policy"]))
         if got != req.policy:
             problems.append(f"{where} but its thread ran with {got}. Fix: check that the operator "
                             "is pinned to its own worker thread (pin_operator=True) and see run.log")
             continue
         if req.policy in PRIORITY_POLICIES and sched["priority"] != req.priority:
             problems.append(f"{where} priority {req.priority} but got {sched['priority']}")
-        if req.policy == "SCHED_DEADLINE":
+        if req.policy == SCHED_DEADLINE:
             want = (req.runtime_ns, req.deadline_ns, req.period_ns)
             have = (sched["runtime_ns"], sched["deadline_ns"], sched["period_ns"])
             if want != have:

@@ -6,21 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-POLICIES = {"SCHED_OTHER": 0, "SCHED_FIFO": 1, "SCHED_RR": 2, "SCHED_DEADLINE": 6}
-POLICY_BY_NUMBER = {v: k for k, v in POLICIES.items()}  # the kernel's number → SCHED_* name
-# The real-time policies, in the order the study shows them; the first two take a priority.
-RT_POLICIES = ("SCHED_FIFO", "SCHED_RR", "SCHED_DEADLINE")
-PRIORITY_POLICIES = RT_POLICIES[:2]
 # The EventBasedScheduler's dispatcher thread: its name as Linux shows it, and the "operator" a
 # request for its policy names (Holoscan applies it through GXF_EBS_DISPATCHER_* variables).
 DISPATCHER = "dispatcher"
 # Environment variables that steer Holoscan or GXF (the dispatcher's policy among them).
 STEERING_PREFIXES = ("GXF_", "HOLOSCAN_")
-
-
-def short(policy: str) -> str:
-    """A policy's name as figures and tables show it: ``SCHED_FIFO`` → ``FIFO``."""
-    return str(policy).replace("SCHED_", "")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.inference.stats import format_p
-from rtstudy.measure.realtime import RT_POLICIES, short
+from rtstudy.policies import RT_POLICIES, short
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from rtstudy.experiments.e1_async_buffer import plan5
 from rtstudy.machine import placement
 from rtstudy.measure.harness import Cell, with_drift_check
 from rtstudy.measure.realtime import RealtimeRequest
+from rtstudy.policies import SCHED_DEADLINE
 from rtstudy.sdks import sdk
 
 EXPERIMENT = "e1_async_buffer"
@@ -25,7 +26,7 @@ VARIED = {"S1": "tx2", "S2": "tx1"}
 
 def realtime(cfg: dict) -> tuple[str, ...]:
     """The policies the preflight must find allowed."""
-    return ("SCHED_DEADLINE",) if "deadline" in cfg["policies"] else ()
+    return (SCHED_DEADLINE,) if "deadline" in cfg["policies"] else ()
 
 
 def after_sweep(directory: Path) -> None:
@@ -160,7 +161,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
                         realtime = ()
                         if policy == "deadline":
                             realtime = tuple(
-                                RealtimeRequest(op, "SCHED_DEADLINE",
+                                RealtimeRequest(op, SCHED_DEADLINE,
                                                 runtime_ns=int(cfg[f"{op}_runtime_ms"] * MS),
                                                 deadline_ns=p[op] * MS, period_ns=p[op] * MS,
                                                 cpus=cpus[op])

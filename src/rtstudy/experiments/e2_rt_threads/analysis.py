@@ -38,7 +38,8 @@ from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, r
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
 from rtstudy.inference import criteria, judge, rates
 from rtstudy.inference.stats import CI, MIN_RUNS, drift_check
-from rtstudy.measure.realtime import DISPATCHER, POLICY_BY_NUMBER, RT_POLICIES
+from rtstudy.measure.realtime import DISPATCHER
+from rtstudy.policies import BY_NUMBER, RT_POLICIES, SCHED_DEADLINE
 
 # The columns and Arrow types of samples.parquet, as app.py and floor.py write them (data/README.md).
 SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
@@ -298,7 +299,7 @@ def _load_cpu(cell: CellData) -> float:
 def _dispatcher_read(cell: CellData) -> str:
     """The dispatcher's policy as read back on its thread ("" when it was not read)."""
     dispatcher = cell.sidecar["operators"].get(DISPATCHER, {}).get("sched") or {}
-    return POLICY_BY_NUMBER.get(dispatcher.get("policy"), "")
+    return BY_NUMBER.get(dispatcher.get("policy"), "")
 
 
 CUT = judge.Rule(judge.AT_LEAST, MIN_REDUCTION)
@@ -601,7 +602,7 @@ def _yardsticks(runs: pd.DataFrame) -> dict | None:
     ``runs``; None where its frames were released on the fixed grid (Holoscan 5.0's clock) or
     it was not measured there."""
     top = headline_point(grid(runs)) if len(runs) else runs
-    d = top[top["policy"] == "SCHED_DEADLINE"] if len(top) else top
+    d = top[top["policy"] == SCHED_DEADLINE] if len(top) else top
     if not len(d) or "late_fixed" not in d or (d["late_fixed"] == d["late"]).all():
         return None
     return {"late": int(d["late"].sum()), "late_fixed": int(d["late_fixed"].sum()),

@@ -75,6 +75,7 @@ from rtstudy.apps.trace import sched_trace
 from rtstudy.measure.process import die_with_parent, end_process
 from rtstudy.measure.realtime import DISPATCHER
 from rtstudy.measure.work import busy_for, fixed_work
+from rtstudy.policies import SCHED_DEADLINE
 
 MS = 1_000_000
 SEED_CPUS = [0, 1]    # NVIDIA's Python benchmark: its shared pool's CPUs; loads on the last one
@@ -227,7 +228,7 @@ def make_target(fragment, c: dict, loads_done: list, emit: bool = False) -> Targ
     """The target added to ``fragment``: ``c["frames"]`` frames, paced by a periodic condition
     (the kernel paces SCHED_DEADLINE's)."""
     conditions = [CountCondition(fragment, c["frames"])]
-    if c["policy"] != "SCHED_DEADLINE":
+    if c["policy"] != SCHED_DEADLINE:
         conditions.append(PeriodicCondition(fragment, c["period_ns"]))
     target = TargetOp(fragment, *conditions, name="target", frames=c["frames"],
                       work_iterations=c["target_work_iterations"], loads_done=loads_done,

@@ -7,13 +7,14 @@ import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
+from rtstudy.policies import SCHED_DEADLINE
 from rtstudy.report.figstyle import PALETTE, SEED_COLOR
 from rtstudy.view import View
 
 VIEW = View(table="frames", value="period_ms", value_label="frame period (ms)", time="t_s",
             time_label="time since the first kept frame (s)")
 # The headline run's policy: the one the seed's Python benchmark names for its real-time run.
-HEADLINE_POLICY = "SCHED_DEADLINE"
+HEADLINE_POLICY = SCHED_DEADLINE
 
 
 def default_condition(tables: dict[str, pd.DataFrame]) -> str | None:

@@ -10,7 +10,7 @@ import pandas as pd
 from rtstudy.experiments.e2_rt_threads.conditions import SWITCH_INTERVAL_MS, grid, headline_point
 from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS, POLICY_NAMES
 from rtstudy.inference.stats import CI, MIN_RUNS, over_runs
-from rtstudy.measure.realtime import short
+from rtstudy.policies import short
 from rtstudy.report.figstyle import PALETTE, save, style
 
 POLICY_ORDER = list(POLICY_NAMES)

@@ -23,7 +23,7 @@ from rtstudy.apps.loads import start_stress, stop_stress
 from rtstudy.machine import idle
 from rtstudy.machine.kernelfs import ROOT, online_cpus
 from rtstudy.measure.process import die_with_parent
-from rtstudy.measure.realtime import POLICIES
+from rtstudy.policies import NUMBERS, SCHED_FIFO
 
 OPERATOR = "cyclictest"
 
@@ -54,7 +54,7 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
         deadline = time.monotonic() + 5
         while sched is None and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-            fifo = [t for t in process_threads(proc.pid) if t["policy"] == POLICIES["SCHED_FIFO"]]
+            fifo = [t for t in process_threads(proc.pid) if t["policy"] == NUMBERS[SCHED_FIFO]]
             sched = fifo[0] if fifo else None
         out, err = proc.communicate(timeout=config["max_duration_ms"] / 1000)
     finally:

@@ -22,7 +22,7 @@ from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, PLAIN,
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
 from rtstudy.inference import criteria, judge, rates
 from rtstudy.inference.stats import CI, over_runs, ratio_ci
-from rtstudy.measure.realtime import RT_POLICIES
+from rtstudy.policies import RT_POLICIES, SCHED_DEADLINE, SCHED_FIFO, SCHED_RR
 
 # Late frames after a change over before, judged by the dated margin (criteria).
 LATE_RULE = judge.Rule(judge.RATE, criteria.value("e2_late_ratio_margin"))
@@ -47,10 +47,10 @@ FIXES = {
 }
 # What a reader does for each change, and what it costs beside what the table measures.
 CHANGES = {
-    "SCHED_FIFO": ("give the operator SCHED_FIFO (its own pinned thread)",
+    SCHED_FIFO: ("give the operator SCHED_FIFO (its own pinned thread)",
                    "CAP_SYS_NICE or root"),
-    "SCHED_RR": ("give the operator SCHED_RR (its own pinned thread)", "CAP_SYS_NICE or root"),
-    "SCHED_DEADLINE": ("give the operator SCHED_DEADLINE (its own thread)",
+    SCHED_RR: ("give the operator SCHED_RR (its own pinned thread)", "CAP_SYS_NICE or root"),
+    SCHED_DEADLINE: ("give the operator SCHED_DEADLINE (its own thread)",
                        "CAP_SYS_NICE or root; a runtime budget per period"),
     "operators_pinned": ("pin the other operators off the real-time CPU (a thread pool with "
                          "pin_cores)", "the loads lose that CPU"),

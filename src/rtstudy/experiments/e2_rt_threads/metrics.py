@@ -20,6 +20,7 @@ import pandas as pd
 
 from rtstudy.inference.stats import percentiles
 from rtstudy.inference.within import quantile_bootstrappable, within_run_variance
+from rtstudy.policies import SCHED_DEADLINE
 
 # How a run's frames are released (lateness_ns()). FIXED: on the grid T_0 + k·P —
 # Holoscan 4.x's PeriodicCondition (it catches up missed ticks: a late frame is followed by
@@ -46,7 +47,7 @@ def release_grid(policy: str | None, columns) -> str:
         The run's samples columns: Holoscan 5.0's app paces every policy on a clock and
         records its releases (:data:`CLOCK_RELEASES`).
     """
-    return PREVIOUS if policy == "SCHED_DEADLINE" and CLOCK_RELEASES not in columns else FIXED
+    return PREVIOUS if policy == SCHED_DEADLINE and CLOCK_RELEASES not in columns else FIXED
 
 
 def lateness_ns(t_ns, period_ns: int, grid: str = FIXED, fit=None) -> np.ndarray:

@@ -1,7 +1,7 @@
 """E2's parameter group (``params.yaml: e2_rt_threads``): each key's rule and the cross-checks."""
 from __future__ import annotations
 
-from rtstudy.measure.realtime import PRIORITY_POLICIES, RT_POLICIES
+from rtstudy.policies import PRIORITY_POLICIES, RT_POLICIES, SCHED_DEADLINE
 from rtstudy.rules import SWEEP_SCHEMA, Rule, boolean, choice, integer, list_of, number
 
 POLICY_NAMES = ("normal", "normal_dedicated", *RT_POLICIES)
@@ -79,7 +79,7 @@ USES: tuple[str, ...] = ()
 def cross_checks(cfg: dict) -> list[str]:
     """Rules between keys of one resolved group (each key already valid on its own)."""
     errors = []
-    if "SCHED_DEADLINE" in cfg["policies"] and cfg["deadline_runtime_fraction"] >= 1:
+    if SCHED_DEADLINE in cfg["policies"] and cfg["deadline_runtime_fraction"] >= 1:
         errors.append(f"deadline_runtime_fraction = {cfg['deadline_runtime_fraction']} makes the "
                       "SCHED_DEADLINE runtime >= the period; it must be below 1")
     if "normal_dedicated" not in cfg["policies"]:

@@ -51,7 +51,8 @@ from rtstudy.experiments.e2_rt_threads.conditions import (SWITCH_INTERVAL_MS as 
 from rtstudy.machine import placement
 from rtstudy.machine.sysdeps import which
 from rtstudy.measure.harness import Cell, with_drift_check
-from rtstudy.measure.realtime import DISPATCHER, PRIORITY_POLICIES, RT_POLICIES, RealtimeRequest
+from rtstudy.measure.realtime import DISPATCHER, RealtimeRequest
+from rtstudy.policies import PRIORITY_POLICIES, RT_POLICIES, SCHED_DEADLINE, SCHED_FIFO
 from rtstudy.sdks import sdk
 
 EXPERIMENT = "e2_rt_threads"
@@ -91,7 +92,7 @@ def target_cpus(cfg: dict, fp: dict, where: placement.Placement, policy: str,
     if cfg["pin"] == "never" or policy == "normal" or \
             (topology != "dedicated" and policy not in RT_POLICIES):
         return ()
-    if policy == "SCHED_DEADLINE" and fp["realtime"].get("SCHED_DEADLINE pinned") != "ok":
+    if policy == SCHED_DEADLINE and fp["realtime"].get("SCHED_DEADLINE pinned") != "ok":
         return ()
     if topology != "dedicated":
         return (fp["cpu"]["online"][0],)
@@ -114,7 +115,7 @@ def session_fixes(cfg: dict, index: int) -> list[str]:
 def host_problems(cfg: dict, fp: dict) -> list[str]:
     """What this host cannot run of ``cfg``; empty when everything fits."""
     problems = []
-    if cfg["pin"] == "always" and "SCHED_DEADLINE" in cfg["policies"] and \
+    if cfg["pin"] == "always" and SCHED_DEADLINE in cfg["policies"] and \
             fp["realtime"].get("SCHED_DEADLINE pinned") != "ok":
         problems.append("e2_rt_threads.pin = 'always', but this host refuses SCHED_DEADLINE "
                         "threads pinned to one CPU (see `rtstudy host check`); use pin: auto")
@@ -138,7 +139,7 @@ def realtime(cfg: dict) -> tuple[str, ...]:
     """The policies the preflight must find allowed."""
     wanted = set(cfg["policies"]) | ({cfg["seed_policy"]} if cfg["seed_topologies"] else set())
     if set(cfg["dispatchers"]) - {"other"} or cfg["floor"] or "dispatcher_pinned" in cfg["fixes"]:
-        wanted.add("SCHED_FIFO")
+        wanted.add(SCHED_FIFO)
     return tuple(p for p in RT_POLICIES if p in wanted)
 
 
@@ -177,7 +178,7 @@ class _Planner:
         c, out = self.cfg, []
         if policy in PRIORITY_POLICIES:
             out.append(RealtimeRequest("target", policy, priority=c["priority"], cpus=cpus))
-        elif policy == "SCHED_DEADLINE":
+        elif policy == SCHED_DEADLINE:
             # NVIDIA's Python benchmark gives its DEADLINE thread a deadline of 95 % of the period.
             deadline = int(self.p_ns * 0.95) if seed else self.p_ns
             out.append(RealtimeRequest("target", policy,
@@ -186,7 +187,7 @@ class _Planner:
         if dispatcher in ("fifo", "fifo_pinned"):
             pinned = dispatcher == "fifo_pinned" or c["dispatcher_pin"]
             pin = (self.where.housekeeping[0],) if pinned else ()
-            out.append(RealtimeRequest(DISPATCHER, "SCHED_FIFO", priority=c["dispatcher_priority"],
+            out.append(RealtimeRequest(DISPATCHER, SCHED_FIFO, priority=c["dispatcher_priority"],
                                        cpus=pin))
         return tuple(out)
 
@@ -262,16 +263,16 @@ class _Planner:
     def floor(self, factor: float, long: bool) -> None:
         """cyclictest at ``factor``; ``long``: as many cycles as the headline's Holoscan runs."""
         c = self.cfg
-        cpus = target_cpus(c, self.fp, self.where, "SCHED_FIFO")
+        cpus = target_cpus(c, self.fp, self.where, SCHED_FIFO)
         n = self.loads(factor)
         frames = self.long_frames if long else self.frames
-        config = {"tool": "cyclictest", "policy": "SCHED_FIFO", "topology": "floor",
+        config = {"tool": "cyclictest", "policy": SCHED_FIFO, "topology": "floor",
                   "dispatcher": "none", "load_placement": "process" if n else "none",
                   "load_factor": factor, "loads": n, "load_work_model": self.native,
                   "fps": c["fps"], "period_ns": self.p_ns, "frames": frames,
                   "priority": c["priority"], "target_cpus": list(cpus), "pinned": bool(cpus),
                   "max_duration_ms": int(3000 * frames / c["fps"]) + 10_000}
-        request = RealtimeRequest("cyclictest", "SCHED_FIFO", priority=c["priority"], cpus=cpus)
+        request = RealtimeRequest("cyclictest", SCHED_FIFO, priority=c["priority"], cpus=cpus)
         self._add(f"floor-cyclictest-lf{factor:g}", config, (request,), FLOOR_MODULE,
                   self.reps(long))
 
@@ -354,7 +355,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
         # the ladder's policy and of SCHED_DEADLINE (the kernel paces it: another mechanism),
         # in the full design of every real-time policy and the seeds' real-time topologies:
         # their own cells, set aside from the statistics (tracing costs the traced run time).
-        traced = RT_POLICIES if full else (rt, "SCHED_DEADLINE")
+        traced = RT_POLICIES if full else (rt, SCHED_DEADLINE)
         for cell in [x for x in p.cells if x.repetition == 0 and x.module == MODULE]:
             k = cell.config
             plain = is_plain(k) and "switch_interval_ms" not in k

@@ -20,8 +20,8 @@ import threading
 import time
 
 from rtstudy.apps.child import main, thread_record
-from rtstudy.measure.realtime import POLICIES
 from rtstudy.measure.work import fixed_work
+from rtstudy.policies import NUMBERS
 
 OPERATOR = "python_thread"
 CLOCK_MONOTONIC, TIMER_ABSTIME = 1, 1
@@ -54,7 +54,7 @@ def periodic(config: dict, request, out: dict) -> None:
         if request is not None:
             if request.cpus:
                 os.sched_setaffinity(0, request.cpus)
-            os.sched_setscheduler(0, POLICIES[request.policy],
+            os.sched_setscheduler(0, NUMBERS[request.policy],
                                   os.sched_param(request.priority))
     except OSError as exc:  # recorded: the harness then reports the refusal, not a number
         out["error"] = f"{type(exc).__name__}: {exc}"

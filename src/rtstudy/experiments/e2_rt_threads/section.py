@@ -15,7 +15,7 @@ from rtstudy.experiments.e2_rt_threads import (analysis, contrasts, figures, lad
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.inference import criteria, rates
 from rtstudy.inference.stats import CI, MIN_RUNS
-from rtstudy.measure.realtime import RT_POLICIES
+from rtstudy.policies import RT_POLICIES, SCHED_FIFO
 from rtstudy.report.section import (RATE_UNIT, Advice, Figure, LazyMarkdown, Markdown, Quantity,
                                     Section, Table, Verdict, render)
 
@@ -147,7 +147,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
             f"{b['policy']}: std ratio to the floor at {b['load_factor']:g} loads/CPU",
             b["ratio"], b["low"], b["high"], "×", int(min(b["n_runs"], b["n_floor"]))))
     for r in h["effects"]:
-        if r["factor"] != "policy" and r.get("policy") == "SCHED_FIFO" and \
+        if r["factor"] != "policy" and r.get("policy") == SCHED_FIFO and \
                 (r["factor"] == "dispatcher" and r["load_placement"] == "operators"
                  or r["factor"] == "load_placement" and r["dispatcher"] == "other"):
             section.quantities.append(Quantity(
@@ -260,7 +260,7 @@ def compare(h: dict, other: Section, change: str, against: str, confidence: floa
     The counts are each dataset's latest session; φ is the larger of the two conditions'
     over-dispersion (the conservative one), and fewer than the minimum runs in either gives
     no CI."""
-    policy = h.get("ladder_policy") or "SCHED_FIFO"
+    policy = h.get("ladder_policy") or SCHED_FIFO
     mine, theirs = _late_row(h, policy), _late_row(other.headline, policy)
     if not mine or not theirs:
         return None

@@ -26,7 +26,7 @@ from rtstudy.apps.loads import start_stress, stop_stress
 from rtstudy.machine import idle
 from rtstudy.machine.kernelfs import ROOT, online_cpus
 from rtstudy.measure.process import die_with_parent
-from rtstudy.measure.realtime import POLICIES
+from rtstudy.policies import NUMBERS, SCHED_DEADLINE, SCHED_FIFO, SCHED_OTHER
 
 PROBE_SOURCE = Path(__file__).resolve().with_name("jitter_probe.c")
 
@@ -117,12 +117,12 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
     finally:
         stop_stress(load)
     measured_s = (time.monotonic_ns() - start) / 1e9
-    policy = "SCHED_OTHER"
+    policy = SCHED_OTHER
     if config["kind"] == "cyclictest" or (config["kind"] == "jitter" and config["fifo_priority"]):
-        policy = "SCHED_FIFO"
+        policy = SCHED_FIFO
     elif config["kind"] == "cyclicdeadline":
-        policy = "SCHED_DEADLINE"
-    effective = {**config, "policy": policy, "policy_id": POLICIES[policy]}
+        policy = SCHED_DEADLINE
+    effective = {**config, "policy": policy, "policy_id": NUMBERS[policy]}
     return samples, {"operators": {}, "effective": effective, "summary": summary,
                      "measured_s": measured_s}
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from rtstudy import atomic
 from rtstudy.machine import audit, placement
 from rtstudy.measure.harness import Cell, with_drift_check
+from rtstudy.policies import SCHED_DEADLINE, SCHED_FIFO
 
 EXPERIMENT = "e4_host"
 APP = "e4_floor"  # the name cells record (part of every cell id): never change it
@@ -65,9 +66,9 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
 
 def realtime(cfg: dict) -> tuple[str, ...]:
     """The policies the preflight must find allowed."""
-    needs = ["SCHED_FIFO"] if "cyclictest" in cfg["floor_tools"] or cfg["jitter_fifo_priority"] else []
+    needs = [SCHED_FIFO] if "cyclictest" in cfg["floor_tools"] or cfg["jitter_fifo_priority"] else []
     if "cyclicdeadline" in cfg["floor_tools"]:
-        needs.append("SCHED_DEADLINE")
+        needs.append(SCHED_DEADLINE)
     return tuple(needs)
 
 

@@ -19,7 +19,7 @@ from rtstudy.experiments.e5_placement import provoke
 from rtstudy.experiments.e5_placement.provoke import NOT_IN_4X
 from rtstudy.inference import criteria, judge
 from rtstudy.inference.records import POLICIES, thread_mismatches
-from rtstudy.measure.realtime import POLICY_BY_NUMBER
+from rtstudy.policies import BY_NUMBER, SCHED_DEADLINE
 
 # The columns and Arrow types of samples.parquet, as the apps write them (data/README.md).
 SAMPLES = {"op": "string", "requested_policy": "string", "ran": "int64", "policy": "int64",
@@ -40,7 +40,7 @@ NOT_PROVOKED, UNDOCUMENTED = "not provoked here", "no documented outcome"
 # H5b's rule (rtstudy.inference.criteria): an equality, every condition in every repetition.
 RULE = criteria.CRITERIA["h5b_promises"].rule
 # A request's policy (SCHED_FIFO …) by the name 5.0's record gives it (``fifo`` …).
-RECORD_POLICY = {POLICY_BY_NUMBER[number]: name for name, number in POLICIES.items()}
+RECORD_POLICY = {BY_NUMBER[number]: name for name, number in POLICIES.items()}
 
 _FACTORS = {
     "provocation": ("str", "", "what the cell asks for that the host cannot give "
@@ -90,7 +90,7 @@ def requested_record(request) -> dict:
     """A request in the shape of 5.0's placement record
     (:func:`rtstudy.inference.records.expected`)."""
     deadline = ({"runtime_ns": request.runtime_ns, "deadline_ns": request.deadline_ns,
-                 "period_ns": request.period_ns} if request.policy == "SCHED_DEADLINE" else None)
+                 "period_ns": request.period_ns} if request.policy == SCHED_DEADLINE else None)
     return {"affinity": list(request.cpus) or None,
             "scheduling": {"policy": RECORD_POLICY[request.policy],
                            "priority": request.priority or None, "deadline": deadline}}

@@ -16,6 +16,7 @@ from rtstudy.experiments.e5_placement import plan5
 from rtstudy.experiments.e5_placement.provoke import NOT_IN_4X
 from rtstudy.machine import placement
 from rtstudy.measure.harness import Cell, with_drift_check
+from rtstudy.policies import SCHED_FIFO
 from rtstudy.sdks import sdk
 
 EXPERIMENT = "e5_placement"
@@ -29,7 +30,7 @@ DEFAULT_ADMITTED = 0.95
 
 def realtime(cfg: dict) -> tuple[str, ...]:
     """The control asks for SCHED_FIFO, which the preflight must find allowed."""
-    return ("SCHED_FIFO",)
+    return (SCHED_FIFO,)
 
 
 def host_problems(cfg: dict, fp: dict) -> list[str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rtstudy.machine import kernelfs
 from rtstudy.measure.realtime import RealtimeRequest
+from rtstudy.policies import SCHED_DEADLINE, SCHED_FIFO
 
 # What each provocation asks for, in words (the report's list of them).
 PROVOCATIONS = {
@@ -35,11 +36,11 @@ _CAP_VERSION_3 = 0x20080522  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words per
 def requests(config: dict) -> list[RealtimeRequest]:
     """The threads a cell asks for, one per operator ``op0``, ``op1``, … (``config``: a cell's)."""
     if config["provocation"] == "over_admission":
-        return [RealtimeRequest(f"op{i}", "SCHED_DEADLINE", 0, config["runtime_ns"],
+        return [RealtimeRequest(f"op{i}", SCHED_DEADLINE, 0, config["runtime_ns"],
                                 config["period_ns"], config["period_ns"])
                 for i in range(config["threads"])]
     cpu = config["absent_cpu"] if config["provocation"] == "absent_cpu" else config["cpu"]
-    return [RealtimeRequest("op0", "SCHED_FIFO", config["priority"], cpus=(cpu,))]
+    return [RealtimeRequest("op0", SCHED_FIFO, config["priority"], cpus=(cpu,))]
 
 
 class _Header(ctypes.Structure):
