@@ -2,6 +2,7 @@
 and what several modules check."""
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -61,6 +62,17 @@ def git_repository(dest: Path, env: dict, message: str = "copy") -> None:
 def make_env(env: dict) -> dict:
     """``env`` without an outer make's variables (`make test` runs pytest from make)."""
     return {k: v for k, v in env.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+
+
+def with_value(data: dict, path: tuple, value) -> dict:
+    """A deep copy of a parameter mapping with the key at ``path`` (its groups, in order)
+    set to ``value``, the groups on the way made if missing."""
+    data = copy.deepcopy(data)
+    node = data
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    return data
 
 
 def files(raw: Path) -> dict[str, tuple[int, int]]:

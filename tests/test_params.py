@@ -6,6 +6,7 @@ import copy
 import pytest
 import yaml
 
+from helpers import with_value
 from rtstudy import params
 
 
@@ -53,19 +54,11 @@ BAD = [
 ]
 
 
-def _set(data: dict, path: tuple, value) -> dict:
-    data = copy.deepcopy(data)
-    node = data
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    node[path[-1]] = value
-    return data
-
 
 @pytest.mark.parametrize("path,value,words", BAD, ids=[".".join(b[0]) + "=" + repr(b[1]) for b in BAD])
 def test_a_bad_value_is_rejected_naming_the_key(good, path, value, words):
     with pytest.raises(params.ParamError) as info:
-        params.validate(_set(good, path, value))
+        params.validate(with_value(good, path, value))
     message = str(info.value)
     for word in words:
         assert word in message, f"{word!r} missing from: {message}"
@@ -79,7 +72,8 @@ def test_a_missing_group_is_named(good):
 
 
 def test_all_problems_are_reported_at_once(good):
-    data = _set(_set(good, ("e3_overhead", "repetitions"), -1), ("report", "confidence"), 2)
+    data = with_value(with_value(good, ("e3_overhead", "repetitions"), -1),
+                      ("report", "confidence"), 2)
     with pytest.raises(params.ParamError) as info:
         params.validate(data)
     assert "e3_overhead.repetitions" in str(info.value) and "report.confidence" in str(info.value)

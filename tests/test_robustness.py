@@ -12,7 +12,6 @@
 """
 from __future__ import annotations
 
-import copy
 import errno
 import json
 import os
@@ -31,7 +30,7 @@ import pytest
 import yaml
 
 import rtstudy
-from helpers import default_signals
+from helpers import default_signals, with_value
 from rtstudy import params, paths
 from rtstudy.data import io
 from rtstudy.experiments.e3_overhead import plan as e3_plan
@@ -436,20 +435,12 @@ BAD = [
 ]
 
 
-def _set(values: dict, path: tuple, value) -> dict:
-    values = copy.deepcopy(values)
-    node = values
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    node[path[-1]] = value
-    return values
-
 
 @pytest.mark.parametrize("path,value,words", BAD,
                          ids=[".".join(p) + "=" + repr(v) for p, v, _ in BAD])
 def test_a_bad_value_is_rejected_before_measuring(path, value, words):
     with pytest.raises(params.ParamError) as info:
-        params.validate(_set(params.load(ROOT / "params.yaml"), path, value))
+        params.validate(with_value(params.load(ROOT / "params.yaml"), path, value))
     for word in words:
         assert word in str(info.value), f"{word!r} missing from: {info.value}"
 
@@ -464,7 +455,7 @@ def test_rtstudy_run_with_a_bad_value_exits_naming_the_key_and_writes_no_cell(
     root = tmp_path / "project"
 
     def spoil(values):
-        values.update(_set(values, path, value))
+        values.update(with_value(values, path, value))
 
     env = make_project(root, spoil)
     proc = subprocess.run([str(BIN / "rtstudy"), "run", stage], cwd=root, env=env,
