@@ -14,7 +14,7 @@ and printed as Markdown. Without it, as before:
 Measures nothing. For every host whose E2 dataset holds two sessions or more
 (:mod:`rtstudy.data.sessions`; ``--host`` picks some), takes its last two (in the reference dataset
 the pair ``benchmarks/rerun_agreement.py`` measured one after the other) and judges them by
-issue 20's check: every ladder rung's typical jitter and every late-frame rate at the headline
+the first re-run check: every ladder rung's typical jitter and every late-frame rate at the headline
 point inside the other session's CI, both ways, and the recommendation table's conclusions the
 same. Then it deals the two sessions' runs again ``--draws`` times, condition by condition, and
 judges each dealt pair the same way (:mod:`rtstudy.experiments.e2_rt_threads.exchange`): the

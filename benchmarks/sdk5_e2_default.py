@@ -1,4 +1,4 @@
-"""How long E2's Holoscan 5.0 cells take at the default profile (docs/benchmarks.md, issue 21).
+"""How long E2's Holoscan 5.0 cells take at the default profile (docs/benchmarks.md).
 
 Runs plan5's default-profile cells once, in the Debian 13 root, into the dataset folder of
 the 5.0 environment (cells already there are skipped: delete that folder to measure again),

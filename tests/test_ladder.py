@@ -311,7 +311,7 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
         {r["change"]: r["late_frames"] for r in second}["operators_pinned"]
 
 
-# Issue 20's re-run check, and the same check on pairs dealt by exchange (exchange.py).
+# The first re-run check, and the same check on pairs dealt by exchange (exchange.py).
 CFG = {"ladder_policy": "SCHED_FIFO", "late_threshold_ms": 1.0}
 
 def test_dealing_keeps_every_condition_its_runs_and_each_session_its_sizes():

@@ -1,8 +1,8 @@
 """Would two sessions agree if the session did not matter? Two re-run checks under exchange.
 
-Issue 20 asks of two fresh sessions that every ladder rung's typical jitter and every late-frame
-rate at the headline point land inside the other session's CI, and that the recommendation
-table conclude the same in both. :func:`rerun_check` computes exactly those numbers from one
+The study's first re-run criterion asked of two fresh sessions that every ladder rung's
+typical jitter and every late-frame rate at the headline point land inside the other
+session's CI, and that the recommendation table conclude the same in both. :func:`rerun_check` computes exactly those numbers from one
 session's runs, and :func:`compare` judges a pair by them. Even with no session effect at all,
 two sessions of 5 normal runs agree both ways on a quantity only 81 % of the time
 (:func:`rtstudy.inference.stats.agreement_chance`), so a check over many quantities fails by chance
@@ -41,7 +41,7 @@ from rtstudy.inference.stats import CI, MIN_RUNS
 
 def rerun_check(runs: pd.DataFrame, floor: pd.DataFrame, cfg: dict,
                 ci: CI) -> tuple[dict[str, tuple[float, float, float]], dict[str, str]]:
-    """One session's numbers that issue 20's re-run check judges.
+    """One session's numbers that the first re-run check judges.
 
     Parameters
     ----------
@@ -80,7 +80,7 @@ def _inside(x: float, low: float, high: float) -> bool:
 
 
 def compare(first: tuple[dict, dict], second: tuple[dict, dict]) -> dict:
-    """Judge two sessions' :func:`rerun_check` by issue 20's rule.
+    """Judge two sessions' :func:`rerun_check` by the first re-run check's rule.
 
     Returns
     -------
