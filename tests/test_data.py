@@ -50,6 +50,17 @@ def damaged(e3_root, tmp_path):
     return copy, copy / first
 
 
+@pytest.fixture()
+def own_root(e3_root, monkeypatch, tmp_path):
+    """A copy of the E3 project, the test's own and the project (``RTSTUDY_ROOT``): its folder
+    and its dataset's."""
+    root, out, _, _ = e3_root
+    fake = tmp_path / "root"
+    shutil.copytree(root, fake)
+    monkeypatch.setenv("RTSTUDY_ROOT", str(fake))
+    return fake, paths.dataset_dir("e3_overhead", out.parent.name, "smoke")
+
+
 def test_datasets_lists_every_hosts_folder_sorted(e3_root, fingerprint, monkeypatch):
     root, out, _, _ = e3_root
     monkeypatch.setenv("RTSTUDY_ROOT", str(root))
@@ -92,12 +103,8 @@ def test_load_concatenates_hosts_into_tidy_frames(e3_root, fingerprint, monkeypa
         shutil.rmtree(other.parent)
 
 
-def test_load_warns_about_cells_not_measured_yet(e3_root, monkeypatch, tmp_path):
-    root, out, _, _ = e3_root
-    fake = tmp_path / "root"
-    shutil.copytree(root, fake)
-    monkeypatch.setenv("RTSTUDY_ROOT", str(fake))
-    d = paths.dataset_dir("e3_overhead", out.parent.name, "smoke")
+def test_load_warns_about_cells_not_measured_yet(own_root):
+    _, d = own_root
     first = next(c for c in io.read_plan(d)["cells"] if not c.get("drift"))
     shutil.rmtree(d / first["cell_id"])
     with pytest.warns(UserWarning, match="1 cell\\(s\\) of the plan not measured yet"):
@@ -191,12 +198,8 @@ def test_a_damaged_file_is_named_with_what_is_wrong(damaged, case):
         assert word in message, f"{word!r} missing from: {message}"
 
 
-def test_load_reports_damage_too(e3_root, monkeypatch, tmp_path):
-    root, out, _, _ = e3_root
-    fake = tmp_path / "root"
-    shutil.copytree(root, fake)
-    monkeypatch.setenv("RTSTUDY_ROOT", str(fake))
-    d = paths.dataset_dir("e3_overhead", out.parent.name, "smoke")
+def test_load_reports_damage_too(own_root):
+    _, d = own_root
     victim = d / io.read_plan(d)["cells"][1]["cell_id"] / "samples.parquet"
     _rewrite(victim, lambda t: t.drop_columns(["op"]))
     with pytest.raises(DataError, match=re.escape(f"{victim}: not a e3_overhead samples file")):
@@ -279,11 +282,9 @@ def test_the_readme_documents_every_column_and_sidecar_key():
     assert "data.load(" in readme and "data.datasets(" in readme
 
 
-def test_every_damaged_cell_is_listed_at_once(e3_root, tmp_path):
+def test_every_damaged_cell_is_listed_at_once(damaged):
     """One pass over a damaged dataset names every damaged file, each with its fix."""
-    _, out, _, _ = e3_root
-    copy = tmp_path / "copy"
-    shutil.copytree(out, copy)
+    copy, _ = damaged
     cells = [c["cell_id"] for c in io.read_plan(copy)["cells"]]
     (copy / cells[0] / "cell.json").write_text("{ not json")
     (copy / cells[1] / "samples.parquet").unlink()
@@ -328,19 +329,14 @@ def test_every_cell_records_the_checksums_of_its_samples(e3_root):
                                         integrity.digest(out / cell.cell_id / "samples.parquet")}
 
 
-def test_verify_and_the_report_name_a_flipped_bit_and_leave_the_report_alone(
-        e3_root, tmp_path, monkeypatch, capsys):
+def test_verify_and_the_report_name_a_flipped_bit_and_leave_the_report_alone(own_root, capsys):
     """`rtstudy data verify` names the damaged file; `rtstudy report` refuses before its
     notebook runs, so report/ keeps what it had."""
     from rtstudy import cli
 
-    root, out, _, _ = e3_root
-    fake = tmp_path / "root"
-    shutil.copytree(root, fake)
-    monkeypatch.setenv("RTSTUDY_ROOT", str(fake))
+    fake, d = own_root
     assert cli.main(["data", "verify", "--profile", "smoke"]) == 0
     assert "2 cells checked" in capsys.readouterr().out
-    d = paths.dataset_dir("e3_overhead", out.parent.name, "smoke")
     victim = d / io.read_plan(d)["cells"][1]["cell_id"] / "samples.parquet"
     _flip_middle(victim)
     (fake / "report").mkdir()

@@ -15,8 +15,8 @@ from rtstudy import paths, registry
 SRC = Path(registry.__file__).resolve().parent
 # The layers that read the registry (and through it the experiments' modules); every other
 # module of src/rtstudy outside experiments/ is a shared layer below them.
-ABOVE = ("registry", "params", "data/__init__", "data/sessions", "data/sharing", "stage", "cli",
-         "report/study", "report/stability", "explore")
+ABOVE = ("registry", "params", "data/__init__", "data/sessions", "data/sharing", "data/schemas",
+         "data/origins", "stage", "cli", "report/study", "report/stability", "explore")
 # The rooms of src/rtstudy (a sub-package, or a module of its own), lowest first: a module
 # imports only from its own room and those before it (the README's Layout says the same).
 ROOMS = (("paths", "policies", "atomic", "rules", "registry", "sources", "view", "_native"), ("machine",),

@@ -15,7 +15,8 @@ function takes ``root=``, a data folder anywhere, so the API works outside a che
 
 This package is the data room: :mod:`~rtstudy.data.io` reads what the harness wrote (a
 sweep's plan, its cells, their files, checked), :mod:`~rtstudy.data.sessions` keeps a host's
-measuring sessions side by side, :mod:`~rtstudy.data.sharing` brings a colleague's datasets in.
+measuring sessions side by side, :mod:`~rtstudy.data.sharing` brings a colleague's datasets in,
+:mod:`~rtstudy.data.schemas` declares every table's columns.
 
 :func:`load` returns tidy frames (one row per observation, the configuration
 as columns, ``host_id`` and ``profile`` columns) built by the experiment's own
@@ -29,20 +30,21 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Iterable
 
 import pandas as pd
-from pandas.api import types as ptypes
 
 from rtstudy import params, paths, registry
-from rtstudy.data.io import CELL_COLUMNS, DataError, Dataset, read_host
+from rtstudy.data.io import DataError, Dataset, read_host
+from rtstudy.data.schemas import (KINDS, Column, Table, schema, schema_markdown, schema_problems,
+                                  with_schema_docs)
 from rtstudy.machine import kernelfs, shield
 from rtstudy.paths import PLAN_FILE
 from rtstudy.sdks import sdk
 
-__all__ = ["Column", "DataError", "Dataset", "EXPERIMENTS", "Table", "dataset_dir", "datasets",
-           "has_dataset", "hosts", "label", "load", "load_dataset", "schema", "schema_markdown",
-           "schema_problems", "sources", "tables", "verify"]
+__all__ = ["Column", "DataError", "Dataset", "EXPERIMENTS", "KINDS", "Table", "dataset_dir",
+           "datasets", "has_dataset", "hosts", "label", "load", "load_dataset", "schema",
+           "schema_markdown", "schema_problems", "sources", "tables", "verify", "with_schema_docs"]
 
 EXPERIMENTS = registry.REGISTRY
 
@@ -219,14 +221,8 @@ def _cpu_model(fp: dict) -> str:
 
 
 def hosts(profile: str | None = None, root: Path | None = None) -> pd.DataFrame:
-    """Every host with data for ``profile``, described so a reader can tell them apart.
-
-    Parameters
-    ----------
-    profile : str, optional
-        ``smoke``, ``default`` or ``seed``; None uses ``params.yaml``'s profile.
-    root : Path, optional
-        A data folder (:func:`sources`); None is this checkout's ``data/``.
+    """Every host with data for ``profile`` under ``root`` (both as :func:`datasets` takes
+    them), described so a reader can tell them apart.
 
     Returns
     -------
@@ -234,9 +230,10 @@ def hosts(profile: str | None = None, root: Path | None = None) -> pd.DataFrame:
         One row per host id, sorted by label: ``host_id``; ``label``, unique and readable
         (``vm · AMD EPYC · untuned · Holoscan 4.6.0 · kernel 6.18.0``, with the source when
         imported, and the host id only where that still leaves two alike); ``hostname``;
-        ``state`` (:func:`_state`); ``cpu_model``; ``kernel`` (release); ``sdk`` (Holoscan version); ``source`` (``this checkout`` or
-        ``imported: <name>``); ``experiments`` (comma-separated). A host whose datasets
-        record no fingerprint has ``unknown`` in its description.
+        ``state`` (:func:`_state`); ``cpu_model``; ``kernel`` (release); ``sdk`` (Holoscan
+        version); ``source`` (``this checkout`` or ``imported: <name>``); ``experiments``
+        (comma-separated). A host whose datasets record no fingerprint has ``unknown`` in its
+        description.
     """
     profile = _resolve_profile(profile)
     names = {folder: name for name, folder in sources(root).items()}
@@ -280,6 +277,27 @@ def label(host_id: str, profile: str | None = None, root: Path | None = None) ->
     return str(match.iloc[0])
 
 
+def _chosen_hosts(experiment: str, profile: str, hosts: str | Iterable[str] | None,
+            root: Path | None) -> list[str]:
+    """The host ids :func:`load` reads: ``hosts``, each checked to have a dataset, or every
+    host that has one (None)."""
+    found = [d.parent.name for d in datasets(experiment, profile, root)]
+    if not found:
+        raise DataError(f"{sources(root)[THIS_CHECKOUT] / experiment}: no {experiment} dataset "
+                        f"for profile {profile!r} (no <host id>/{profile}/{PLAN_FILE} below it, nor "
+                        "in an imported dataset); run `make study` to measure it on this host, "
+                        "`make pull` to fetch a shared dataset or `rtstudy data import` to add a "
+                        "colleague's")
+    if hosts is None:
+        return found
+    chosen = [hosts] if isinstance(hosts, str) else list(hosts)
+    unknown = [h for h in chosen if h not in found]
+    if unknown:
+        raise ValueError(f"no {experiment} dataset for profile {profile!r} from host(s) "
+                         f"{unknown}; available: {', '.join(found)}")
+    return chosen
+
+
 def load(experiment: str, profile: str | None = None,
          hosts: str | Iterable[str] | None = None, root: Path | None = None
          ) -> dict[str, pd.DataFrame]:
@@ -287,14 +305,10 @@ def load(experiment: str, profile: str | None = None,
 
     Parameters
     ----------
-    experiment : str
-        A registered experiment (:data:`EXPERIMENTS`).
-    profile : str, optional
-        ``smoke``, ``default`` or ``seed``; None uses ``params.yaml``'s profile.
+    experiment, profile, root
+        As :func:`datasets` takes them.
     hosts : str or iterable of str, optional
         Host ids to include; None includes every host with a dataset.
-    root : Path, optional
-        A data folder (:func:`sources`); None is this checkout's ``data/``.
 
     Returns
     -------
@@ -313,23 +327,8 @@ def load(experiment: str, profile: str | None = None,
     """
     names = tables(experiment)
     profile = _resolve_profile(profile)
-    found = [d.parent.name for d in datasets(experiment, profile, root)]
-    if not found:
-        raise DataError(f"{sources(root)[THIS_CHECKOUT] / experiment}: no {experiment} dataset "
-                        f"for profile {profile!r} (no <host id>/{profile}/{PLAN_FILE} below it, nor "
-                        "in an imported dataset); run `make study` to measure it on this host, "
-                        "`make pull` to fetch a shared dataset or `rtstudy data import` to add a "
-                        "colleague's")
-    if hosts is None:
-        chosen = found
-    else:
-        chosen = [hosts] if isinstance(hosts, str) else list(hosts)
-        unknown = [h for h in chosen if h not in found]
-        if unknown:
-            raise ValueError(f"no {experiment} dataset for profile {profile!r} from host(s) "
-                             f"{unknown}; available: {', '.join(found)}")
     parts: dict[str, list[pd.DataFrame]] = {name: [] for name in names}
-    for host_id in chosen:
+    for host_id in _chosen_hosts(experiment, profile, hosts, root):
         ds = load_dataset(experiment, host_id, profile, root)
         if ds.missing:
             warnings.warn(f"{ds.directory}: {len(ds.missing)} cell(s) of the plan not measured yet "
@@ -341,133 +340,3 @@ def load(experiment: str, profile: str | None = None,
     declared = schema(experiment)
     return {name: pd.concat(frames, ignore_index=True) if frames
             else pd.DataFrame(columns=list(declared[name].columns)) for name, frames in parts.items()}
-
-
-# The columns load() gives every row of every table, beside the cell's own
-# (rtstudy.data.io.CELL_COLUMNS), as each experiment's SCHEMA declares its columns.
-LOAD_COLUMNS = {
-    "host_id": ("str", "", "the measuring host's id (a hash of its fingerprint, "
-                "data/host/fingerprint.json): the dataset folder's name"),
-    "profile": ("str", "", "the parameter profile measured: `smoke`, `default` or `seed`"),
-}
-# The kinds a schema declares, each with the test its pandas columns pass (text is str whether
-# pandas holds it as object or as its str dtype).
-KINDS = {"int": ptypes.is_integer_dtype, "float": ptypes.is_float_dtype,
-         "bool": ptypes.is_bool_dtype, "str": ptypes.is_string_dtype}
-# What encloses each generated block of data/README.md (`rtstudy data schema --update-readme`):
-# the columns every table has (``common``), then each experiment's tables.
-SCHEMA_MARKERS = ("<!-- schema:{}:begin -->", "<!-- schema:{}:end -->")
-COMMON = "common"
-
-
-class Column(NamedTuple):
-    """One column of a table: its kind (:data:`KINDS`), unit (empty for none) and meaning."""
-
-    kind: str
-    unit: str
-    meaning: str
-
-
-class Table(NamedTuple):
-    """One table :func:`load` returns: what a row is, and its columns in order."""
-
-    rows: str
-    columns: dict[str, Column]
-
-
-def _common() -> dict[str, Column]:
-    return {name: Column(*c) for name, c in {**CELL_COLUMNS, **LOAD_COLUMNS}.items()}
-
-
-def schema(experiment: str) -> dict[str, Table]:
-    """The schema of every table :func:`load` returns for ``experiment``.
-
-    Parameters
-    ----------
-    experiment : str
-        A registered experiment (:data:`EXPERIMENTS`).
-
-    Returns
-    -------
-    dict of str to Table
-        Table name → :class:`Table`: what a row is, and each column's
-        :class:`Column` (kind, unit, meaning): the experiment's own (``SCHEMA``
-        in its ``analysis.py``), then those of every table (the cell's,
-        :data:`rtstudy.data.io.CELL_COLUMNS`, and :data:`LOAD_COLUMNS`).
-        ``data/README.md`` shows it (:func:`schema_markdown`).
-    """
-    declared = registry.get(experiment).analysis.SCHEMA
-    return {name: Table(rows, {**{c: Column(*v) for c, v in columns.items()}, **_common()})
-            for name, (rows, columns) in declared.items()}
-
-
-def schema_problems(experiment: str, frames: dict[str, pd.DataFrame]) -> list[str]:
-    """How ``frames`` (as :func:`load` returns them) differ from :func:`schema`.
-
-    Returns
-    -------
-    list of str
-        One message per table missing or not declared, column missing or not
-        declared, and column of another kind than declared (a table with rows:
-        an empty one has no kinds to check); empty when they agree.
-    """
-    declared = schema(experiment)
-    problems = [f"{experiment}: table {name!r} " + ("missing" if name in declared else "not declared")
-                for name in sorted(set(declared) ^ set(frames))]
-    for name in [n for n in declared if n in frames]:
-        table, frame = declared[name].columns, frames[name]
-        problems += [f"{experiment}.{name}: column {c!r} missing" for c in table
-                     if c not in frame.columns]
-        problems += [f"{experiment}.{name}: column {c!r} ({frame[c].dtype}) not declared"
-                     for c in frame.columns if c not in table]
-        if len(frame):
-            problems += [f"{experiment}.{name}: column {c!r} is {frame[c].dtype}, declared {col.kind}"
-                         for c, col in table.items()
-                         if c in frame.columns and not KINDS[col.kind](frame[c])]
-    return problems
-
-
-def _markdown_table(columns: dict[str, Column]) -> list[str]:
-    return ["| column | kind | unit | meaning |", "|---|---|---|---|",
-            *(f"| `{name}` | {c.kind} | {c.unit} | {c.meaning} |" for name, c in columns.items())]
-
-
-def schema_markdown(experiment: str | None = None) -> str:
-    """:func:`schema` in Markdown, as ``data/README.md`` shows it.
-
-    Parameters
-    ----------
-    experiment : str, optional
-        A registered experiment: each of its tables, what a row is, and the
-        columns of its own; None: the columns every table has.
-    """
-    if experiment is None:
-        return "\n".join(["Every table of every experiment has these columns:", "",
-                          *_markdown_table(_common())])
-    common = _common()
-    lines = []
-    for name, table in schema(experiment).items():
-        own = {c: col for c, col in table.columns.items() if c not in common}
-        lines += [f"**`{name}`**: {table.rows}. Its columns, besides those every table has:", "",
-                  *_markdown_table(own), ""]
-    return "\n".join(lines[:-1])
-
-
-def with_schema_docs(text: str) -> str:
-    """``text`` (``data/README.md``) with every block between :data:`SCHEMA_MARKERS` made anew
-    by :func:`schema_markdown`: the common columns' block, then each experiment's.
-
-    Raises
-    ------
-    ValueError
-        A block's markers are missing (the message names them).
-    """
-    for experiment in (None, *EXPERIMENTS):
-        begin, end = (m.format(experiment or COMMON) for m in SCHEMA_MARKERS)
-        head, found, rest = text.partition(begin)
-        _, found_end, tail = rest.partition(end)
-        if not (found and found_end):
-            raise ValueError(f"no {begin} … {end} block: add both markers where the schema of "
-                             f"{experiment or 'every table'} belongs")
-        text = f"{head}{begin}\n{schema_markdown(experiment)}\n{end}{tail}"
-    return text

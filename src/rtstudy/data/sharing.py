@@ -26,6 +26,7 @@ before anything lands in ``data/imported/``.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import re
@@ -40,31 +41,13 @@ import yaml
 
 from rtstudy import data, params, paths, registry
 from rtstudy.data.io import REMEASURE, DataError
+from rtstudy.data.origins import (Key, Source, classify, folder_listing, git_head, lock_oids,
+                                  odb_listing, raw_folder, remote_odb)
 from rtstudy.measure import integrity
 from rtstudy.paths import FAILED_DIR, HOST_FILE, PLAN_FILE, SESSIONS_DIR
 
 GIT_TIMEOUT_S = 600
 DVC_ADD_TIMEOUT_S = 600
-# What marks a URL as a git repository rather than a DVC remote.
-GIT_URL = re.compile(r"(\.git/?$)|^git@|^(git|https?)://")
-
-# One dataset: (experiment, host id, profile).
-Key = tuple[str, str, str]
-
-
-@dataclass
-class Source:
-    """Where an import comes from: ``kind`` is ``folder``, ``git`` or ``remote``."""
-
-    kind: str
-    where: str
-    rev: str | None = None
-    remote: str | None = None
-
-    def describe(self) -> str:
-        extra = f" at {self.rev}" if self.rev else ""
-        via = f" (data from DVC remote {self.remote!r})" if self.remote else ""
-        return f"{self.kind} {self.where}{extra}{via}"
 
 
 @dataclass
@@ -90,174 +73,6 @@ def _run(args: list, cwd: Path, timeout: float, what: str) -> str:
         raise DataError(f"{what} failed ({' '.join(map(str, args))}):\n"
                         f"{(proc.stderr or proc.stdout).strip()}")
     return proc.stdout
-
-
-def classify(text: str, remote: str | None = None, rev: str | None = None) -> Source:
-    """The kind of source ``text`` names (see the module docstring).
-
-    Raises
-    ------
-    DataError
-        A local path that is none of the three, or a remote name this checkout lacks.
-    """
-    if text.startswith("remote:"):
-        name = text.removeprefix("remote:")
-        if name not in _our_remotes():
-            raise DataError(f"{text}: this checkout has no DVC remote {name!r} (it has "
-                            f"{', '.join(_our_remotes()) or 'none'}); add it with `dvc remote "
-                            "add --local NAME URL` (docs/sharing-data.md, \"Between machines\")")
-        return Source("remote", name, rev, None)
-    path = Path(text).expanduser()
-    if path.exists():
-        path = path.resolve()
-        if _raw_folder(path) is not None:
-            return Source("folder", str(path), rev or _git_head(path), None)
-        if (path / "files" / "md5").is_dir():
-            return Source("remote", str(path), rev, None)
-        if (path / "dvc.lock").is_file() and (path / ".git").exists():
-            return _git(str(path), rev, remote)
-        raise DataError(f"{path}: holds no rtstudy dataset (no data/raw/, raw/ or "
-                        "<experiment>/<host id>/<profile>/plan.json), is no DVC remote (no "
-                        "files/md5/) and no git checkout with a dvc.lock; point at one of those")
-    if GIT_URL.search(text):
-        return _git(text, rev, remote)
-    if "://" in text:
-        return Source("remote", text, rev, None)
-    if text in _our_remotes():
-        return Source("remote", text, rev, None)
-    raise DataError(f"{text!r}: not a folder, git URL, DVC remote URL or one of this checkout's "
-                    f"DVC remotes ({', '.join(_our_remotes()) or 'none configured'}); name a "
-                    "remote as remote:NAME")
-
-
-def _git(where: str, rev: str | None, remote: str | None) -> Source:
-    """A git source, whose ``--remote`` (if any) must be one of this checkout's remotes."""
-    if remote is not None and remote not in _our_remotes():
-        raise DataError(f"--remote {remote}: this checkout has no DVC remote of that name (it "
-                        f"has {', '.join(_our_remotes()) or 'none'}); add it with `dvc remote add`")
-    return Source("git", where, rev, remote)
-
-
-def _git_head(path: Path) -> str | None:
-    proc = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, timeout=60)
-    return proc.stdout.strip() or None if proc.returncode == 0 else None
-
-
-def _raw_folder(path: Path) -> Path | None:
-    """The folder of experiment folders under ``path``, or None (see :class:`Source`)."""
-    for candidate in (path / "data" / "raw", path / "raw", path):
-        if any(next((candidate / name).glob(f"*/*/{PLAN_FILE}"), None)
-               for name in registry.REGISTRY):
-            return candidate
-    return None
-
-
-def _our_remotes() -> dict[str, dict]:
-    """This checkout's DVC remotes (``.dvc/config`` with ``config.local``), by name."""
-    from dvc.repo import Repo
-
-    with Repo(str(paths.root())) as repo:
-        return {name: dict(conf) for name, conf in repo.config["remote"].items()}
-
-
-# ---------------------------------------------------------------------------
-# What a source holds: key → {path inside the dataset folder: md5 or local file}
-
-
-def _folder_listing(raw: Path) -> dict[Key, dict[str, Path]]:
-    found: dict[Key, dict[str, Path]] = {}
-    for experiment in registry.REGISTRY:
-        for plan in sorted((raw / experiment).glob(f"*/*/{PLAN_FILE}")):
-            folder = plan.parent
-            key = (experiment, folder.parent.name, folder.name)
-            found[key] = {str(p.relative_to(folder)): p for p in sorted(folder.rglob("*"))
-                          if p.is_file()}
-    return found
-
-
-def _remote_odb(source: Source, workdir: Path, repo_dir: Path | None = None):
-    """The object store of the source's DVC remote, through a DVC repo in ``workdir``.
-
-    ``repo_dir`` is a clone of a git source: its own remotes are used unless ``--remote``
-    names one of ours, which is copied in with its credentials (``config.local``).
-    """
-    from dvc.repo import Repo
-
-    if repo_dir is None:
-        repo_dir = workdir / "dvc"
-        repo_dir.mkdir()
-        Repo.init(str(repo_dir), no_scm=True).close()
-    # A git source's data comes from its own default remote unless --remote names one of
-    # ours (classify checked it); a remote source is one of ours or a URL.
-    name = source.remote if source.kind == "git" else source.where
-    conf = _our_remotes().get(name) or ({"url": name} if source.kind == "remote" else None)
-    with Repo(str(repo_dir)) as repo:
-        if conf is not None:
-            with repo.config.edit("local") as local:
-                local["remote"]["rtstudy-import"] = conf
-                local["core"]["remote"] = "rtstudy-import"
-    repo = Repo(str(repo_dir))
-    try:
-        return repo, repo.cloud.get_remote_odb()
-    except Exception as exc:  # DVC raises several types for an unusable remote
-        repo.close()
-        raise DataError(f"{source.describe()}: its DVC remote cannot be opened ({exc}); check "
-                        "the URL and credentials (`dvc remote list`, .dvc/config.local)") from None
-
-
-def _dir_listing(odb, oid: str) -> list[dict]:
-    try:
-        return json.loads(odb.fs.cat_file(odb.oid_to_path(oid)))
-    except FileNotFoundError:
-        raise DataError(f"the DVC remote at {odb.path} lacks {oid}: the data was not pushed "
-                        "there (`make push` on the machine that measured it)") from None
-
-
-def _odb_listing(odb, oids: list[str]) -> dict[Key, dict[str, str]]:
-    """Datasets in the remote's directory objects ``oids``: the most complete version of each.
-
-    A directory object lists one experiment's ``data/raw/<experiment>`` as pushed at one
-    time; each dataset's experiment is read from its ``plan.json``. Several pushes of one
-    experiment leave several objects: the one holding the most files of a dataset wins (a
-    sweep only ever adds cells).
-    """
-    found: dict[Key, dict[str, str]] = {}
-    for oid in oids:
-        by_dataset: dict[tuple[str, str], dict[str, str]] = {}
-        for entry in _dir_listing(odb, oid):
-            parts = entry["relpath"].split("/", 2)
-            if len(parts) == 3:
-                by_dataset.setdefault((parts[0], parts[1]), {})[parts[2]] = entry["md5"]
-        for (host_id, profile), files in by_dataset.items():
-            if PLAN_FILE not in files:
-                continue
-            try:
-                plan = json.loads(odb.fs.cat_file(odb.oid_to_path(files[PLAN_FILE])))
-            except (FileNotFoundError, ValueError):
-                continue  # not pushed, or not a dataset of this study: nothing to take
-            key = (plan.get("experiment"), host_id, profile)
-            if key[0] in registry.REGISTRY and len(files) > len(found.get(key, {})):
-                found[key] = files
-    return found
-
-
-def _lock_oids(clone: Path) -> list[str]:
-    """The directory objects the clone's ``dvc.lock`` names for each experiment's raw data."""
-    lock_file = clone / "dvc.lock"
-    try:
-        lock = yaml.safe_load(lock_file.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise DataError(f"{lock_file}: unreadable ({exc})") from None
-    oids = []
-    for name in registry.REGISTRY:
-        for out in (lock.get("stages", {}).get(name) or {}).get("outs", []):
-            if out.get("path") == f"data/raw/{name}" and out.get("md5", "").endswith(".dir"):
-                oids.append(out["md5"])
-    if not oids:
-        raise DataError(f"{lock_file}: names no measured data (no data/raw/<experiment> output); "
-                        "the colleague commits dvc.lock after `make study`")
-    return oids
 
 
 # ---------------------------------------------------------------------------
@@ -444,9 +259,7 @@ def import_dataset(text: str, name: str | None = None, remote: str | None = None
         file, cells filed under a host that did not measure them). Nothing under
         ``data/imported/`` changes then.
     """
-    if name is not None and not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,63}", name):
-        raise DataError(f"--name {name!r}: use letters, digits and . _ + - (at most 64, not "
-                        "starting with a dot)")
+    _check_name(name)
     source = classify(text, remote, rev)
     imported = paths.imported_dir()
     imported.mkdir(parents=True, exist_ok=True)
@@ -454,58 +267,114 @@ def import_dataset(text: str, name: str | None = None, remote: str | None = None
     # the finished dataset is moved into place by a rename on the same file system.
     with tempfile.TemporaryDirectory(prefix=".staging-", dir=imported) as tmp:
         workdir = Path(tmp)
-        repo = odb = None
-        try:
-            if source.kind == "folder":
-                listing = _folder_listing(_raw_folder(Path(source.where)))
-            elif source.kind == "git":
-                clone = workdir / "clone"
-                _run(["git", "clone", "--quiet", source.where, clone], workdir, GIT_TIMEOUT_S,
-                     f"cloning {source.where}")
-                if rev:
-                    _run(["git", "checkout", "--quiet", rev], clone, GIT_TIMEOUT_S,
-                         f"checking out {rev} in the clone of {source.where}")
-                source.rev = _git_head(clone)
-                repo, odb = _remote_odb(source, workdir, clone)
-                listing = _odb_listing(odb, _lock_oids(clone))
-            else:
-                repo, odb = _remote_odb(source, workdir)
-                listing = _odb_listing(odb, [o for o in odb.all() if o.endswith(".dir")])
-            if not listing:
-                raise DataError(f"{source.describe()}: holds no rtstudy dataset")
+        with contextlib.ExitStack() as opened:  # the source's DVC repo, closed once fetched
+            listing, odb = _listing(source, rev, workdir, opened)
             name = name or _free_name(_default_name(listing, odb), listing, source)
             result = Imported(name, source)
             ours = _ours(name)
-            keys = []
-            for key in sorted(listing):
-                if key in ours:
-                    result.skipped[key] = f"already here ({ours[key]})"
-                else:
-                    keys.append(key)
+            keys = _new_keys(listing, ours, result)
             if not keys:
                 return result  # nothing new: nothing changes (the caller says so)
             staging = workdir / "staging"
             fetched = _stage(listing, keys, odb, staging)
-        finally:
-            if repo is not None:
-                repo.close()
         _check(fetched, listing, source)
-        # Cells: the folders of a dataset but its failed cells' and closed sessions'.
-        result.added = {key: sum(1 for p in folder.iterdir()
-                                 if p.is_dir() and p.name not in (FAILED_DIR, SESSIONS_DIR))
-                        for key, folder in fetched.items()}
-        target = imported / name
-        if target.exists():
-            # Refreshing an import: datasets it had that the source no longer lists stay.
-            for key in _folder_listing(target):
-                if key not in fetched and key not in ours:
-                    shutil.copytree(target.joinpath(*key), staging.joinpath(*key))
-            target.rename(workdir / "previous")
-        staging.rename(target)
+        result.added = _cells(fetched)
+        target = _put_in_place(imported / name, fetched, ours, staging, workdir)
+    _track(target, source, result)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# The rest of its steps, in the order it takes them
+
+
+def _check_name(name: str | None) -> None:
+    """Refuse a ``--name`` that is no plain folder name (``DataError``)."""
+    if name is not None and not re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,63}", name):
+        raise DataError(f"--name {name!r}: use letters, digits and . _ + - (at most 64, not "
+                        "starting with a dot)")
+
+
+def _clone(source: Source, rev: str | None, workdir: Path) -> Path:
+    """A clone of a git source in ``workdir``, at ``rev`` if given; ``source.rev`` becomes the
+    commit cloned."""
+    clone = workdir / "clone"
+    _run(["git", "clone", "--quiet", source.where, clone], workdir, GIT_TIMEOUT_S,
+         f"cloning {source.where}")
+    if rev:
+        _run(["git", "checkout", "--quiet", rev], clone, GIT_TIMEOUT_S,
+             f"checking out {rev} in the clone of {source.where}")
+    source.rev = git_head(clone)
+    return clone
+
+
+def _listing(source: Source, rev: str | None, workdir: Path, opened: contextlib.ExitStack
+             ) -> tuple[dict[Key, dict], object]:
+    """What ``source`` holds (:mod:`rtstudy.data.origins`), and the DVC object store its files
+    come from (None for a folder, whose files are local); the store's repo is closed when
+    ``opened`` is.
+
+    Raises
+    ------
+    DataError
+        The source cannot be reached, or holds no dataset.
+    """
+    odb = None
+    if source.kind == "folder":
+        listing = folder_listing(raw_folder(Path(source.where)))
+    elif source.kind == "git":
+        clone = _clone(source, rev, workdir)
+        repo, odb = remote_odb(source, workdir, clone)
+        opened.callback(repo.close)
+        listing = odb_listing(odb, lock_oids(clone))
+    else:
+        repo, odb = remote_odb(source, workdir)
+        opened.callback(repo.close)
+        listing = odb_listing(odb, [o for o in odb.all() if o.endswith(".dir")])
+    if not listing:
+        raise DataError(f"{source.describe()}: holds no rtstudy dataset")
+    return listing, odb
+
+
+def _new_keys(listing: dict, ours: dict[Key, Path], result: Imported) -> list[Key]:
+    """The datasets of ``listing`` not here yet, in order; each one here is noted in
+    ``result.skipped``."""
+    keys = []
+    for key in sorted(listing):
+        if key in ours:
+            result.skipped[key] = f"already here ({ours[key]})"
+        else:
+            keys.append(key)
+    return keys
+
+
+def _cells(fetched: dict[Key, Path]) -> dict[Key, int]:
+    """Each dataset's cells: the folders of a dataset but its failed cells' and closed
+    sessions'."""
+    return {key: sum(1 for p in folder.iterdir()
+                     if p.is_dir() and p.name not in (FAILED_DIR, SESSIONS_DIR))
+            for key, folder in fetched.items()}
+
+
+def _put_in_place(target: Path, fetched: dict[Key, Path], ours: dict[Key, Path],
+                  staging: Path, workdir: Path) -> Path:
+    """Move ``staging`` to ``target``, the import's folder; returns ``target``."""
+    if target.exists():
+        # Refreshing an import: datasets it had that the source no longer lists stay.
+        for key in folder_listing(target):
+            if key not in fetched and key not in ours:
+                shutil.copytree(target.joinpath(*key), staging.joinpath(*key))
+        target.rename(workdir / "previous")
+    staging.rename(target)
+    return target
+
+
+def _track(target: Path, source: Source, result: Imported) -> None:
+    """Track the import's folder ``target`` by its own ``.dvc`` file (``result.dvc_file``),
+    recording where it came from (:func:`_record`)."""
     relative = target.relative_to(paths.root())
-    before = recorded_sources(name)
+    before = recorded_sources(target.name)
     _run([_dvc(), "add", "--quiet", str(relative)], paths.root(), DVC_ADD_TIMEOUT_S,
          f"tracking {relative} with DVC")
     result.dvc_file = target.with_name(target.name + ".dvc")
     _record(result.dvc_file, source, result, before)
-    return result

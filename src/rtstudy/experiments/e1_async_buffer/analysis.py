@@ -17,10 +17,11 @@ from rtstudy import paths
 from rtstudy.data.io import Dataset, read_cells, set_aside_drift, stack, wide
 from rtstudy.experiments.e1_async_buffer import published
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
+from rtstudy.experiments.e1_async_buffer.producers import columns_of, producer_run
 from rtstudy.inference import criteria, judge
 from rtstudy.inference.fits import linear_fit, robust_slope
-from rtstudy.inference.stats import (CI, MIN_RUNS, drift_check, holm, over_runs, percentiles,
-                                     rank_test, spread_test)
+from rtstudy.inference.stats import (CI, MIN_RUNS, drift_check, holm, over_runs, rank_test,
+                                     spread_test)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"event": "string", "port": "string", "index": "int64", "t_start_ns": "int64",
@@ -94,19 +95,10 @@ TABLES = tuple(SCHEMA)
 
 
 def load(directory: Path, cfg: dict) -> Dataset:
-    """Messages and per-cell metrics of the plan's completed cells.
-
-    Parameters
-    ----------
-    directory : Path
-        The dataset folder.
-    cfg : dict
-        E1's resolved parameters (``discard_head``, ``discard_tail``).
-
-    Returns
-    -------
-    Dataset
-        ``tables["messages"]`` and ``tables["cells"]`` (:data:`SCHEMA`), ``missing`` cell ids.
+    """Messages and per-cell metrics of the plan's completed cells: ``tables["messages"]`` and
+    ``tables["cells"]`` (:data:`SCHEMA`; each producer's part by
+    :func:`.producers.producer_run`), and ``missing`` cell ids. ``cfg``: E1's resolved
+    parameters (``discard_head``, ``discard_tail``).
     """
     discard_head, discard_tail = cfg["discard_head"], cfg["discard_tail"]
     cells, missing = read_cells(directory, SAMPLES)
@@ -121,46 +113,12 @@ def load(directory: Path, cfg: dict) -> Dataset:
                                        if r["cpus"]),
                 "varied_period_ms": cfg[f"{VARIED[cfg['scenario']]}_period_ms"]}
         fixed_op, _ = FIXED[cfg["scenario"]]
-        n = cfg["messages"]
-        # As numpy arrays once per cell: pandas' per-call overhead on these small selections
-        # was most of a large dataset's load (8.6 of 9.6 s for the reference's ten).
-        col = {c: samples[c].to_numpy() for c in
-               ("event", "port", "index", "t_start_ns", "t_emit_ns", "t_rx_ns")}
+        col = columns_of(samples)
         for producer, port in (("tx1", "in1"), ("tx2", "in2")):
             role = "fixed" if producer == fixed_op else "varied"
-            received = np.flatnonzero((col["event"] == "receive") & (col["port"] == port))
-            rx = received[np.argsort(col["index"][received], kind="quicksort")]  # by index
-            index, t_rx = col["index"][rx], col["t_rx_ns"][rx]
-            interval = np.concatenate([[np.nan], np.diff(t_rx)]) / 1e6
-            keep = (index >= discard_head) & (index < n - discard_tail)
-            m = pd.DataFrame({
-                "index": index[keep],
-                "latency_ms": ((t_rx - col["t_start_ns"][rx]) / 1e6)[keep],
-                "latency_emit_ms": ((t_rx - col["t_emit_ns"][rx]) / 1e6)[keep],
-                "interval_ms": interval[keep],
-            })
+            m, metrics = producer_run(cell, col, producer, port, discard_head, discard_tail)
             msg_frames.append((m, {**base, "producer": producer, "role": role}))
-            emitted = col["t_emit_ns"][(col["event"] == "emit") & (col["port"] == producer)]
-            emit_period = np.diff(np.sort(emitted)) / 1e6
-            first = int(np.argmin(t_rx)) if len(rx) else None  # the earliest receive
-            lat, lat_e, itv = (percentiles(m[c], (50, 99)) for c in
-                               ("latency_ms", "latency_emit_ms", "interval_ms"))
-            rows.append({**base, "producer": producer, "role": role,
-                         "latency_max_ms": lat["max"], "latency_p50_ms": lat["p50"],
-                         "latency_p99_ms": lat["p99"], "latency_emit_max_ms": lat_e["max"],
-                         "interval_max_ms": itv["max"], "interval_p50_ms": itv["p50"],
-                         "n_messages": lat["n"],
-                         "emit_period_ms": float(np.median(emit_period)) if emit_period.size else np.nan,
-                         "nominal_period_ms": cfg[f"{producer}_period_ms"],
-                         "stale_reads": cell.sidecar["summary"]["stale_reads"][port],
-                         "duration_s": cell.sidecar["summary"]["duration_s"],
-                         "first_wait_ms": (float(t_rx[first] - col["t_emit_ns"][rx][first]) / 1e6
-                                           if first is not None else np.nan),
-                         "backlog_at_first_read": (
-                             max(0, int((emitted < t_rx[first]).sum()) - 1)
-                             if first is not None else 0),
-                         "phase_switches": int(np.count_nonzero(np.diff(
-                             (m["latency_emit_ms"] > cfg["rx_period_ms"] / 2).to_numpy(int))))})
+            rows.append({**base, "producer": producer, "role": role, **metrics})
     messages = stack(msg_frames)
     tables = {"messages": messages, "cells": pd.DataFrame(rows)}
     return Dataset(Path(directory), set_aside_drift(tables, "cells"), missing)
