@@ -467,13 +467,13 @@ def test_the_fragment_ports_are_free_and_outside_the_kernels_ephemeral_range(tmp
     come from below it, so nothing on the machine takes one before Holoscan binds it."""
     import socket
 
-    from rtstudy.experiments.e2_rt_threads import app
-    low = app.ephemeral_low()
-    ports = app.free_ports(4)
+    from rtstudy.experiments.e2_rt_threads import fragments
+    low = fragments.ephemeral_low()
+    ports = fragments.free_ports(4)
     assert len(set(ports)) == 4 and all(1024 <= p < low for p in ports)
     for port in ports:
         with socket.socket() as s:
-            s.bind((app.HOST, port))  # free: binding it raises nothing
+            s.bind((fragments.HOST, port))  # free: binding it raises nothing
     (tmp_path / "range").write_text("40000\t60999\n")
-    assert app.ephemeral_low(str(tmp_path / "range")) == 40000
-    assert app.ephemeral_low(str(tmp_path / "absent")) == 32768
+    assert fragments.ephemeral_low(str(tmp_path / "range")) == 40000
+    assert fragments.ephemeral_low(str(tmp_path / "absent")) == 32768

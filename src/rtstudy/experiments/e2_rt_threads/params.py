@@ -1,6 +1,7 @@
 """E2's parameter group (``params.yaml: e2_rt_threads``): each key's rule and the cross-checks."""
 from __future__ import annotations
 
+from rtstudy.experiments.e2_rt_threads.conditions import PLAIN
 from rtstudy.policies import PRIORITY_POLICIES, RT_POLICIES, SCHED_DEADLINE
 from rtstudy.rules import SWEEP_SCHEMA, Rule, boolean, choice, integer, list_of, number
 
@@ -94,14 +95,15 @@ def cross_checks(cfg: dict) -> list[str]:
         errors.append(f"dispatcher_priority = {cfg['dispatcher_priority']} must be above the "
                       f"worker's priority = {cfg['priority']}: NVIDIA's recipe has the dispatcher "
                       "outrank the workers it feeds")
-    if "operators" not in cfg["load_placements"]:
-        errors.append("load_placements must include 'operators', the seed's placement the "
-                      "others are compared with")
+    if PLAIN["load_placement"] not in cfg["load_placements"]:
+        errors.append(f"load_placements must include {PLAIN['load_placement']!r}, the seed's "
+                      "placement the others are compared with")
     if (cfg["ladder"] or cfg["fixes"]) and cfg["ladder_policy"] not in cfg["policies"]:
         errors.append(f"ladder_policy = {cfg['ladder_policy']} is not in policies "
                       f"{cfg['policies']}: the ladder and the fixes are measured with it")
-    if "other" not in cfg["dispatchers"]:
-        errors.append("dispatchers must include 'other' (Holoscan's default dispatcher)")
+    if PLAIN["dispatcher"] not in cfg["dispatchers"]:
+        errors.append(f"dispatchers must include {PLAIN['dispatcher']!r} (Holoscan's default "
+                      "dispatcher)")
     if cfg["warmup_frames"] + 2 > cfg["duration_s"] * cfg["fps"] + cfg["warmup_frames"] - 1:
         errors.append(f"duration_s = {cfg['duration_s']} at fps = {cfg['fps']} leaves fewer than "
                       "3 frames")

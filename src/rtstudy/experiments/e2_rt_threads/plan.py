@@ -46,8 +46,8 @@ from pathlib import Path
 
 from rtstudy import params
 from rtstudy.experiments.e2_rt_threads import plan5
-from rtstudy.experiments.e2_rt_threads.conditions import (SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS,
-                                                          is_plain)
+from rtstudy.experiments.e2_rt_threads.conditions import (
+    PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS, is_plain)
 from rtstudy.machine import placement
 from rtstudy.machine.sysdeps import which
 from rtstudy.measure.harness import Cell, with_drift_check
@@ -67,6 +67,9 @@ FRAGMENT_SDKS = ("4.6.0",)
 # A profile climbs those of its load_placements (default: the last two; seed: all four).
 LADDER_PLACEMENTS = ("outside", "threads", "operators_pinned", "operators")
 SDK_APIS = (4, 5)  # Holoscan 4.x (app) and 5.x (app5, planned by plan5)
+# The plain condition's dispatcher and load placement (conditions.PLAIN): Holoscan's own
+# dispatcher, load operators in the app. A cell's label names only the factors that differ.
+PLAIN_DISPATCHER, PLAIN_PLACEMENT = PLAIN["dispatcher"], PLAIN["load_placement"]
 
 
 def period_ns(fps: int) -> int:
@@ -138,7 +141,8 @@ def host_problems(cfg: dict, fp: dict) -> list[str]:
 def realtime(cfg: dict) -> tuple[str, ...]:
     """The policies the preflight must find allowed."""
     wanted = set(cfg["policies"]) | ({cfg["seed_policy"]} if cfg["seed_topologies"] else set())
-    if set(cfg["dispatchers"]) - {"other"} or cfg["floor"] or "dispatcher_pinned" in cfg["fixes"]:
+    if set(cfg["dispatchers"]) - {PLAIN_DISPATCHER} or cfg["floor"] or \
+            "dispatcher_pinned" in cfg["fixes"]:
         wanted.add(SCHED_FIFO)
     return tuple(p for p in RT_POLICIES if p in wanted)
 
@@ -158,7 +162,8 @@ class _Planner:
         self.long_frames = cfg["warmup_frames"] + int(cfg["headline_duration_s"] * cfg["fps"])
         self.fix_frames = cfg["warmup_frames"] + int(cfg["fix_duration_s"] * cfg["fps"])
         self.top = max(cfg["load_factors"])
-        self.native = "native" if "native" in cfg["load_work_models"] else cfg["load_work_models"][0]
+        models = cfg["load_work_models"]
+        self.native = "native" if "native" in models else models[0]
         self.cells: list[Cell] = []
         self.labels: set[str] = set()
 
@@ -195,10 +200,10 @@ class _Planner:
         """The CPUs loads pinned off the target may use: the housekeeping CPUs but ``cpus``."""
         return [cpu for cpu in self.where.housekeeping if cpu not in cpus]
 
-    def holoscan(self, policy: str, factor: float, model: str, dispatcher: str = "other",
-                 placement: str = "operators", topology: str = "", loads: int | None = None,
-                 reps: int | None = None, trace: bool = False, long: bool = False,
-                 fix: bool = False,
+    def holoscan(self, policy: str, factor: float, model: str,
+                 dispatcher: str = PLAIN_DISPATCHER, placement: str = PLAIN_PLACEMENT,
+                 topology: str = "", loads: int | None = None, reps: int | None = None,
+                 trace: bool = False, long: bool = False, fix: bool = False,
                  switch_interval_ms: float = DEFAULT_SWITCH_INTERVAL_MS) -> None:
         c = self.cfg
         topology = topology or ("shared" if policy == "normal" else "dedicated")
@@ -235,8 +240,8 @@ class _Planner:
         if trace:
             config["trace_s"] = c["trace_seconds"]
         label = "-".join([*([topology] if seed else []), policy, f"lf{factor:g}", model,
-                          *([f"d{dispatcher}"] if dispatcher != "other" else []),
-                          *([placement] if placement != "operators" else []),
+                          *([f"d{dispatcher}"] if dispatcher != PLAIN_DISPATCHER else []),
+                          *([placement] if placement != PLAIN_PLACEMENT else []),
                           *([f"si{switch_interval_ms:g}"]
                             if switch_interval_ms != DEFAULT_SWITCH_INTERVAL_MS else []),
                           *(["trace"] if trace else [])])
@@ -298,46 +303,82 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     configs : dict
         The resolved groups it reads: ``cpus`` (:mod:`rtstudy.machine.placement`; auto when absent).
     """
-    c, p = cfg, _Planner(cfg, fp, placement.resolve(configs.get("cpus"), fp))
-    full = c["design"] == "full"
-    rt = c["ladder_policy"]
-    # The fixes, each one factor away from the headline point: first, so that the conditions
-    # the ladder and the grid share with them (the headline point, the pinned loads) run the
-    # fixes' size.
-    # Holoscan 5.0's app runs none of them (plan5): its headline point keeps the ladder's size.
-    fixes = [] if sdk.api_of(fp) == 5 else \
-        session_fixes(c, configs.get(params.SESSION, {}).get("index", 0))
+    p = _Planner(cfg, fp, placement.resolve(configs.get("cpus"), fp))
+    full = cfg["design"] == "full"
+    # The parts of the design in this order: a condition two parts share is planned once, by
+    # the first, at that part's length (each part's function says which it comes before).
+    # Holoscan 5.0's app runs none of the fixes (plan5): its headline point keeps the ladder's size.
+    _fixes(p, [] if sdk.api_of(fp) == 5 else
+           session_fixes(cfg, configs.get(params.SESSION, {}).get("index", 0)))
+    if cfg["ladder"]:
+        _ladder(p)
+    _policy_grid(p, full)
+    _fair_factorial(p, full)
+    _seeds(p)
+    if cfg["floor"]:
+        _floors(p, full)
+    if tracing(cfg):
+        _traces(p, full)
+    if sdk.api_of(fp) == 5:
+        return plan5.cells(p.cells, cfg, p.headline)  # what of it Holoscan 5.0 can express
+    cells = _runnable(p.cells, fp)
+    return with_drift_check(cells, cfg, _drift_reference(cells, p))
+
+
+def _fixes(p: _Planner, fixes: list[str]) -> None:
+    """The ``fixes``, each one factor away from the headline point, and their baseline.
+
+    First, so that the conditions the ladder and the grid share with them (the headline point,
+    the pinned loads) run the fixes' size.
+    """
     fix_factors = {"operators_pinned": {"placement": "operators_pinned"},
                    "dispatcher_pinned": {"dispatcher": "fifo_pinned"},
-                   "switch_interval": {"switch_interval_ms": c["switch_interval_ms"]},
+                   "switch_interval": {"switch_interval_ms": p.cfg["switch_interval_ms"]},
                    "fragment": {"placement": "fragment"}}
+    rt = p.cfg["ladder_policy"]
     if fixes:
         p.holoscan(rt, p.top, p.native, fix=True)  # their baseline
     for fix in fixes:
         p.holoscan(rt, p.top, p.native, fix=True, **fix_factors[fix])
-    if c["ladder"]:
-        # Before the grid, so that the rungs it shares (the target alone) run the ladder's length.
-        p.python_thread()
-        p.holoscan(rt, min(c["load_factors"]), p.native, long=True)
-        for load_at in [x for x in LADDER_PLACEMENTS if x in c["load_placements"]]:
-            p.holoscan(rt, p.top, p.native, placement=load_at)
-    # The policy grid (and, in the full design, every dispatcher and placement with it).
+
+
+def _ladder(p: _Planner) -> None:
+    """The jitter ladder's rungs but the floor: before the grid, so that the rungs it shares
+    (the target alone) run the ladder's length."""
+    c, rt = p.cfg, p.cfg["ladder_policy"]
+    p.python_thread()
+    p.holoscan(rt, min(c["load_factors"]), p.native, long=True)
+    for load_at in [x for x in LADDER_PLACEMENTS if x in c["load_placements"]]:
+        p.holoscan(rt, p.top, p.native, placement=load_at)
+
+
+def _policy_grid(p: _Planner, full: bool) -> None:
+    """The policy grid (and, in the full design, every dispatcher and placement with it)."""
+    c = p.cfg
     for policy, factor in itertools.product(c["policies"], c["load_factors"]):
         # With no loads the load work model is moot: measure it once.
         for model in c["load_work_models"] if p.loads(factor) else c["load_work_models"][:1]:
             for dispatcher, load_at in itertools.product(
-                    c["dispatchers"] if full else ["other"],
-                    c["load_placements"] if full else ["operators"]):
+                    c["dispatchers"] if full else [PLAIN_DISPATCHER],
+                    c["load_placements"] if full else [PLAIN_PLACEMENT]):
                 if load_at == "process" and model != p.native:
                     continue  # stress-ng's workers are native code: the work model is moot
                 p.holoscan(policy, factor, model, dispatcher, load_at)
-    # The fair factorial at the headline point: only one factor differs from the grid's cell.
+
+
+def _fair_factorial(p: _Planner, full: bool) -> None:
+    """The fair factorial at the headline point: only one factor differs from the grid's cell."""
+    c = p.cfg
     for policy in c["contrast_policies"]:
         for dispatcher, load_at in itertools.product(c["dispatchers"], c["load_placements"]):
-            if load_at != "operators" and dispatcher != "other" and not full:
+            if load_at != PLAIN_PLACEMENT and dispatcher != PLAIN_DISPATCHER and not full:
                 continue  # one factor at a time: a placement with Holoscan's own dispatcher
             p.holoscan(policy, p.top, p.native, dispatcher, load_at)
-    # The seeds' own topologies and load, normal and real-time.
+
+
+def _seeds(p: _Planner) -> None:
+    """The seeds' own topologies and load, normal and real-time."""
+    c = p.cfg
     seed_factor = c["seed_loads"] / len(p.where.housekeeping)
     for topology in c["seed_topologies"]:
         # The Python seed's loads are Python loops (the GIL held); the C++ seed's are native.
@@ -345,40 +386,51 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
         for policy in ("normal", c["seed_policy"]):
             p.holoscan(policy, seed_factor, seed_model, topology=topology, loads=c["seed_loads"],
                        reps=p.reps(True))
-    if c["floor"]:
-        lowest = min(c["load_factors"])
-        for factor in sorted(set(c["load_factors"]) if full else {lowest, p.top}):
-            # The ladder's first rung gets as many cycles as its Holoscan rungs.
-            p.floor(factor, long=factor == p.top or (c["ladder"] and factor == lowest))
-    if tracing(c):
-        # Traced runs at the headline point with load operators and Holoscan's dispatcher of
-        # the ladder's policy and of SCHED_DEADLINE (the kernel paces it: another mechanism),
-        # in the full design of every real-time policy and the seeds' real-time topologies:
-        # their own cells, set aside from the statistics (tracing costs the traced run time).
-        traced = RT_POLICIES if full else (rt, SCHED_DEADLINE)
-        for cell in [x for x in p.cells if x.repetition == 0 and x.module == MODULE]:
-            k = cell.config
-            plain = is_plain(k) and "switch_interval_ms" not in k
-            if k["policy"] in traced and plain and (
-                    k["topology"] == "dedicated" and p.headline(k["load_factor"],
-                                                                k["load_work_model"])
-                    or full and k["topology"].startswith("seed")):
-                p.holoscan(k["policy"], k["load_factor"], k["load_work_model"], k["dispatcher"],
-                           k["load_placement"], k["topology"], k["loads"], trace=True)
-    cells = p.cells
-    if sdk.api_of(fp) == 5:
-        return plan5.cells(cells, c, p.headline)  # what of it Holoscan 5.0 can express
+
+
+def _floors(p: _Planner, full: bool) -> None:
+    """The floor (cyclictest) at the lowest and highest load factor; every one in the full
+    design."""
+    c = p.cfg
+    lowest = min(c["load_factors"])
+    for factor in sorted(set(c["load_factors"]) if full else {lowest, p.top}):
+        # The ladder's first rung gets as many cycles as its Holoscan rungs.
+        p.floor(factor, long=factor == p.top or (c["ladder"] and factor == lowest))
+
+
+def _traces(p: _Planner, full: bool) -> None:
+    """Traced runs at the headline point with load operators and Holoscan's dispatcher of the
+    ladder's policy and of SCHED_DEADLINE (the kernel paces it: another mechanism), in the full
+    design of every real-time policy and the seeds' real-time topologies: their own cells, set
+    aside from the statistics (tracing costs the traced run time)."""
+    traced = RT_POLICIES if full else (p.cfg["ladder_policy"], SCHED_DEADLINE)
+    for cell in [x for x in p.cells if x.repetition == 0 and x.module == MODULE]:
+        k = cell.config
+        plain = is_plain(k) and "switch_interval_ms" not in k
+        if k["policy"] in traced and plain and (
+                k["topology"] == "dedicated" and p.headline(k["load_factor"],
+                                                            k["load_work_model"])
+                or full and k["topology"].startswith("seed")):
+            p.holoscan(k["policy"], k["load_factor"], k["load_work_model"], k["dispatcher"],
+                       k["load_placement"], k["topology"], k["loads"], trace=True)
+
+
+def _runnable(cells: list[Cell], fp: dict) -> list[Cell]:
+    """``cells`` but those the host's Holoscan 4.x or 3.5.0 cannot run."""
     if sdk.version_of(fp) not in FRAGMENT_SDKS:
         cells = [x for x in cells if x.config["load_placement"] != "fragment"]
     if not sdk.realtime_dispatcher(fp):
         # An SDK without the dispatcher's real-time settings (3.5.0) would run every `fifo`
         # dispatcher cell SCHED_OTHER, and the read-back would fail each one: left out.
         cells = [x for x in cells if all(r.operator != DISPATCHER for r in x.realtime)]
-    # The drift check repeats the first real-time condition at the headline point (the
-    # plan's first condition when it has none), one of the headline's length: twice the
-    # fixes' baseline would cost two of its long runs.
-    reference = next((x.label for x in cells if x.config["policy"] in RT_POLICIES
-                      and x.config["topology"] == "dedicated" and x.module == MODULE
-                      and p.headline(x.config["load_factor"], x.config["load_work_model"])
-                      and is_plain(x.config) and x.config["frames"] == p.long_frames), None)
-    return with_drift_check(cells, c, reference)
+    return cells
+
+
+def _drift_reference(cells: list[Cell], p: _Planner) -> str | None:
+    """The label of the condition the drift check repeats: the first real-time condition at
+    the headline point (the plan's first condition when it has none), one of the headline's
+    length: twice the fixes' baseline would cost two of its long runs."""
+    return next((x.label for x in cells if x.config["policy"] in RT_POLICIES
+                 and x.config["topology"] == "dedicated" and x.module == MODULE
+                 and p.headline(x.config["load_factor"], x.config["load_work_model"])
+                 and is_plain(x.config) and x.config["frames"] == p.long_frames), None)

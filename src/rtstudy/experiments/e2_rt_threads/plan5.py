@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rtstudy.experiments.e2_rt_threads.conditions import WAKE_DEFAULT
+from rtstudy.experiments.e2_rt_threads.conditions import PLAIN, WAKE_DEFAULT
 from rtstudy.measure.harness import Cell, with_drift_check
 
 MODULE = "rtstudy.experiments.e2_rt_threads.app5"
@@ -52,7 +52,7 @@ def cells(cells4: list[Cell], cfg: dict, headline) -> list[Cell]:
     for cell in cells4:
         k = cell.config
         if (cell.module != MODULE4 or k["topology"] != "dedicated"
-                or k["dispatcher"] != "other" or k["load_work_model"] != "native"
+                or k["dispatcher"] != PLAIN["dispatcher"] or k["load_work_model"] != "native"
                 or k["load_placement"] not in PLACEMENTS5 or k.get("trace_s")
                 or "switch_interval_ms" in k):
             continue
@@ -61,11 +61,12 @@ def cells(cells4: list[Cell], cfg: dict, headline) -> list[Cell]:
             continue  # the unloaded grid: no verdict on 5.0 (module docstring)
         out.append(_as5(cell, WAKE_DEFAULT))
         if (headline(k["load_factor"], k["load_work_model"])
-                and k["load_placement"] == "operators" and k["policy"] in cfg["contrast_policies"]):
+                and k["load_placement"] == PLAIN["load_placement"]
+                and k["policy"] in cfg["contrast_policies"]):
             out += [_as5(cell, wake) for wake in cfg["wake_modes"] if wake != WAKE_DEFAULT]
     reference = next((c.label for c in out if c.realtime and c.config["wake_mode"] == WAKE_DEFAULT
                       and headline(c.config["load_factor"], c.config["load_work_model"])
-                      and c.config["load_placement"] == "operators"), None)
+                      and c.config["load_placement"] == PLAIN["load_placement"]), None)
     return with_drift_check(out, cfg, reference)
 
 
