@@ -21,7 +21,8 @@ from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_
 from rtstudy.experiments.e4_host import analysis as e4_analysis
 from rtstudy.inference import stats
 from rtstudy.inference.stats import CI, drift_check
-from rtstudy.measure.harness import Cell, SweepContext, run_order, run_sweep, with_drift
+from rtstudy.measure.cell import Cell, with_drift
+from rtstudy.measure.harness import SweepContext, run_order, run_sweep
 from rtstudy.report import stability
 from rtstudy.report.section import Verdict
 from rtstudy.report.study import Study, words

@@ -8,8 +8,9 @@ import pytest
 from helpers import require_policy
 from rtstudy import paths
 from rtstudy.measure import harness
-from rtstudy.measure.harness import Cell, RealtimeRequest, run_sweep
+from rtstudy.measure.harness import Cell, run_sweep
 from rtstudy.measure.readback import verify_realtime
+from rtstudy.measure.realtime import RealtimeRequest
 from rtstudy.policies import BY_NUMBER
 
 PROBE = "rtstudy.apps.rt_probe"

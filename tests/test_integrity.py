@@ -14,7 +14,7 @@ import pytest
 
 from rtstudy.data.io import DataError, read_samples
 from rtstudy.measure import integrity
-from rtstudy.measure.harness import write_samples
+from rtstudy.measure.store import write_samples
 
 
 def _samples(path, rows=300):

@@ -261,7 +261,8 @@ from pathlib import Path
 from rtstudy.machine import host
 from rtstudy import params
 from rtstudy.experiments.e3_overhead import plan
-from rtstudy.measure.harness import Cell, RealtimeRequest, SweepContext, SweepError, run_sweep
+from rtstudy.measure.harness import Cell, SweepContext, SweepError, run_sweep
+from rtstudy.measure.realtime import RealtimeRequest
 
 out, kind = Path(sys.argv[1]), sys.argv[2]
 if kind == "fifo":

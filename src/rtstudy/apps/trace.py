@@ -130,11 +130,7 @@ def sched_trace(limit_s: float, record: dict):
         ctl_fd, ack_fd = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR | os.O_NONBLOCK)
         probes = add_gil_probes(perf, record)
         events = [*EVENTS, *probes]
-        cmd = [perf, "record", "-a", "-k", "CLOCK_MONOTONIC", "-D", "-1",
-               "--control", f"fifo:{ctl},{ack}", "-o", str(data)]
-        for event in events:
-            cmd += ["-e", event]
-        cmd += ["--", "sleep", str(int(limit_s) + 1)]
+        cmd = _record_command(perf, ctl, ack, data, events, limit_s)
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, preexec_fn=die_with_parent)
         record.update(tool="perf record", events=events, clock="CLOCK_MONOTONIC")
@@ -143,34 +139,57 @@ def sched_trace(limit_s: float, record: dict):
             yield record
             _command(ctl_fd, ack_fd, "disable", proc)
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-            try:
-                _, err = proc.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
+            err = _stop(proc)
             os.close(ctl_fd)
             os.close(ack_fd)
             record["perf_stderr"] = (err or "").strip()[-2000:]
-            try:
-                # Before the unmount: perf script reads the events' formats from tracefs, and
-                # reading debugfs's tracing folder mounts it again by itself.
-                script = subprocess.run([perf, "script", "-i", str(data), "--ns", "-F",
-                                         "tid,cpu,time,event,trace"], capture_output=True,
-                                        text=True)
-            finally:
-                if probes:
-                    remove_gil_probes(perf)
-                mounted = sorted(tracefs_mounts() - before)
-                for point in reversed(mounted):
-                    subprocess.run(["umount", point], capture_output=True)
-                record["tracefs_mounted_by_trace"] = mounted
-                record["tracefs_left_mounted"] = sorted(tracefs_mounts() - before)
+            script = _script(perf, data, probes, before, record)
         if script.returncode != 0:
             raise TraceError(f"perf script failed: {script.stderr.strip()[-500:]}")
         record["columns"] = parse(script.stdout)
         record["n_events"] = len(record["columns"]["t_ns"])
+
+
+def _record_command(perf: str, ctl: Path, ack: Path, data: Path, events: list[str],
+                    limit_s: float) -> list[str]:
+    """``perf record`` of ``events`` on every CPU, started disabled and steered through the
+    control FIFOs ``ctl`` and ``ack``, writing ``data``; it ends after ``limit_s`` + 1 s."""
+    cmd = [perf, "record", "-a", "-k", "CLOCK_MONOTONIC", "-D", "-1",
+           "--control", f"fifo:{ctl},{ack}", "-o", str(data)]
+    for event in events:
+        cmd += ["-e", event]
+    return cmd + ["--", "sleep", str(int(limit_s) + 1)]
+
+
+def _stop(proc: subprocess.Popen) -> str | None:
+    """Stop ``perf record`` (SIGINT, then SIGKILL after 30 s); what it wrote to stderr."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err
+
+
+def _script(perf: str, data: Path, probes: list[str], before: set[str],
+            record: dict) -> subprocess.CompletedProcess:
+    """``perf script`` of ``data``; then, whatever happened, the GIL probes removed and the
+    tracefs mounts made since ``before`` unmounted (recorded in ``record``)."""
+    try:
+        # Before the unmount: perf script reads the events' formats from tracefs, and
+        # reading debugfs's tracing folder mounts it again by itself.
+        return subprocess.run([perf, "script", "-i", str(data), "--ns", "-F",
+                               "tid,cpu,time,event,trace"], capture_output=True, text=True)
+    finally:
+        if probes:
+            remove_gil_probes(perf)
+        mounted = sorted(tracefs_mounts() - before)
+        for point in reversed(mounted):
+            subprocess.run(["umount", point], capture_output=True)
+        record["tracefs_mounted_by_trace"] = mounted
+        record["tracefs_left_mounted"] = sorted(tracefs_mounts() - before)
 
 
 def interpreter_file() -> Path:

@@ -162,39 +162,55 @@ def random_effects(values, lows, highs, confidence: float, runs=None,
         The pooled estimate and its CI; NaN where no session has a CI.
     """
     _check_confidence(confidence)
+    v, lo, hi, n = _with_ci(values, lows, highs, runs, log)
+    if not v.size:
+        return np.nan, np.nan, np.nan
+    if v.size == 1:
+        return float(v[0]), float(lo[0]), float(hi[0])
+    if log:
+        v, lo, hi = np.log(v), np.log(lo), np.log(hi)
+    var = _variances(lo, hi, n, confidence)
+    two = _two_sessions(v, var, n, confidence) if v.size == 2 else None
+    mean, half = two if two else _hksj(v, var, confidence)
+    out = (mean, mean - half, mean + half)
+    return tuple(float(np.exp(x)) for x in out) if log else tuple(float(x) for x in out)
+
+
+def _with_ci(values, lows, highs, runs, log: bool) -> tuple[np.ndarray, ...]:
+    """The sessions :func:`random_effects` pools: each one's estimate, CI bounds and runs (NaN:
+    not given), of those with a CI (and with ``log``, with a positive estimate and bounds)."""
     v, lo, hi = (np.asarray(x, dtype=float) for x in (values, lows, highs))
     n = np.full(v.shape, np.nan) if runs is None else np.asarray(runs, dtype=float)
     ok = np.isfinite(v) & np.isfinite(lo) & np.isfinite(hi) & (hi > lo)
     if log:
         ok &= (v > 0) & (lo > 0)
-    if not ok.any():
-        return np.nan, np.nan, np.nan
-    v, lo, hi, n = v[ok], lo[ok], hi[ok], n[ok]
-    if v.size == 1:
-        return float(v[0]), float(lo[0]), float(hi[0])
-    if log:
-        v, lo, hi = np.log(v), np.log(lo), np.log(hi)
+    return v[ok], lo[ok], hi[ok], n[ok]
+
+
+def _variances(lo: np.ndarray, hi: np.ndarray, n: np.ndarray, confidence: float) -> np.ndarray:
+    """Each session's squared standard error, read off its CI: by the t-quantile with n − 1 df
+    where its runs are known (two or more), else by the normal one."""
     z = float(sps.norm.ppf(0.5 + confidence / 2))
     q = np.where(np.isfinite(n) & (n >= 2),
                  sps.t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)), z)
-    var = ((hi - lo) / (2 * q)) ** 2
+    return ((hi - lo) / (2 * q)) ** 2
+
+
+def _hksj(v: np.ndarray, var: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The sessions' random-effects mean (τ² by DerSimonian–Laird) and the half-width of its
+    Hartung–Knapp–Sidik–Jonkman CI (t with k − 1 df, never narrower than the DerSimonian–Laird
+    one): :func:`random_effects` for three sessions or more, or two that disagree."""
     w = 1 / var
     mean = float((w * v).sum() / w.sum())
     k = v.size
     qstat = float((w * (v - mean) ** 2).sum())
     c = float(w.sum() - (w ** 2).sum() / w.sum())
-    two = _two_sessions(v, var, n, confidence) if k == 2 else None
-    if two:
-        mean, half = two
-    else:
-        tau2 = max(0.0, (qstat - (k - 1)) / c) if c > 0 else 0.0
-        w_star = 1 / (var + tau2)
-        mean = float((w_star * v).sum() / w_star.sum())
-        hk = float((w_star * (v - mean) ** 2).sum() / ((k - 1) * w_star.sum()))
-        half = float(sps.t.ppf(0.5 + confidence / 2, k - 1)) * np.sqrt(max(hk,
-                                                                           1 / w_star.sum()))
-    out = (mean, mean - half, mean + half)
-    return tuple(float(np.exp(x)) for x in out) if log else tuple(float(x) for x in out)
+    tau2 = max(0.0, (qstat - (k - 1)) / c) if c > 0 else 0.0
+    w_star = 1 / (var + tau2)
+    mean = float((w_star * v).sum() / w_star.sum())
+    hk = float((w_star * (v - mean) ** 2).sum() / ((k - 1) * w_star.sum()))
+    half = float(sps.t.ppf(0.5 + confidence / 2, k - 1)) * np.sqrt(max(hk, 1 / w_star.sum()))
+    return mean, half
 
 
 def _two_sessions(v: np.ndarray, var: np.ndarray, n: np.ndarray,

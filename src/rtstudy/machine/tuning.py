@@ -136,6 +136,48 @@ def _commands(writes: list[tuple[str, str]], services: list[str]) -> list[str]:
     return commands
 
 
+def _checked_cpus(cpus: str, root: Path) -> tuple[list[int], list[int]]:
+    """The CPUs ``cpus`` names and the online CPUs it leaves for housekeeping.
+
+    Raises
+    ------
+    TuningError
+        When ``cpus`` is malformed, names a CPU that is not online, every online CPU or CPU 0.
+    """
+    wanted = parse_cpus(cpus)
+    online = online_cpus(root)
+    if online is None:
+        raise TuningError(f"cannot read {CPU_DIR}/online under {root} to check {cpus!r}")
+    unknown = [c for c in wanted if c not in online]
+    if unknown:
+        raise TuningError(f"CPU {format_cpu_list(unknown)} in {cpus!r} is not online on this host "
+                          f"(online CPUs: {format_cpu_list(online)})")
+    housekeeping = [c for c in online if c not in wanted]
+    if not housekeeping:
+        hint = (f", e.g. {format_cpu_list(suggested_isolation(online))!r}"
+                if suggested_isolation(online) else "")
+        raise TuningError(f"{cpus!r} names every online CPU ({format_cpu_list(online)}): leave at "
+                          "least one housekeeping CPU for the kernel, IRQs and unpinned threads"
+                          + hint)
+    if 0 in wanted:
+        raise TuningError(f"{cpus!r} names CPU 0, which stays a housekeeping CPU (it keeps the "
+                          "boot CPU's timekeeping and the IRQs that cannot move); shield other "
+                          f"CPUs, e.g. {format_cpu_list(online[1:])!r}")
+    return wanted, housekeeping
+
+
+def _smt_warnings(wanted: list[int], root: Path) -> list[str]:
+    """A warning for each CPU of ``wanted`` whose SMT sibling stays a housekeeping CPU."""
+    warnings = []
+    for cpu, siblings in smt_siblings(root, wanted).items():
+        left = [s for s in siblings if s not in wanted]
+        if left:
+            warnings.append(f"CPU {cpu} shares its core with CPU {format_cpu_list(left)} (SMT), which "
+                            f"stays a housekeeping CPU, so its work will disturb CPU {cpu}: isolate "
+                            f"whole cores ({format_cpu_list(set(wanted) | set(left))}) or turn SMT off")
+    return warnings
+
+
 def plan(cpus: str, root: Path = Path("/"), shield: str | None = None) -> Plan:
     """Check ``cpus`` against the host under ``root`` and plan their isolation.
 
@@ -162,36 +204,12 @@ def plan(cpus: str, root: Path = Path("/"), shield: str | None = None) -> Plan:
         CPU 0, or (with ``shield``) the host cannot make that shield.
     """
     root = Path(root)
-    wanted = parse_cpus(cpus)
-    online = online_cpus(root)
-    if online is None:
-        raise TuningError(f"cannot read {CPU_DIR}/online under {root} to check {cpus!r}")
-    unknown = [c for c in wanted if c not in online]
-    if unknown:
-        raise TuningError(f"CPU {format_cpu_list(unknown)} in {cpus!r} is not online on this host "
-                          f"(online CPUs: {format_cpu_list(online)})")
-    housekeeping = [c for c in online if c not in wanted]
-    if not housekeeping:
-        hint = (f", e.g. {format_cpu_list(suggested_isolation(online))!r}"
-                if suggested_isolation(online) else "")
-        raise TuningError(f"{cpus!r} names every online CPU ({format_cpu_list(online)}): leave at "
-                          "least one housekeeping CPU for the kernel, IRQs and unpinned threads"
-                          + hint)
-    if 0 in wanted:
-        raise TuningError(f"{cpus!r} names CPU 0, which stays a housekeeping CPU (it keeps the "
-                          "boot CPU's timekeeping and the IRQs that cannot move); shield other "
-                          f"CPUs, e.g. {format_cpu_list(online[1:])!r}")
+    wanted, housekeeping = _checked_cpus(cpus, root)
     if shield == "auto":
         shield = shielding.choose(root)
     if shield and (problem := shielding.problem(shield, root)):
         raise TuningError(f"cannot shield CPU {format_cpu_list(wanted)}: {problem}")
-    warnings = []
-    for cpu, siblings in smt_siblings(root, wanted).items():
-        left = [s for s in siblings if s not in wanted]
-        if left:
-            warnings.append(f"CPU {cpu} shares its core with CPU {format_cpu_list(left)} (SMT), which "
-                            f"stays a housekeeping CPU, so its work will disturb CPU {cpu}: isolate "
-                            f"whole cores ({format_cpu_list(set(wanted) | set(left))}) or turn SMT off")
+    warnings = _smt_warnings(wanted, root)
     args = kernel_args(wanted, housekeeping)
     writes, services = _runtime_changes(wanted, housekeeping, root)
     commands = _commands(writes, services)
@@ -252,6 +270,48 @@ def _service_step(service: Callable[[str, str], None], action: str, name: str) -
     return Step(action, name)
 
 
+def _new_revert_file(root: Path, revert_file: Path | None, yes: bool) -> Path:
+    """Where ``apply`` records how to revert; TuningError without ``yes`` or when it exists."""
+    if not yes:
+        raise TuningError(f"refusing to change the host under {root} without yes=True (the CLI's --yes)")
+    revert_file = Path(revert_file) if revert_file else default_revert_file(root)
+    if revert_file.exists():
+        raise TuningError(f"{revert_file} exists: an earlier apply has not been reverted; revert it "
+                          "first, or name another revert file")
+    return revert_file
+
+
+def _recorded_writes(writes: list[tuple[str, str]], root: Path) -> tuple[list[dict], list[Step]]:
+    """The revert file's record of each write (path, previous and new content), and a failed
+    Step for each file whose previous content could not be read."""
+    files, steps = [], []
+    for path, value in writes:
+        try:
+            previous = (root / path.lstrip("/")).read_text()
+        except OSError as exc:
+            # Never change what could not be recorded: it could not be reverted.
+            steps.append(Step("write", path, value, f"not changed, previous value unreadable: "
+                                                    f"{exc.strerror}"))
+            continue
+        files.append({"path": path, "previous": previous, "new": value})
+    return files, steps
+
+
+def _shield_record(plan: Plan, root: Path, tasks: list[int] | None) -> dict | None:
+    """The revert file's record of the shield ``plan`` asks for (None: no shield).
+
+    Raises
+    ------
+    TuningError
+        When the host under ``root`` cannot make that shield.
+    """
+    if not plan.shield:
+        return None
+    if problem := shielding.problem(plan.shield, root):
+        raise TuningError(f"cannot shield CPU {plan.cpu_list}: {problem}")
+    return shielding.record(plan.shield, plan.cpus, plan.housekeeping, root, tasks)
+
+
 def apply(plan: Plan, root: Path = Path("/"), revert_file: Path | None = None, yes: bool = False,
           service: Callable[[str, str], None] | None = None,
           tasks: list[int] | None = None) -> list[Step]:
@@ -294,29 +354,11 @@ def apply(plan: Plan, root: Path = Path("/"), revert_file: Path | None = None, y
         Without ``yes=True``, or when ``revert_file`` already exists.
     """
     root = Path(root)
-    if not yes:
-        raise TuningError(f"refusing to change the host under {root} without yes=True (the CLI's --yes)")
-    revert_file = Path(revert_file) if revert_file else default_revert_file(root)
-    if revert_file.exists():
-        raise TuningError(f"{revert_file} exists: an earlier apply has not been reverted; revert it "
-                          "first, or name another revert file")
+    revert_file = _new_revert_file(root, revert_file, yes)
     service = service or systemctl
     writes, services = _runtime_changes(plan.cpus, plan.housekeeping, root)
-    files, steps = [], []
-    for path, value in writes:
-        try:
-            previous = (root / path.lstrip("/")).read_text()
-        except OSError as exc:
-            # Never change what could not be recorded: it could not be reverted.
-            steps.append(Step("write", path, value, f"not changed, previous value unreadable: "
-                                                    f"{exc.strerror}"))
-            continue
-        files.append({"path": path, "previous": previous, "new": value})
-    shield = None
-    if plan.shield:
-        if problem := shielding.problem(plan.shield, root):
-            raise TuningError(f"cannot shield CPU {plan.cpu_list}: {problem}")
-        shield = shielding.record(plan.shield, plan.cpus, plan.housekeeping, root, tasks)
+    files, steps = _recorded_writes(writes, root)
+    shield = _shield_record(plan, root, tasks)
     if not files and not services and not shield:
         return steps
     record = {"schema": REVERT_SCHEMA, "root": str(root.resolve()), "cpus": plan.cpu_list,

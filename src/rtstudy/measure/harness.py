@@ -25,17 +25,17 @@ app and removes its work directory; killed outright, its app dies with it (see
 ``.tmp-*`` folder. A data directory that cannot be written (full, read-only, not
 permitted) stops the sweep at once with :class:`DataDirError`.
 
-The module is long (about 670 lines) because it holds one story whose parts
-share their rules: what a cell is and its id (:class:`Cell`), the steps of one
-cell (:func:`run_cell`) and the order of a sweep (:func:`run_sweep`) all keep a
-completed cell's id and folder intact and never leave half a cell on disk. What
-a cell got is read back in :mod:`rtstudy.measure.readback`, its process is set up and
-ended by :mod:`rtstudy.measure.process`.
+This module holds the steps of one cell (:func:`run_cell`) and the order of a sweep
+(:func:`run_sweep`). What a cell is and its id are :mod:`rtstudy.measure.cell`'s; the
+session and commit each cell records, :mod:`rtstudy.measure.session`'s; its files and the
+rename that completes it, :mod:`rtstudy.measure.store`'s. What a cell got is read back in
+:mod:`rtstudy.measure.readback`, its process is set up and ended by
+:mod:`rtstudy.measure.process`. The names the plans, stages, report and tests import from
+here stay importable from here (:data:`__all__`).
 """
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import random
@@ -43,28 +43,35 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import IO
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from rtstudy import atomic, paths
-from rtstudy.machine import kernelfs, shield
-from rtstudy.machine.host import canonical
+from rtstudy.machine import shield
 from rtstudy.machine.placement import Placement
-from rtstudy.measure import integrity
+from rtstudy.measure.cell import Cell, CellOutcome, with_drift, with_drift_check
 from rtstudy.measure.preflight import STORAGE_FIXES
 from rtstudy.measure.process import kill_group, set_child_limits
 from rtstudy.measure.readback import ThreadWatch, log_failures, placement_record, verify_realtime
-from rtstudy.measure.realtime import STEERING_PREFIXES, RealtimeRequest
-from rtstudy.paths import (FAILED_DIR, HOST_FILE, LOG_FILE, PLAN_FILE, RAW_SAMPLES_FILE,
-                           RESULT_FILE, SAMPLES_FILE, SIDECAR_FILE, SPEC_FILE)
+from rtstudy.measure.realtime import STEERING_PREFIXES
+from rtstudy.measure.session import git_state, session_record, start_session
+from rtstudy.measure.store import (convert_samples, is_complete, store, store_failed, write_json,
+                                   write_samples)
+from rtstudy.paths import HOST_FILE, LOG_FILE, PLAN_FILE, RAW_SAMPLES_FILE, RESULT_FILE, SPEC_FILE
 from rtstudy.sdks.sdk import Environment
+
+# What other modules import from here, those defined elsewhere included.
+__all__ = [
+    "Cell", "CellOutcome", "DataDirError", "MIN_FREE_BYTES", "MeasuringRefused", "NO_MEASURE_ENV",
+    "PASSED_THROUGH", "SweepContext", "SweepError", "child_env", "cleared_env", "git_state",
+    "is_complete", "refuse_if_measuring_is_off", "run_cell", "run_order", "run_sweep",
+    "session_record", "start_session", "with_drift", "with_drift_check", "write_json",
+    "write_plan", "write_samples",
+]
+
 
 # Below this much free space (bytes) after an app failed, the full disk is taken as the cause:
 # the app's own traceback may not even have reached run.log.
@@ -102,145 +109,6 @@ class DataDirError(SweepError):
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One configuration and one repetition of an experiment.
-
-    ``label`` is a readable name of the configuration; ``cell_id`` adds the
-    repetition and a digest of everything the app receives, so a changed
-    parameter is a new cell and never mistaken for a completed one.
-    ``app`` is the app's name as recorded in the cell (part of that digest);
-    ``module`` is where its code lives, run with ``python -m``. They are kept
-    apart so that moving code never changes a cell's id: data measured before
-    a move still counts as complete. ``drift`` is ``"start"`` or ``"end"`` for
-    the two extra runs of a sweep's drift check (:func:`with_drift`), empty for
-    every other cell; it is part of the spec only when set, so the ids of the
-    other cells are those they always had.
-    """
-
-    experiment: str
-    app: str
-    label: str
-    config: dict
-    repetition: int
-    timeout_s: float
-    realtime: tuple[RealtimeRequest, ...] = ()
-    module: str = ""
-    drift: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.module:
-            raise ValueError(f"cell {self.label!r}: no app module to run (Cell.module)")
-
-    @property
-    def spec(self) -> dict:
-        spec = {"app": self.app, "config": self.config, "repetition": self.repetition,
-                "realtime": [asdict(r) for r in self.realtime]}
-        if self.drift:
-            spec["drift"] = self.drift
-        return spec
-
-    @property
-    def cell_id(self) -> str:
-        digest = hashlib.sha256(canonical(self.spec).encode()).hexdigest()[:8]
-        run = f"drift{self.drift}" if self.drift else f"r{self.repetition}"
-        return f"{self.label}-{run}-{digest}"
-
-
-DRIFT_ROLES = ("start", "end")
-
-
-def with_drift(cells: list[Cell], label: str) -> list[Cell]:
-    """``cells`` plus the drift check: the condition ``label`` run once more first and once last.
-
-    The two extra runs (:data:`DRIFT_ROLES`) repeat the configuration of the
-    ``label`` cells exactly; :func:`run_order` puts them at the two ends of the
-    sweep, so their difference is how far the host moved while it ran. They are
-    not repetitions: the analyses set them aside (:func:`rtstudy.data.io.set_aside_drift`).
-
-    Raises
-    ------
-    ValueError
-        When no cell has the label (a plan naming a condition it does not run).
-    """
-    reference = next((c for c in cells if c.label == label), None)
-    if reference is None:
-        raise ValueError(f"drift check: no cell labelled {label!r} in the plan")
-    return cells + [replace(reference, repetition=0, drift=role) for role in DRIFT_ROLES]
-
-
-def with_drift_check(cells: list[Cell], cfg: dict, label: str | None = None) -> list[Cell]:
-    """A plan's last step: ``cells`` with the drift check (:func:`with_drift`) where the
-    experiment's ``cfg["drift_check"]`` asks for it and the plan has cells.
-
-    ``label`` is the condition repeated; None: the plan's first condition.
-    """
-    if not cfg["drift_check"] or not cells:
-        return cells
-    return with_drift(cells, cells[0].label if label is None else label)
-
-
-SESSION_VARIABLE = "RTSTUDY_SESSION"
-
-
-def _boot_and_now() -> tuple[str, str]:
-    boot = kernelfs.text(kernelfs.ROOT, "/proc/sys/kernel/random/boot_id") or ""
-    return boot, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def start_session(path: Path | None = None, resume: frozenset[str] | set[str] = frozenset()
-                  ) -> dict:
-    """Start a measuring session, or resume the open one: write its record to
-    ``data/host/session.json`` (:func:`rtstudy.paths.session_file`), which every stage of the
-    same ``dvc repro`` reads.
-
-    The pipeline's first stage (``rtstudy host fingerprint``) calls it; DVC runs that stage in
-    every ``dvc repro``, before any measuring stage. ``id`` is :data:`SESSION_VARIABLE` where
-    the caller set it (``benchmarks/rerun_agreement.py`` names its clones' sessions so); else
-    the recorded session's when ``resume`` holds it (the ids the current, not yet closed
-    datasets record: :func:`rtstudy.data.sessions.open_ids`), so a ``make study`` that goes on after
-    an interruption adds its cells to the same session, with the new boot recorded; else a new
-    id from the start time and the boot. ``rtstudy session new`` closes the datasets, so the
-    next call starts a new session.
-    """
-    path = path or paths.session_file()
-    boot, started = _boot_and_now()
-    before = _recorded(path)
-    if not os.environ.get(SESSION_VARIABLE) and before.get("id") in resume:
-        record = {**before, "boot_id": boot, "resumed_utc": started}
-    else:
-        record = {"id": os.environ.get(SESSION_VARIABLE) or f"{started}-{boot[:8]}",
-                  "boot_id": boot, "started_utc": started}
-    atomic.write_text(path, json.dumps(record, indent=2) + "\n")
-    return record
-
-
-def _recorded(path: Path) -> dict:
-    """The session record at ``path``, or ``{}`` where there is none (or it is unreadable)."""
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return record if isinstance(record, dict) else {}
-
-
-def session_record(path: Path | None = None) -> dict:
-    """The measuring session a sweep belongs to: one ``dvc repro`` (``make study`` runs one).
-
-    ``id`` is :data:`SESSION_VARIABLE` where set, else the one :func:`start_session` wrote in
-    this boot, else (a stage run outside the pipeline) this stage's own start and the boot;
-    with ``boot_id`` (the kernel's, new at every boot) and ``stage_started_utc``. Sessions are
-    the level above runs: what varies between two studies of one host state.
-    """
-    boot, started = _boot_and_now()
-    record = _recorded(path or paths.session_file())
-    # A session never outlives a reboot: a record of an earlier boot is stale (start_session
-    # writes the new boot into a session it resumes).
-    written = record.get("id", "") if record.get("boot_id") == boot else ""
-    return {"id": os.environ.get(SESSION_VARIABLE) or written or f"{started}-{boot[:8]}",
-            "boot_id": boot, "stage_started_utc": started}
-
-
-@dataclass(frozen=True)
 class SweepContext:
     """What every cell of a sweep records about where and how it was measured."""
 
@@ -275,66 +143,6 @@ class SweepContext:
         if self.placement is not None and self.placement.confines:
             return {"cpus": list(self.placement.housekeeping)}
         return None
-
-
-@dataclass
-class CellOutcome:
-    cell_id: str
-    status: str  # "ok", "failed" or "skipped"
-    reason: str = ""
-    path: Path | None = None
-    timing: dict = field(default_factory=dict)
-
-
-def git_state() -> dict:
-    """The checkout's commit and whether it had uncommitted changes ("unknown" outside git)."""
-    def git(*args: str) -> str | None:
-        try:
-            proc = subprocess.run(["git", *args], cwd=paths.root(), capture_output=True,
-                                  text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return proc.stdout.strip() if proc.returncode == 0 else None
-
-    commit = git("rev-parse", "HEAD")
-    # dvc.lock and report/metrics.json are the pipeline's own records, rewritten by stages of
-    # `dvc repro`: a change there does not make the code or parameters dirty.
-    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)dvc.lock",
-                 ":(exclude)report/metrics.json")
-    return {"commit": commit or "unknown", "dirty": bool(status) if status is not None else None}
-
-
-def write_json(path: Path, data: dict) -> None:
-    """Write ``data`` as JSON with sorted keys, atomically (:func:`rtstudy.atomic.write_text`)."""
-    atomic.write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-
-
-def write_samples(table: pa.Table, parquet: Path) -> None:
-    """Write ``table`` as Parquet, integer columns delta-encoded.
-
-    Time stamps and counters grow steadily, so their deltas are small: E3's
-    per-tick stamps shrink about 3.6 times over plain zstd (data/README.md,
-    "Size"). The encoding is lossless and invisible to readers.
-    """
-    ints = [f.name for f in table.schema if pa.types.is_integer(f.type)]
-    # Page checksums: a reader (rtstudy.data.io.read_samples) finds a flipped bit in the page it
-    # is in, even in a copy that travelled without its sidecar.
-    pq.write_table(table, parquet, compression="zstd",
-                   use_dictionary=[n for n in table.column_names if n not in ints],
-                   column_encoding={n: "DELTA_BINARY_PACKED" for n in ints},
-                   write_page_checksum=True)
-
-
-def _npz_to_parquet(npz: Path, parquet: Path) -> None:
-    with np.load(npz, allow_pickle=False) as arrays:
-        table = pa.table({name: arrays[name] for name in arrays.files})
-    write_samples(table, parquet)
-    npz.unlink()
-
-
-def is_complete(out_dir: Path, cell: Cell) -> bool:
-    d = out_dir / cell.cell_id
-    return (d / SIDECAR_FILE).is_file() and (d / SAMPLES_FILE).is_file()
 
 
 # ---------------------------------------------------------------------------
@@ -387,14 +195,14 @@ def _run_cell(work: Path, cell: Cell, out_dir: Path, context: SweepContext,
     result, reason = _judge(work, cell, run, out_dir)
     write_started = time.monotonic()
     if not reason:
-        reason = _convert_samples(work)
+        reason = convert_samples(work)
     sidecar = _sidecar(cell, context, run, result, reason, order_index)
     (work / SPEC_FILE).unlink()
     (work / RESULT_FILE).unlink(missing_ok=True)
     if reason:
-        return _store_failed(work, out_dir, cell, sidecar)
+        return store_failed(work, out_dir, cell, sidecar)
     sidecar["timing"]["write_s"] = time.monotonic() - write_started
-    return _store(work, out_dir, cell, sidecar)
+    return store(work, out_dir, cell, sidecar)
 
 
 @dataclass
@@ -469,27 +277,6 @@ def _judge(work: Path, cell: Cell, run: _AppRun, out_dir: Path) -> tuple[dict | 
     return result, reason
 
 
-def _convert_samples(work: Path) -> str:
-    """The app's NumPy files as Parquet; why they could not be read, or "".
-
-    Raises
-    ------
-    OSError
-        When the data directory is the problem (:data:`rtstudy.measure.preflight.STORAGE_FIXES`):
-        the sweep stops, not just this cell.
-    """
-    try:
-        _npz_to_parquet(work / RAW_SAMPLES_FILE, work / SAMPLES_FILE)
-        for extra in sorted(work.glob("*.npz")):
-            # Further tables an app returned (E2's scheduler trace): kept beside the samples.
-            _npz_to_parquet(extra, extra.with_suffix(".parquet"))
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, OSError) and exc.errno in STORAGE_FIXES:
-            raise
-        return f"the app's samples could not be read: {exc}"
-    return ""
-
-
 def _sidecar(cell: Cell, context: SweepContext, run: _AppRun, result: dict | None, reason: str,
              order_index: int) -> dict:
     """The cell's ``cell.json``: what was asked, what was got, where and how it ran."""
@@ -521,37 +308,6 @@ def _sidecar(cell: Cell, context: SweepContext, run: _AppRun, result: dict | Non
         "session": context.session,
         "timing": {"measured_s": (result or {}).get("measured_s"), "child_wall_s": run.wall_s},
     }
-
-
-def _store_failed(work: Path, out_dir: Path, cell: Cell, sidecar: dict) -> CellOutcome:
-    """Move a failed cell, without its samples, to ``_failed/<cell_id>/`` with its log."""
-    for raw in work.glob("*.npz"):
-        raw.unlink()
-    (work / SAMPLES_FILE).unlink(missing_ok=True)
-    write_json(work / SIDECAR_FILE, sidecar)
-    failed_dir = out_dir / FAILED_DIR / cell.cell_id
-    failed_dir.parent.mkdir(exist_ok=True)
-    shutil.rmtree(failed_dir, ignore_errors=True)
-    os.rename(work, failed_dir)
-    return CellOutcome(cell.cell_id, "failed", sidecar["reason"], failed_dir, sidecar["timing"])
-
-
-def _store(work: Path, out_dir: Path, cell: Cell, sidecar: dict) -> CellOutcome:
-    """Rename the complete cell into place as ``<cell_id>/`` in one step (a failure of an
-    earlier attempt removed)."""
-    # The samples reach the disk before the sidecar that vouches for them, and both before the
-    # rename that makes the cell complete: after a power cut a cell is whole or absent.
-    sidecar = {**sidecar, integrity.CHECKSUMS_KEY: integrity.seal(work)}
-    write_json(work / SIDECAR_FILE, sidecar)
-    integrity.fsync_dir(work)
-    final = out_dir / cell.cell_id
-    if final.exists():
-        # A folder without a sidecar (damaged, or copied in part) is not a cell: replace it.
-        shutil.rmtree(final)
-    os.rename(work, final)
-    integrity.fsync_dir(out_dir)
-    shutil.rmtree(out_dir / FAILED_DIR / cell.cell_id, ignore_errors=True)
-    return CellOutcome(cell.cell_id, "ok", "", final, sidecar["timing"])
 
 
 # ---------------------------------------------------------------------------

@@ -116,15 +116,7 @@ def run(cpus: str, command: list[str], yes: bool = False, revert_file: Path | No
     previous = {sig: signal.signal(sig, _raise_on) for sig in (signal.SIGTERM, signal.SIGHUP)}
     proc = None
     try:
-        steps = tuning.apply(plan, revert_file=revert_file, yes=True,
-                             tasks=[os.getpid()] if only_this_process else None)
-        print(tuning.format_steps(steps), flush=True)
-        # IRQs that refuse (per-CPU, managed) are expected; anything else means a half-made shield.
-        failed = [s for s in steps if s.error and not s.target.startswith("/proc/irq/")]
-        if failed:
-            raise tuning.TuningError("applying the shield failed part-way ("
-                                     + "; ".join(f"{s.target}: {s.error}" for s in failed)
-                                     + "); the host is being restored, nothing was measured")
+        _apply(plan, revert_file, only_this_process)
         print(f"shielded CPU {plan.cpu_list}; running: {' '.join(command)} "
               f"(at most {timeout_min:g} min)", flush=True)
         proc = subprocess.Popen(command, preexec_fn=set_child_limits)
@@ -136,15 +128,39 @@ def run(cpus: str, command: list[str], yes: bool = False, revert_file: Path | No
             return 124
     finally:
         if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGINT)  # the harness removes a partial cell on SIGINT
-                proc.wait(timeout=30)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            _stop(proc)
         if revert_file.exists():
             steps = tuning.revert(revert_file)
             print(tuning.format_steps(steps))
             print(f"host restored; the record is kept as {revert_file}.reverted", flush=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _apply(plan: tuning.Plan, revert_file: Path, only_this_process: bool) -> None:
+    """Make the shield (:func:`rtstudy.machine.tuning.apply`) and print its steps.
+
+    Raises
+    ------
+    TuningError
+        When a step failed that leaves a half-made shield; :func:`run` reverts it.
+    """
+    steps = tuning.apply(plan, revert_file=revert_file, yes=True,
+                         tasks=[os.getpid()] if only_this_process else None)
+    print(tuning.format_steps(steps), flush=True)
+    # IRQs that refuse (per-CPU, managed) are expected; anything else means a half-made shield.
+    failed = [s for s in steps if s.error and not s.target.startswith("/proc/irq/")]
+    if failed:
+        raise tuning.TuningError("applying the shield failed part-way ("
+                                 + "; ".join(f"{s.target}: {s.error}" for s in failed)
+                                 + "); the host is being restored, nothing was measured")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the measuring command's process group: SIGINT, then SIGKILL after 30 s."""
+    try:
+        os.killpg(proc.pid, signal.SIGINT)  # the harness removes a partial cell on SIGINT
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -11,6 +11,7 @@ from rtstudy.experiments.e3_overhead.analysis import label_order, published_rang
 from rtstudy.inference.stats import CI
 from rtstudy.report.figstyle import PALETTE, SEED_COLOR, save, style
 
+
 def short_label(label: str) -> str:
     """``EventBased ×2`` → ``EBS ×2``: tick labels that fit side by side."""
     return label.replace("EventBased", "EBS")
@@ -41,29 +42,7 @@ def e3_overhead(runs: pd.DataFrame, fit_df: pd.DataFrame, ci: CI,
     for ax, app in zip(axes[0], apps):
         g = runs[runs["app"] == app]
         for i, label in enumerate(order):
-            sched = g.loc[g["scheduler_label"] == label, ["scheduler", "workers"]]
-            if sched.empty:
-                continue
-            lo, hi = published_range(app, *sched.iloc[0])
-            if lo == hi:
-                ax.plot([i - 0.4, i + 0.4], [lo, lo], color=SEED_COLOR, lw=3, zorder=1)
-            else:
-                ax.add_patch(plt.Rectangle((i - 0.4, lo), 0.8, hi - lo, color=SEED_COLOR,
-                                           alpha=0.6, lw=0, zorder=0))
-            whole = g.loc[(g["scheduler_label"] == label) & (g["iterations"] == n_max),
-                          "whole_app_us_per_iter"]
-            jitter = np.linspace(-0.12, 0.12, len(whole)) if len(whole) > 1 else [0.0]
-            ax.scatter(i - 0.15 + np.asarray(jitter), whole, s=14, color=PALETTE[0], zorder=3,
-                       label="seed method (whole app / N), each run" if i == 0 else None)
-            f = fit_df[(fit_df["app"] == app) & (fit_df["scheduler_label"] == label)]
-            if not f.empty:
-                r = f.iloc[0]
-                err = None
-                if np.isfinite(r["per_iter_low"]):
-                    err = [[r["per_iter_us"] - r["per_iter_low"]], [r["per_iter_high"] - r["per_iter_us"]]]
-                ax.errorbar(i + 0.15, r["per_iter_us"], yerr=err, fmt="D", ms=5, color=PALETTE[1],
-                            capsize=3, zorder=4,
-                            label=f"per iteration, fit over N ({ci.level} CI)" if i == 0 else None)
+            _scheduler_column(ax, i, app, label, g, fit_df, n_max, ci)
         ax.set_xticks(range(len(order)), [short_label(label) for label in order])
         ax.set_xlabel("scheduler (EBS = EventBased × worker threads)", fontsize="small")
         ax.set_xlim(-0.6, len(order) - 0.4)
@@ -78,6 +57,36 @@ def e3_overhead(runs: pd.DataFrame, fit_df: pd.DataFrame, ci: CI,
     fig.suptitle(f"Holoscan scheduling cost per iteration (N max = {n_max:,})")
     save(fig, "e3_overhead", directory)
     return fig
+
+
+def _scheduler_column(ax: plt.Axes, i: int, app: str, label: str, g: pd.DataFrame,
+                      fit_df: pd.DataFrame, n_max: int, ci: CI) -> None:
+    """Column ``i`` of :func:`e3_overhead`'s panel for ``app``: the scheduler ``label``'s
+    published value or range, each run's whole app / N at N = ``n_max`` from ``g`` (the app's
+    runs), and the fit's per-iteration cost with its CI from ``fit_df`` (all in µs)."""
+    sched = g.loc[g["scheduler_label"] == label, ["scheduler", "workers"]]
+    if sched.empty:
+        return
+    lo, hi = published_range(app, *sched.iloc[0])
+    if lo == hi:
+        ax.plot([i - 0.4, i + 0.4], [lo, lo], color=SEED_COLOR, lw=3, zorder=1)
+    else:
+        ax.add_patch(plt.Rectangle((i - 0.4, lo), 0.8, hi - lo, color=SEED_COLOR,
+                                   alpha=0.6, lw=0, zorder=0))
+    whole = g.loc[(g["scheduler_label"] == label) & (g["iterations"] == n_max),
+                  "whole_app_us_per_iter"]
+    jitter = np.linspace(-0.12, 0.12, len(whole)) if len(whole) > 1 else [0.0]
+    ax.scatter(i - 0.15 + np.asarray(jitter), whole, s=14, color=PALETTE[0], zorder=3,
+               label="seed method (whole app / N), each run" if i == 0 else None)
+    f = fit_df[(fit_df["app"] == app) & (fit_df["scheduler_label"] == label)]
+    if not f.empty:
+        r = f.iloc[0]
+        err = None
+        if np.isfinite(r["per_iter_low"]):
+            err = [[r["per_iter_us"] - r["per_iter_low"]], [r["per_iter_high"] - r["per_iter_us"]]]
+        ax.errorbar(i + 0.15, r["per_iter_us"], yerr=err, fmt="D", ms=5, color=PALETTE[1],
+                    capsize=3, zorder=4,
+                    label=f"per iteration, fit over N ({ci.level} CI)" if i == 0 else None)
 
 
 def e3_fit(runs: pd.DataFrame, fit_df: pd.DataFrame, directory: Path | None = None) -> plt.Figure:

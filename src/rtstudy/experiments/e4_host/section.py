@@ -5,6 +5,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from rtstudy.data.io import Dataset, read_plan
 from rtstudy.experiments.e4_host import analysis, figures, published
@@ -57,24 +58,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
                                 v["verdict"], int(v.get("runs", 0)),
                                 words("criterion", min_runs=MIN_RUNS), tuple(v["parts"]),
                                 analysis.h4_combine)]
-    # One quantity per CPU and load (and per tool and load): the mean over repetitions, each
-    # repetition one run, with its CI over runs where there are enough.
-    positive = jitter[jitter["p50"] > 0] if len(jitter) else jitter
-    for (cpu, load), g in (positive.groupby(["cpu", "load"]) if len(positive) else []):
-        est = over_runs(g["p99.99"] / g["p50"], ci)
-        section.quantities.append(Quantity(f"CPU {int(cpu)}, {load}: P99.99 / P50", est.value,
-                                           est.low, est.high, "×", int(est.n),
-                                           float(g["ratio_within"].mean())))
-    for (cpu, load), g in (positive.groupby(["cpu", "load"]) if len(positive) else []):
-        est = over_runs(g["lost_share"] * 100, ci)
-        section.quantities.append(Quantity(f"CPU {int(cpu)}, {load}: time lost to interruptions",
-                                           est.value, est.low, est.high, "%", int(est.n),
-                                           float(g["lost_within_pct2"].mean())))
-    for (kind, load), g in (floor.groupby(["kind", "load"]) if len(floor) else []):
-        est = over_runs(g["p99"] / 1000, ci)
-        section.quantities.append(Quantity(f"{kind}, {load}: latency P99", est.value, est.low,
-                                           est.high, "µs", int(est.n),
-                                           float(g["p99_within_us2"].mean())))
+    section.quantities.extend(_quantities(jitter, floor, ci))
     section.measured = words("measured", loops=int(jitter["n"].sum()) if len(jitter) else 0,
                              cycles=int(floor["n"].sum()) if len(floor) else 0)
     if v["verdict"] == judge.NOT_TESTABLE:
@@ -84,3 +68,30 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     if h["osnoise"].get("available") is False:
         section.limitations.append(words("osnoise"))
     return section
+
+
+def _quantities(jitter: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> list[Quantity]:
+    """One quantity per CPU and load (and per tool and load): the mean over repetitions, each
+    repetition one run, with its CI over runs where there are enough.
+
+    Per CPU and load, of the jitter probe's runs with a positive median: P99.99 / P50 (×) and
+    the share of time lost to interruptions (%); per floor tool and load, the latency P99 (µs).
+    """
+    quantities = []
+    positive = jitter[jitter["p50"] > 0] if len(jitter) else jitter
+    for (cpu, load), g in (positive.groupby(["cpu", "load"]) if len(positive) else []):
+        est = over_runs(g["p99.99"] / g["p50"], ci)
+        quantities.append(Quantity(f"CPU {int(cpu)}, {load}: P99.99 / P50", est.value,
+                                   est.low, est.high, "×", int(est.n),
+                                   float(g["ratio_within"].mean())))
+    for (cpu, load), g in (positive.groupby(["cpu", "load"]) if len(positive) else []):
+        est = over_runs(g["lost_share"] * 100, ci)
+        quantities.append(Quantity(f"CPU {int(cpu)}, {load}: time lost to interruptions",
+                                   est.value, est.low, est.high, "%", int(est.n),
+                                   float(g["lost_within_pct2"].mean())))
+    for (kind, load), g in (floor.groupby(["kind", "load"]) if len(floor) else []):
+        est = over_runs(g["p99"] / 1000, ci)
+        quantities.append(Quantity(f"{kind}, {load}: latency P99", est.value, est.low,
+                                   est.high, "µs", int(est.n),
+                                   float(g["p99_within_us2"].mean())))
+    return quantities
