@@ -182,7 +182,7 @@ def test_h2_is_judged_on_late_frames_and_pooled_as_counts():
 
 def test_a_claim_no_session_could_test_is_not_testable_here():
     from rtstudy.report.section import Verdict
-    from rtstudy.report.study import pooled_verdict
+    from rtstudy.report.study_sessions import pooled_verdict
 
     untestable = Verdict("H4", "", "", judge.NOT_TESTABLE)
     assert pooled_verdict([untestable, untestable], 0.95)[0] == judge.NOT_TESTABLE
@@ -192,7 +192,7 @@ def test_a_claim_no_session_could_test_is_not_testable_here():
 
 def test_an_equality_holds_over_sessions_only_where_it_held_in_each():
     from rtstudy.report.section import Verdict
-    from rtstudy.report.study import pooled_verdict
+    from rtstudy.report.study_sessions import pooled_verdict
 
     holds, fails = Verdict("H5b", "", "", judge.HOLDS), Verdict("H5b", "", "", judge.FAILS)
     untestable = Verdict("H5b", "", "", judge.NOT_TESTABLE)
