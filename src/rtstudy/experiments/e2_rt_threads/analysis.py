@@ -11,9 +11,10 @@ delay accrues (a kernel scheduler trace).
 
 This module is E2's side of the experiment protocol (:mod:`rtstudy.experiments`):
 what the data and report layers read. The parts live beside it:
-:mod:`.conditions` (the factors, the baselines, the grid and the headline point),
-:mod:`.metrics` (one run's quantities), :mod:`.attribution` (the trace),
-:mod:`.contrasts` (effects over runs, with CIs) and :mod:`.tables` (the report's tables).
+:mod:`.schema` (the tables :func:`load` returns), :mod:`.conditions` (the factors, the
+baselines, the grid and the headline point), :mod:`.metrics` (one run's quantities),
+:mod:`.attribution` (the trace), :mod:`.contrasts` (effects over runs, with CIs),
+:mod:`.verdicts` (H2's verdicts) and :mod:`.tables` (the report's tables).
 """
 from __future__ import annotations
 
@@ -24,22 +25,33 @@ import pandas as pd
 
 from rtstudy.data.io import (CellData, Dataset, read_cells, read_samples, set_aside_drift, stack,
                              wide)
-from rtstudy.experiments.e2_rt_threads.attribution import (GIL_TIMES, PARTS, PATTERNS,
-                                                           attribute_cell, attribution_summary,
-                                                           mechanism_summary, mechanism_totals,
-                                                           tracing_cost)
-from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, SEED_BASELINE, STARVED_OFFSET,
-                                                          SWITCH_INTERVAL_MS, factor_levels, grid,
-                                                          headline_point)
+from rtstudy.experiments.e2_rt_threads.attribution import (PARTS, PATTERNS, attribute_cell,
+                                                           attribution_summary, mechanism_summary,
+                                                           mechanism_totals, tracing_cost)
+from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, PLAIN, SEED_BASELINE,
+                                                          STARVED_OFFSET, SWITCH_INTERVAL_MS,
+                                                          factor_levels, grid, headline_point)
 from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, condition_summary, effects,
                                                          floor_ratios, reductions, seed_compatible)
+from rtstudy.experiments.e2_rt_threads.gil import GIL_TIMES
 from rtstudy.experiments.e2_rt_threads.ladder import ladder, late_part, recommendations
 from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
-from rtstudy.inference import criteria, judge, rates
+from rtstudy.experiments.e2_rt_threads.schema import SCHEMA
+from rtstudy.experiments.e2_rt_threads.verdicts import (CONTROL_FLOOR_MULTIPLE, MIN_REDUCTION,
+                                                        control_margin, h2_combine, h2_std,
+                                                        h2_verdict, null_verdict)
+from rtstudy.inference import criteria
 from rtstudy.inference.stats import CI, MIN_RUNS, drift_check
 from rtstudy.measure.realtime import DISPATCHER
 from rtstudy.policies import BY_NUMBER, RT_POLICIES, SCHED_DEADLINE
+
+# The experiment protocol's names (rtstudy.registry), and those the tests import from here
+# though they live beside it (the H2 verdicts, late_part).
+__all__ = ["CONTROL_FLOOR_MULTIPLE", "DRIFT_QUANTITY", "MESSAGES_FILE", "MIN_REDUCTION",
+           "PLOT_FILE", "SAMPLES", "SCHEMA", "TABLES", "drift", "h2_combine", "h2_std",
+           "h2_verdict", "headline", "late_part", "load", "message_latency", "null_verdict",
+           "plot_table", "power_plan"]
 
 # The columns and Arrow types of samples.parquet, as app.py and floor.py write them (data/README.md).
 SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
@@ -47,146 +59,13 @@ SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
 # target's frame, when it left the target and when the load fragment's receiver got it (ns,
 # CLOCK_MONOTONIC).
 MESSAGES_FILE = "messages.parquet"
-# H2's verdict (rtstudy.inference.criteria): at the highest native load factor every real-time
-# policy must cut the frame-period std by at least MIN_REDUCTION, its whole CI at or above it.
-MIN_REDUCTION = criteria.value("h2_min_reduction")
-# The H2 control's equivalence margin: this many times the floor's std without contention.
-CONTROL_FLOOR_MULTIPLE = criteria.value("h2_control_floor_multiple")
 GIL_RATIO = criteria.value("e2_gil_ratio")  # RT std, Python over native loads: the GIL sets it
 FLOOR_GOAL = criteria.value("e2_floor_goal")  # within this × the floor's std: "at the floor"
 # The configurations compared with the floor, fixed before the data (issue 20): every real-time
 # policy in the seeds' own layout (load operators in the app, Holoscan's dispatcher, native
 # loads) at the headline point. The report names no "closest" configuration: the smallest of a
 # dozen noisy ratios would be chosen by its noise.
-FLOOR_CONFIGURATION = {"load_placement": "operators", "dispatcher": "other",
-                       "load_work_model": "native", "topology": "dedicated"}
-
-
-# What load() returns (rtstudy.data.schema adds the columns every table has): per table, what
-# a row is and each column's (kind, unit, meaning).
-_CONDITION = {
-    "policy": ("str", "", "the target's policy: `normal` (in one pool with the loads), "
-               "`normal_dedicated` (a normal thread of its own, pinned as the real-time ones), "
-               "`SCHED_FIFO`, `SCHED_RR` or `SCHED_DEADLINE`; the floor's: `SCHED_FIFO`"),
-    "topology": ("str", "", "`dedicated` (the target on a thread of its own), `shared` (in the "
-                 "pool with the loads), `seed_python` or `seed_cpp` (the seeds' pools and "
-                 "pinning), `floor` (cyclictest), `python_thread` (the ladder's plain Python "
-                 "thread, no Holoscan)"),
-    "dispatcher": ("str", "", "the EventBasedScheduler's dispatcher thread: `other` "
-                   "(SCHED_OTHER, Holoscan's own), `fifo` (SCHED_FIFO) or `fifo_pinned` "
-                   "(SCHED_FIFO pinned to a housekeeping CPU); `none` for the floor and the "
-                   "Python thread"),
-    "load_placement": ("str", "", "where the loads ran: `operators` (in the app), "
-                       "`operators_pinned` (the same, pinned off the target's CPU), `process` "
-                       "(stress-ng processes), `threads` (plain threads of the app's process), "
-                       "`outside` (the same threads in a process of their own), `fragment` "
-                       "(load operators in a Holoscan fragment of their own, another process); "
-                       "`none` for an unloaded floor or Python thread"),
-    "load_factor": ("float", "loads/CPU", "loads per CPU the loads may use (the housekeeping "
-                    "CPUs)"),
-    "loads": ("int", "count", "the loads"),
-    "load_work_model": ("str", "", "the loads' work: `native` (GIL released) or `python` "
-                        "(GIL held)"),
-    "switch_interval_ms": ("float", "ms", "the interpreter's GIL switch interval (Python's "
-                           "default 5 unless the run set it)"),
-    "wake_mode": ("str", "", "how the target's thread waits between frames: `sleep` (Holoscan "
-                  "4.x; 5.0's SLEEPING_WAITSET) or `busy_poll` (5.0's BUSY_POLL: it spins)"),
-    "fps": ("int", "1/s", "the target's frame rate"),
-    "pinned": ("bool", "", "whether the target (the floor: cyclictest) was pinned to a CPU"),
-    "dispatcher_read": ("str", "", "the dispatcher's policy as read back on its thread "
-                        "(`SCHED_OTHER`, `SCHED_FIFO`); empty when not read"),
-}
-_RUN_METRICS = {  # metrics.run_metrics over a run's frames after the warm-up
-    "nominal_ms": ("float", "ms", "the nominal frame period"),
-    "n": ("int", "count", "frame periods: the frames after the warm-up, minus one"),
-    "duration_s": ("float", "s", "from the first frame kept to the last, measured"),
-    # Typical jitter (and NVIDIA flow benchmarking's tail and flatness), in µs.
-    **{f"period_{s}_us": ("float", "µs", f"the frame periods' {m}") for s, m in (
-        ("iqr", "P75 − P25 (typical jitter)"),
-        ("mad", "median absolute deviation from their median, unscaled (typical jitter)"),
-        ("tail", "P100 − P95 (NVIDIA flow benchmarking's tail)"),
-        ("flatness", "P90 − P10 (NVIDIA flow benchmarking's flatness)"))},
-    "period_iqr_within_us2": ("float", "µs²", "the sampling variance of `period_iqr_us` from "
-                              "the run's own frames (a block bootstrap): its within-run part"),
-    **{f"lateness_{s}_us": ("float", "µs", f"the {m} absolute lateness (`frames`' `lateness_ms`)")
-       for s, m in (("p50", "median (typical jitter)"), ("p99", "P99"))},
-    "lateness_max_ms": ("float", "ms", "the largest absolute lateness"),
-    "late_per_10k": ("float", "per 10 000 frames", "`late` per 10 000 frames"),
-    "std_top2_share": ("float", "", "the share of the periods' squared deviations from their "
-                       "mean that the 2 most extreme carry: how far a few frames decide the std"),
-    **{f"period_{s}_ms": ("float", "ms", f"the frame periods' {m}") for s, m in (
-        ("mean", "mean"), ("std", "standard deviation"), ("min", "minimum"),
-        ("max", "maximum"), ("p50", "median"), ("p99", "P99"), ("p99.9", "P99.9"))},
-    **{f"exec_{s}_ms": ("float", "ms", f"the execution times' {m} (0 for the floor)") for s, m in (
-        ("mean", "mean"), ("std", "standard deviation"), ("p99", "P99"), ("max", "maximum"))},
-    "late": ("int", "count", "late frames: absolute lateness above `late_threshold_ms`"),
-    "late_fixed": ("int", "count", "late frames on the fixed grid of one period, every other "
-                   "policy's yardstick: `late` but for Holoscan 4.x's SCHED_DEADLINE target, "
-                   "whose releases follow its previous frame"),
-    "missed": ("int", "count", "the nominal periods the measured span holds, minus the periods "
-               "measured (0 when not more)"),
-    "load_cpu": ("float", "CPUs", "CPU time the app's process and the loads it started used per "
-                 "second of the run: how many CPUs' worth the loads got (the target's own work "
-                 "is ~0.1 ms a frame); NaN without loads or where not recorded"),
-}
-_LATENESS = ("float", "ms", "the frame's compute start − its release (metrics.lateness_ns): "
-             "on a fixed grid of one period placed so that the least late frame's lateness is 0, "
-             "or, for Holoscan 4.x's SCHED_DEADLINE target, one period after the previous "
-             "frame's start")
-SCHEMA = {
-    "frames": ("one row per frame after the warm-up but the first, of each Holoscan run that "
-               "was not traced", {
-        "t_s": ("float", "s", "the frame's compute start, since the first frame kept"),
-        "period_ms": ("float", "ms", "since the previous frame's compute start: the frame period"),
-        "exec_ms": ("float", "ms", "the target's fixed work in the frame's compute"),
-        "lateness_ms": _LATENESS,
-        **_CONDITION}),
-    "runs": ("one row per Holoscan run that was not traced", {**_CONDITION, **_RUN_METRICS}),
-    "floor": ("one row per cyclictest run (the floor): the metrics of `runs`, a loop being a "
-              "frame", {**_CONDITION, **_RUN_METRICS}),
-    "attribution": ("one row per frame inside the scheduler trace of each traced run, after "
-                    "the warm-up", {
-        "frame": ("int", "", "the frame's index in the run, from 0 (the warm-up counted)"),
-        "lateness_ms": _LATENESS,
-        "deviation_ms": ("float", "ms", "its period − the nominal period: the change in "
-                         "lateness from the frame before (NaN for the first after the warm-up)"),
-        **{part: ("float", "ms", f"of the lateness: {what}") for part, what in PARTS.items()},
-        "waker": ("str", "", "who made the worker's last wake-up before its compute: "
-                  "`dispatcher`, `timer or other thread`, or `already awake`"),
-        "displaced": ("str", "", "who had the CPU the worker last got before its compute: "
-                      "`idle`, `dispatcher`, `the app's own threads (loads)`, `stress-ng`, "
-                      "`other tasks (kernel, system)`, or `(already running)`"),
-        "blocked_by": ("str", "", "who woke the worker after it woke and slept again (a lock), "
-                       "in the classes of `displaced`; empty when it did not"),
-        "gil_wait_ms": ("float", "ms", "of the lateness, the worker's wait for the GIL (from "
-                        "entering CPython's take_gil to its return); NaN without GIL probes"),
-        **{f"holder_{s}_ms": ("float", "ms", f"of that wait, the GIL's holder {m}") for s, m in (
-            ("running", "running"), ("preempted", "runnable without a CPU (preempted)"),
-            ("asleep", "asleep while holding it"))},
-        "gil_free_ms": ("float", "ms", "of that wait, the GIL held by nobody (the hand-over)"),
-        "gil_holder": ("str", "", "the thread that held the GIL longest during the wait, in "
-                       "the classes of `displaced`; empty when the worker did not wait"),
-        "holder_preempted_by": ("str", "", "who first took a holder's CPU during the wait, in "
-                                "the classes of `displaced`; empty when none did"),
-        "holder_woken_by": ("str", "", "who first woke a holder asleep during the wait (the "
-                            "lock it held the GIL across), in the classes of `displaced`; empty "
-                            "when none slept"),
-        "pattern": ("str", "", "the frame's mechanism (attribution.PATTERNS): the GIL's holder "
-                    "preempted, running or asleep, a hand-over, another lock, a CPU wait, a "
-                    "late wake-up or running"),
-        **_CONDITION}),
-    "traces": ("one row per traced run (left out of every statistic: tracing costs the run "
-               "time)", {
-        **_CONDITION,
-        "events": ("int", "count", "the scheduler events recorded (every CPU)"),
-        "frames": ("int", "count", "the run's frames after the warm-up"),
-        "attributed": ("int", "count", "those inside the trace, attributed (`attribution`'s "
-                       "rows); 0 when none could be"),
-        "gil_probed": ("bool", "", "whether the trace holds the GIL probes"),
-        "n": _RUN_METRICS["n"], "period_iqr_us": _RUN_METRICS["period_iqr_us"],
-        "late": _RUN_METRICS["late"],
-    }),
-}
+FLOOR_CONFIGURATION = {**PLAIN, "load_work_model": "native", "topology": "dedicated"}
 TABLES = tuple(SCHEMA)
 
 
@@ -224,12 +103,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
             # (tracing_cost() says how much).
             frames_of = attribute_cell(cell, samples, warmup_frames)
             attributed.append((frames_of, base))
-            trace = cell.sidecar["summary"].get("trace", {})
-            traces.append({**base, "events": int(trace.get("n_events", 0)),
-                           "frames": int(len(samples)) - warmup_frames,
-                           "attributed": int(len(frames_of)),
-                           "gil_probed": bool(trace.get("gil", {}).get("probed")),
-                           **{k: metrics[k] for k in ("n", "period_iqr_us", "late")}})
+            traces.append(_trace_row(cell, base, metrics, int(len(samples)) - warmup_frames,
+                                     int(len(frames_of))))
             continue
         row = {**base, **metrics, "load_cpu": _load_cpu(cell)}
         if config.get("tool"):
@@ -242,15 +117,29 @@ def load(directory: Path, cfg: dict) -> Dataset:
                                                        warmup_frames, config["frames"])})
     frames = stack(frame_tables)
     tables = {"frames": frames, "runs": pd.DataFrame(rows), "floor": pd.DataFrame(floor_rows),
-              "traces": pd.DataFrame(traces),
-              # int and float: a traced run with no complete chain adds an empty (object) frame.
-              "attribution": (stack(attributed).astype(
-                  {"frame": int, **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS,
-                                                       *GIL_TIMES]}})
-                  if attributed else pd.DataFrame())}
+              "traces": pd.DataFrame(traces), "attribution": _attribution_table(attributed)}
     # Not a table of SCHEMA: only the fragment fix's runs have messages.
     return Dataset(Path(directory), set_aside_drift(tables, "runs"), missing,
                    extra={"messages": pd.DataFrame(messages)})
+
+
+def _trace_row(cell: CellData, base: dict, metrics: dict, frames: int, attributed: int) -> dict:
+    """A traced run's row of ``traces``: its condition (``base``), the trace's size, its
+    ``frames`` after the warm-up and how many of them were ``attributed``, and a few of its
+    :func:`.metrics.run_metrics` (``metrics``)."""
+    trace = cell.sidecar["summary"].get("trace", {})
+    return {**base, "events": int(trace.get("n_events", 0)), "frames": frames,
+            "attributed": attributed, "gil_probed": bool(trace.get("gil", {}).get("probed")),
+            **{k: metrics[k] for k in ("n", "period_iqr_us", "late")}}
+
+
+def _attribution_table(attributed: list[tuple[pd.DataFrame, dict]]) -> pd.DataFrame:
+    """The ``attribution`` table from each traced run's attributed frames and its condition."""
+    if not attributed:
+        return pd.DataFrame()
+    # int and float: a traced run with no complete chain adds an empty (object) frame.
+    return stack(attributed).astype(
+        {"frame": int, **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS, *GIL_TIMES]}})
 
 
 def message_latency(messages: pd.DataFrame, warmup_frames: int, frames: int) -> dict:
@@ -302,146 +191,6 @@ def _dispatcher_read(cell: CellData) -> str:
     return BY_NUMBER.get(dispatcher.get("policy"), "")
 
 
-CUT = judge.Rule(judge.AT_LEAST, MIN_REDUCTION)
-
-
-def h2_std(red: pd.DataFrame) -> dict:
-    """H2 as the seeds asked it: the frame-period std at the highest native load factor,
-    each real-time policy's reduction judged over runs (a reading beside the verdict, which
-    is on late frames: :func:`h2_verdict`).
-
-    A policy *shows* a cut when its std reduction's whole CI (over runs) lies at or above
-    :data:`MIN_REDUCTION`, and *refutes* it when the whole CI lies below
-    :data:`MIN_REDUCTION` (:data:`CUT`, :mod:`rtstudy.inference.judge`). ``verdict``: every policy
-    shows it (reproduced), every one refutes it (not reproduced), some each (partly
-    reproduced), else not settled; not testable here without the runs to compare.
-    """
-    native = red[red["load_work_model"] == "native"] if len(red) else red
-    if native.empty:
-        return {"verdict": judge.NOT_TESTABLE, "why": "no native-load runs"}
-    top = native[native["load_factor"] == native["load_factor"].max()]
-    rt = top[top["policy"].isin(RT_POLICIES)]
-    if rt.empty:
-        return {"verdict": judge.NOT_TESTABLE, "why": "no real-time policy measured"}
-    # A std comparison with a starved condition is void: it cannot show or refute H2.
-    each = {r["policy"]: judge.NOT_SETTLED if r["void"] else CUT.state(r["low"], r["high"])
-            for r in rt.to_dict("records")}
-    states = set(each.values())
-    if states == {judge.SHOWN}:
-        verdict = judge.Verdict.REPRODUCED
-    elif states == {judge.REFUTED}:
-        verdict = judge.Verdict.NOT_REPRODUCED
-    elif states == {judge.SHOWN, judge.REFUTED}:
-        verdict = judge.Verdict.PARTLY
-    else:
-        verdict = judge.NOT_SETTLED
-    out = {"verdict": verdict, "load_factor": float(top["load_factor"].iloc[0]),
-           "rows": rt.to_dict("records"), "each": each,
-           "runs": int(min(rt["n_runs"].min(), rt["n_runs_normal"].min()))}
-    if verdict == judge.NOT_SETTLED:
-        few = out["runs"] < MIN_RUNS
-        void = sorted({label for r in out["rows"] for label in r["void"]})
-        out["why"] = (f"fewer than {MIN_RUNS} runs per policy, so no CI" if few else
-                      f"{', '.join(void)} starved, so the std comparison is void" if void else
-                      f"a std change's CI straddles the −{MIN_REDUCTION:.0%} threshold")
-    return out
-
-
-def h2_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
-    """H2's verdict from each real-time policy's late-frame rate ratio against the baseline
-    (:func:`late_part`): reproduced when every policy judged gives *fewer*, not reproduced
-    when none does (each *equivalent* or *more*), partly reproduced when some do; not settled
-    while a ratio's CI straddles; not applicable when no policy can be compared because the
-    baseline was hardly ever late (fewer than ``e2_min_late_events`` late frames in both
-    together): the contention did not reach the target, so no policy had anything to cut."""
-    states = {p.name: p.state for p in parts}
-    rare = [n for n, w in states.items() if w == rates.TOO_FEW]
-    if not parts or len(rare) == len(parts):
-        base = parts[0].counts if parts else {}
-        return (judge.NOT_APPLICABLE, (f"{base['events_a']} of {base['exposure_a']:,.0f} "
-                                       f"{BASELINE} frames late: " if base else "") +
-                "the contention did not reach the target often enough to compare a policy")
-    judged = [p for p in parts if p.state != rates.TOO_FEW]
-    aside = f"; too few late frames to compare {', '.join(rare)}" if rare else ""
-    if not all(p.decided for p in judged):
-        return judge.NOT_SETTLED, judge.unsettled_why(judged) + aside
-    fewer = [p.name for p in judged if p.state == rates.FEWER]
-    if len(fewer) == len(judged):
-        return judge.Verdict.REPRODUCED, aside.lstrip("; ")
-    if not fewer:
-        return judge.Verdict.NOT_REPRODUCED, aside.lstrip("; ")
-    return judge.Verdict.PARTLY, ("not fewer " + ", ".join(p.name for p in judged
-                                                          if p.name not in fewer) + aside)
-
-
-def h2_verdict(recs: list[dict]) -> dict:
-    """H2 at the headline point, judged on late frames: each real-time policy against the
-    baseline as a late-frame rate ratio (:func:`late_part`, the words of
-    ``criteria: e2_late_ratio_margin``), combined by :func:`h2_combine`; not testable here
-    without a policy measured beside the baseline there."""
-    rows = [r for r in recs if r.get("kind") == "policy"]
-    if not rows:
-        return {"verdict": judge.NOT_TESTABLE, "why": "no real-time policy measured beside "
-                f"{BASELINE} at the headline point", "parts": [], "rows": [], "runs": 0}
-    parts = [late_part(r) for r in rows]
-    verdict, why = h2_combine(parts)
-    return {"verdict": verdict, "parts": parts, "rows": rows,
-            "each": {p.name: p.state for p in parts},
-            "runs": int(min(p.runs for p in parts)), **({"why": why} if why else {})}
-
-
-def control_margin(floor: pd.DataFrame) -> float:
-    """The H2 control's equivalence margin (ms): :data:`CONTROL_FLOOR_MULTIPLE` times the
-    floor's mean frame-period std at its lowest load factor; NaN without a floor.
-
-    The floor (cyclictest at the same period, priority and pinning) is the jitter the
-    operating system alone shows: a difference between two policies smaller than it is
-    none a scheduling policy could be asked to remove. The baseline's own std is no
-    scale for it (0.1 ms was 76 % of the 0.132 ms baseline on the reference host).
-    """
-    if not len(floor):
-        return float("nan")
-    lowest = floor[floor["load_factor"] == floor["load_factor"].min()]
-    return float(CONTROL_FLOOR_MULTIPLE * lowest["period_std_ms"].mean())
-
-
-def null_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
-    """The H2 control from each policy's std difference (:func:`null_verdict`): no difference
-    when every one is equivalent, differs when any is different, else not settled."""
-    states = [p.state for p in parts]
-    if states and all(w == judge.EQUIVALENT for w in states):
-        return judge.Verdict.NO_DIFFERENCE, ""
-    if judge.DIFFERENT in states:
-        return judge.Verdict.DIFFERS, ""
-    return judge.NOT_SETTLED, judge.unsettled_why(parts)
-
-
-def null_verdict(red: pd.DataFrame, margin_ms: float) -> dict:
-    """Without contention (the lowest load factor), is each real-time policy's jitter the same?
-
-    Equivalence within ±``margin_ms`` (:func:`control_margin`) of the difference in mean
-    per-run std (policy − baseline), CI over runs, per policy a part
-    (:mod:`rtstudy.inference.judge`), combined by :func:`null_combine`; not testable here without
-    runs or a margin (no floor measured).
-    """
-    if red.empty:
-        return {"verdict": judge.NOT_TESTABLE, "why": "no runs", "margin_ms": margin_ms,
-                "rows": [], "each": {}, "load_factor": float("nan"), "parts": []}
-    zero = red[(red["load_factor"] == red["load_factor"].min()) & red["policy"].isin(RT_POLICIES)]
-    out = {"margin_ms": margin_ms, "rows": zero.to_dict("records"),
-           "load_factor": float(zero["load_factor"].iloc[0]) if len(zero) else float("nan")}
-    if not np.isfinite(margin_ms):
-        return {**out, "verdict": judge.NOT_TESTABLE, "each": {}, "parts": [],
-                "why": "no floor measured in this sweep to set the margin"}
-    rule = judge.Rule(judge.WITHIN, margin_ms)
-    parts = [judge.Part(r["policy"], rule, r["diff_ms"], r["diff_low"], r["diff_high"],
-                        int(min(r["n_runs"], r["n_runs_normal"])))
-             for r in zero.to_dict("records")]
-    verdict, why = null_combine(parts)
-    return {**out, "verdict": verdict, "each": {p.name: p.state for p in parts},
-            "parts": parts, **({"why": why} if why else {})}
-
-
 def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI,
              messages: pd.DataFrame | None = None) -> dict:
     """The numbers E2's prose quotes, all computed here, one step per part.
@@ -462,9 +211,9 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI,
     Returns
     -------
     dict
-        ``verdict`` (:func:`h2_verdict`), ``conditions`` (each condition's typical
+        ``verdict`` (:func:`.verdicts.h2_verdict`), ``conditions`` (each condition's typical
         jitter and late frames, :func:`.contrasts.condition_summary`, the floor's
-        too), ``late`` (:func:`_typical_and_late`), ``zero`` (:func:`null_verdict`),
+        too), ``late`` (:func:`_typical_and_late`), ``zero`` (:func:`.verdicts.null_verdict`),
         ``one`` (each real-time policy at 1 load per CPU), ``gil`` (GIL-holding
         loads at the highest factor), ``seed_style`` (the reductions against the
         seed's shared-pool baseline), ``seeds`` (:func:`.contrasts.seed_compatible`),
@@ -576,7 +325,7 @@ def _typical_and_late(conditions: pd.DataFrame) -> dict | None:
     most extreme frames decide (and the frames of a run, on average), the real-time policies
     whose IQR CI lies apart from the baseline's (``iqr_apart``; NaN bounds, below 3 runs,
     compare false), and the floor at the same load factor; None without it. Late frames are
-    compared by rate ratio (:func:`h2_verdict`), not here."""
+    compared by rate ratio (:func:`.verdicts.h2_verdict`), not here."""
     top = headline_point(grid(conditions)) if len(conditions) else conditions
     if not len(top):
         return None

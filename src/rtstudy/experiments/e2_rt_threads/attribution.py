@@ -12,11 +12,14 @@ how many late frames each mechanism explains.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from rtstudy.data.io import CellData, read_samples
 from rtstudy.experiments.e2_rt_threads.conditions import FACTORS
+from rtstudy.experiments.e2_rt_threads.gil import GIL_COLUMNS, NO_GIL, Gil, thread_class
 from rtstudy.experiments.e2_rt_threads.metrics import lateness_ns, release_grid
 from rtstudy.inference.stats import CI, ratio_ci
 from rtstudy.measure.realtime import DISPATCHER
@@ -92,29 +95,18 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     warmup_frames : int
         Frames left out at the start, as in the statistics.
     """
-    threads = sidecar["summary"].get("threads", [])
-    target = (sidecar["operators"]["target"].get("sched") or {}).get("tid")
-    dispatcher = next((t["tid"] for t in threads if t["comm"] == DISPATCHER), None)
-    app_tids = {t["tid"] for t in threads}
+    target, dispatcher, app_tids = _threads(sidecar)
     config = sidecar["requested"]["config"]
     period = config["period_ns"]
     t = samples.sort_values("frame")["t_start_ns"].to_numpy()[warmup_frames:]
-    columns = ["frame", "lateness_ms", "deviation_ms", *PARTS, "waker", "displaced",
-               "blocked_by", *GIL_COLUMNS, "pattern"]
     ev = trace.sort_values("t_ns", kind="stable")
-    gil = _Gil(ev, target, dispatcher, app_tids) if sidecar["summary"].get(
+    gil = Gil(ev, target, dispatcher, app_tids) if sidecar["summary"].get(
         "trace", {}).get("gil", {}).get("probed") else None
-    mine = ev[((ev["event"] == "waking") & (ev["pid"] == target)) |
-              ((ev["event"] == "switch") & ((ev["pid"] == target) | (ev["prev_pid"] == target)))]
-    if t.size < 2 or mine.empty:
-        return pd.DataFrame(columns=columns)
-    times = mine["t_ns"].to_numpy()
-    # The worker's events as plain lists: read one by one below, for every frame.
-    ev_t, ev_kind, ev_tid = times.tolist(), mine["event"].tolist(), mine["tid"].tolist()
-    ev_pid, ev_prev_pid = mine["pid"].tolist(), mine["prev_pid"].tolist()
-    ev_prev_comm, ev_prev_state = mine["prev_comm"].tolist(), mine["prev_state"].tolist()
+    worker = _Worker.of(ev, target, dispatcher, app_tids)
+    if t.size < 2 or worker is None:
+        return pd.DataFrame(columns=_COLUMNS)
     # Only frames inside the trace: the grid is fitted on them.
-    inside = (t > times[0] + EARLY_MS * 1e6) & (t <= times[-1])
+    inside = (t > worker.times[0] + EARLY_MS * 1e6) & (t <= worker.times[-1])
     late = lateness_ns(t, period, release_grid(config.get("policy"), samples.columns), inside)
     rows = []
     # A frame that started before its release has no delay to split. Only SCHED_DEADLINE's
@@ -123,43 +115,89 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     for k in np.flatnonzero(inside & np.isfinite(late) & (late >= 0)):
         start = int(t[k])
         release = start - int(round(late[k]))
-        first = int(np.searchsorted(times, release, side="right"))
-        early = int(np.searchsorted(times, release - EARLY_MS * 1e6, side="right"))
-        state = _state_after(ev_kind[first - 1], ev_pid[first - 1], ev_prev_state[first - 1],
-                             target) if first else "asleep"
-        # A wake-up in the moments before the release counts: the timer may fire early.
-        woken = "waking" in ev_kind[early:first]
-        spent = dict.fromkeys(PARTS, 0)
-        now, waker, displaced, blocked_by = release, "", "", ""
-        for j in range(first, int(np.searchsorted(times, start, side="right"))):
-            spent[_part(state, woken)] += ev_t[j] - now
-            now = ev_t[j]
-            if ev_kind[j] == "waking":
-                if state == "asleep" and woken:
-                    blocked_by = _who(int(ev_tid[j]), "", dispatcher, app_tids)
-                state, woken = "runnable", True
-                waker = "dispatcher" if ev_tid[j] == dispatcher else "timer or other thread"
-            else:
-                state = _state_after(ev_kind[j], ev_pid[j], ev_prev_state[j], target)
-                if state == "running":
-                    displaced = _who(int(ev_prev_pid[j]), str(ev_prev_comm[j]), dispatcher,
-                                     app_tids)
-        spent[_part(state, woken)] += start - now
-        held = gil.during(release, start) if gil else {
-            **dict.fromkeys(GIL_TIMES, np.nan), "gil_holder": "", "holder_preempted_by": "",
-            "holder_woken_by": ""}
+        spent, waker, displaced, blocked_by = worker.split(release, start)
+        held = gil.during(release, start) if gil else NO_GIL
         row = {"frame": int(k) + warmup_frames, "lateness_ms": (start - release) / 1e6,
                "deviation_ms": (start - int(t[k - 1]) - period) / 1e6 if k else np.nan,
                **{p: v / 1e6 for p, v in spent.items()}, "waker": waker or "already awake",
                "displaced": displaced or "(already running)", "blocked_by": blocked_by, **held}
         rows.append({**row, "pattern": classify(row, gil is not None)})
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=_COLUMNS)
 
 
-# What attribute_run() adds from the GIL probes (NaN, or "", where the run has none).
-GIL_TIMES = ("gil_wait_ms", "holder_running_ms", "holder_preempted_ms", "holder_asleep_ms",
-             "gil_free_ms")
-GIL_COLUMNS = (*GIL_TIMES, "gil_holder", "holder_preempted_by", "holder_woken_by")
+def _threads(sidecar: dict) -> tuple[int | None, int | None, set[int]]:
+    """A run's target worker thread, its dispatcher thread (None if not recorded) and every
+    thread of its app, by thread id, from its ``cell.json``."""
+    threads = sidecar["summary"].get("threads", [])
+    target = (sidecar["operators"]["target"].get("sched") or {}).get("tid")
+    dispatcher = next((t["tid"] for t in threads if t["comm"] == DISPATCHER), None)
+    return target, dispatcher, {t["tid"] for t in threads}
+
+
+@dataclass
+class _Worker:
+    """The target's worker thread as one trace saw it: its wake-ups and the switches in and
+    out of it, as plain lists (read one by one, for every frame), times in ns."""
+
+    times: np.ndarray
+    t: list
+    kind: list
+    tid: list
+    pid: list
+    prev_pid: list
+    prev_comm: list
+    prev_state: list
+    target: int
+    dispatcher: int | None
+    app_tids: set[int]
+
+    @classmethod
+    def of(cls, ev: pd.DataFrame, target: int, dispatcher: int | None,
+           app_tids: set[int]) -> _Worker | None:
+        """The worker's events among ``ev`` (the trace in time order); None without any."""
+        mine = ev[((ev["event"] == "waking") & (ev["pid"] == target)) |
+                  ((ev["event"] == "switch") & ((ev["pid"] == target)
+                                                | (ev["prev_pid"] == target)))]
+        if mine.empty:
+            return None
+        times = mine["t_ns"].to_numpy()
+        return cls(times, times.tolist(), mine["event"].tolist(), mine["tid"].tolist(),
+                   mine["pid"].tolist(), mine["prev_pid"].tolist(), mine["prev_comm"].tolist(),
+                   mine["prev_state"].tolist(), target, dispatcher, app_tids)
+
+    def split(self, release: int, start: int) -> tuple[dict[str, int], str, str, str]:
+        """From ``release`` to ``start`` (ns): the time (ns) the worker spent in each of
+        :data:`PARTS`, who made its last wake-up, who had the CPU it last got, and who woke it
+        after it woke and slept again ("" where none did)."""
+        first = int(np.searchsorted(self.times, release, side="right"))
+        early = int(np.searchsorted(self.times, release - EARLY_MS * 1e6, side="right"))
+        state = _state_after(self.kind[first - 1], self.pid[first - 1],
+                             self.prev_state[first - 1], self.target) if first else "asleep"
+        # A wake-up in the moments before the release counts: the timer may fire early.
+        woken = "waking" in self.kind[early:first]
+        spent = dict.fromkeys(PARTS, 0)
+        now, waker, displaced, blocked_by = release, "", "", ""
+        for j in range(first, int(np.searchsorted(self.times, start, side="right"))):
+            spent[_part(state, woken)] += self.t[j] - now
+            now = self.t[j]
+            if self.kind[j] == "waking":
+                if state == "asleep" and woken:
+                    blocked_by = thread_class(int(self.tid[j]), "", self.dispatcher,
+                                              self.app_tids)
+                state, woken = "runnable", True
+                waker = "dispatcher" if self.tid[j] == self.dispatcher else "timer or other thread"
+            else:
+                state = _state_after(self.kind[j], self.pid[j], self.prev_state[j], self.target)
+                if state == "running":
+                    displaced = thread_class(int(self.prev_pid[j]), str(self.prev_comm[j]),
+                                             self.dispatcher, self.app_tids)
+        spent[_part(state, woken)] += start - now
+        return spent, waker, displaced, blocked_by
+
+
+# attribute_run()'s columns.
+_COLUMNS = ["frame", "lateness_ms", "deviation_ms", *PARTS, "waker", "displaced", "blocked_by",
+            *GIL_COLUMNS, "pattern"]
 
 
 def classify(frame: dict, gil_probed: bool) -> str:
@@ -183,128 +221,6 @@ def classify(frame: dict, gil_probed: bool) -> str:
     return {"wake_ms": "woken_late", "cpu_wait_ms": "cpu_wait", "running_ms": "running"}[part]
 
 
-class _Gil:
-    """Who held the GIL when, and in which scheduler state each thread was: from one trace.
-
-    The GIL's owner changes at ``gil_taken`` (that thread holds it) and ``gil_drop`` (none
-    does); the target waits for it from its ``gil_take`` to its ``gil_taken``. A thread's
-    state changes at its switches (in: running; out: preempted when it left runnable, else
-    asleep) and wake-ups (asleep → runnable).
-    """
-
-    def __init__(self, ev: pd.DataFrame, target: int, dispatcher: int | None,
-                 app_tids: set[int]):
-        self.target, self.dispatcher, self.app_tids = target, dispatcher, app_tids
-        g = ev[ev["event"].isin(("gil_take", "gil_taken", "gil_drop"))]
-        own = g[g["pid"] == target]
-        self.own_t, self.own_e = own["t_ns"].to_numpy(), own["event"].to_numpy()
-        owners = g[g["event"] != "gil_take"]
-        self.owner_t = owners["t_ns"].to_numpy()
-        self.owner = np.where(owners["event"].to_numpy() == "gil_taken",
-                              owners["pid"].to_numpy(), -1)
-        sched = ev[~ev["event"].isin(("gil_take", "gil_taken", "gil_drop"))]
-        self.sched = sched
-        self.comm = dict(zip(sched["pid"], sched["comm"])) | dict(
-            zip(sched["prev_pid"], sched["prev_comm"]))
-        # Per thread: its events' times, kinds, switched-in (or woken) pid and context tid.
-        self._states: dict[int, tuple[np.ndarray, ...]] = {}
-
-    def waits(self, a: int, b: int) -> list[tuple[int, int]]:
-        """The target's GIL waits (take → taken) inside [a, b], clipped to it."""
-        out, since = [], None
-        i = int(np.searchsorted(self.own_t, a, side="right"))
-        if i and self.own_e[i - 1] == "gil_take":
-            since = a  # it was already waiting at a
-        for t, e in zip(self.own_t[i:], self.own_e[i:]):
-            if t > b:
-                break
-            if e == "gil_take":
-                since = t
-            elif e == "gil_taken" and since is not None:
-                out.append((since, t))
-                since = None
-        if since is not None:
-            out.append((since, b))
-        return out
-
-    def owners(self, a: int, b: int) -> list[tuple[int, int, int]]:
-        """(owner, from, to) over [a, b]; owner −1 where nobody held the GIL (or unknown)."""
-        i = int(np.searchsorted(self.owner_t, a, side="right"))
-        who, now, out = (int(self.owner[i - 1]) if i else -1), a, []
-        for t, o in zip(self.owner_t[i:], self.owner[i:]):
-            if t >= b:
-                break
-            out.append((who, now, int(t)))
-            who, now = int(o), int(t)
-        out.append((who, now, b))
-        return out
-
-    def states(self, tid: int, a: int, b: int) -> tuple[dict[str, int], str, str]:
-        """ns of [a, b] ``tid`` spent running, preempted (runnable) and asleep; who first
-        preempted it there and who first woke it there (their readable classes), or ""."""
-        if tid not in self._states:
-            e = self.sched
-            e = e[((e["event"] == "waking") & (e["pid"] == tid))
-                  | ((e["event"] == "switch") & ((e["pid"] == tid) | (e["prev_pid"] == tid)))]
-            kind = np.where(e["event"] == "waking", "wake",
-                            np.where(e["pid"] == tid, "in",
-                                     np.where(e["prev_state"].astype(str).str.startswith("R"),
-                                              "preempted", "out")))
-            self._states[tid] = (e["t_ns"].to_numpy(), kind, e["pid"].to_numpy(),
-                                 e["tid"].to_numpy())
-        times, kind, nxt, ctx = self._states[tid]
-        spent = {"running": 0, "preempted": 0, "asleep": 0}
-        after = {"wake": "preempted", "in": "running", "preempted": "preempted", "out": "asleep"}
-        # Before its first event a thread was asleep if that event wakes it, runnable if it is
-        # switched in, running if it is switched out (no event: it never ran, asleep).
-        before = {"wake": "asleep", "in": "preempted", "preempted": "running", "out": "running"}
-        i = int(np.searchsorted(times, a, side="right"))
-        state = after[kind[i - 1]] if i else before[kind[0]] if kind.size else "asleep"
-        # Already preempted at a: by whoever took its CPU then.
-        by = self.who(int(nxt[i - 1])) if i and kind[i - 1] == "preempted" else ""
-        now, woke = a, ""
-        for j in range(i, times.size):
-            if times[j] >= b:
-                break
-            if kind[j] == "wake" and state != "asleep":
-                continue  # a wake-up of a thread already runnable or running changes nothing
-            if kind[j] == "wake" and not woke:
-                woke = self.who(int(ctx[j]))
-            spent[state] += int(times[j]) - now
-            now = int(times[j])
-            if kind[j] == "preempted" and not by:
-                by = self.who(int(nxt[j]))
-            state = after[kind[j]]
-        spent[state] += b - now
-        return spent, by, woke
-
-    def who(self, pid: int) -> str:
-        """A thread's readable class (:func:`_who`)."""
-        return _who(pid, str(self.comm.get(pid, "")), self.dispatcher, self.app_tids)
-
-    def during(self, a: int, b: int) -> dict:
-        """:data:`GIL_COLUMNS` for a frame released at ``a`` that started compute at ``b`` (ns)."""
-        held = {"running": 0, "preempted": 0, "asleep": 0, "free": 0}
-        holders, preempted_by, woken_by = {}, "", ""
-        for w0, w1 in self.waits(a, b):
-            for who, t0, t1 in self.owners(w0, w1):
-                if who < 0 or who == self.target:
-                    held["free"] += t1 - t0
-                    continue
-                spent, by, woke = self.states(who, t0, t1)
-                for k, v in spent.items():
-                    held[k] += v
-                holders[who] = holders.get(who, 0) + t1 - t0
-                preempted_by, woken_by = preempted_by or by, woken_by or woke
-        main = max(holders, key=holders.get) if holders else None
-        return {"gil_wait_ms": sum(held.values()) / 1e6,
-                "holder_running_ms": held["running"] / 1e6,
-                "holder_preempted_ms": held["preempted"] / 1e6,
-                "holder_asleep_ms": held["asleep"] / 1e6, "gil_free_ms": held["free"] / 1e6,
-                "gil_holder": "" if main is None else self.who(main),
-                "holder_preempted_by": preempted_by, "holder_woken_by": woken_by}
-
-
 def _state_after(event: str, pid: int, prev_state, target: int) -> str:
     """The worker's state just after one of its events: woken (runnable), switched in
     (running), or switched out (runnable when it left preempted, else asleep)."""
@@ -322,19 +238,6 @@ def _part(state: str, woken: bool) -> str:
     if state == "runnable":
         return "cpu_wait_ms"
     return "blocked_ms" if woken else "wake_ms"
-
-
-def _who(pid: int, comm: str, dispatcher: int | None, app_tids: set[int]) -> str:
-    """Who had the CPU when the worker got it: a readable class of thread."""
-    if pid == 0:
-        return "idle"
-    if pid == dispatcher:
-        return "dispatcher"
-    if pid in app_tids:
-        return "the app's own threads (loads)"
-    if comm.startswith("stress-ng"):
-        return "stress-ng"
-    return "other tasks (kernel, system)"
 
 
 def attribution_summary(att: pd.DataFrame) -> pd.DataFrame:

@@ -48,8 +48,17 @@ def is_plain(x):
     """Whether a configuration (a dict) is in the plain layout (:data:`PLAIN`); for a table,
     the mask of its rows that are."""
     if isinstance(x, pd.DataFrame):
-        return (x["dispatcher"] == PLAIN["dispatcher"]) & (x["load_placement"] == PLAIN["load_placement"])
+        return ((x["dispatcher"] == PLAIN["dispatcher"])
+                & (x["load_placement"] == PLAIN["load_placement"]))
     return all(x.get(k) == v for k, v in PLAIN.items())
+
+
+def one_off_plain(effect: dict) -> bool:
+    """Whether an effect (a :func:`.contrasts.effects` row) varies one factor of :data:`PLAIN`
+    with the other held at its plain level: the dispatcher with load operators, or the load
+    placement with Holoscan's own dispatcher."""
+    factor = effect["factor"]
+    return factor in PLAIN and all(effect[k] == v for k, v in PLAIN.items() if k != factor)
 
 
 def grid(runs: pd.DataFrame) -> pd.DataFrame:

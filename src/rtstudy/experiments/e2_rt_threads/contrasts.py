@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import published
-from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, grid, headline_point,
-                                                          starved)
+from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, PLAIN, grid,
+                                                          headline_point, starved)
 from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
 from rtstudy.inference import criteria
 from rtstudy.inference.events import pooled_rate, wilks_quantile
@@ -246,7 +246,9 @@ def effects(runs: pd.DataFrame, ci: CI) -> pd.DataFrame:
     top = headline_point(runs)
     if top.empty:
         return pd.DataFrame()
-    contrasts = [("policy", BASELINE), ("dispatcher", "other"), ("load_placement", "operators")]
+    # Each factor against its reference: the policy against the baseline, the dispatcher and
+    # the load placement against the plain layout's.
+    contrasts = [("policy", BASELINE), *PLAIN.items()]
     keys = ["policy", "dispatcher", "load_placement"]
     hungry = starved(top)
     by_key = dict(list(top.groupby(keys)))

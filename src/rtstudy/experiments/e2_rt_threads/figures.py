@@ -7,7 +7,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads.conditions import SWITCH_INTERVAL_MS, grid, headline_point
+from rtstudy.experiments.e2_rt_threads.conditions import (PLAIN, SWITCH_INTERVAL_MS, grid,
+                                                          headline_point)
 from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS, POLICY_NAMES
 from rtstudy.inference.stats import CI, MIN_RUNS, over_runs
 from rtstudy.policies import short
@@ -80,9 +81,9 @@ def _condition_name(r: dict) -> str:
     if r["topology"] == "floor":
         return "floor: cyclictest"
     name = short(r["policy"]).replace("normal_dedicated", "normal, own thread")
-    if r["dispatcher"] != "other":
+    if r["dispatcher"] != PLAIN["dispatcher"]:
         name += ", FIFO dispatcher" + (" pinned" if r["dispatcher"] == "fifo_pinned" else "")
-    if r["load_placement"] != "operators":
+    if r["load_placement"] != PLAIN["load_placement"]:
         name += f", load {r['load_placement'].replace('_', ' ')}"
     if r.get("switch_interval_ms", SWITCH_INTERVAL_MS) != SWITCH_INTERVAL_MS:
         name += f", switch interval {r['switch_interval_ms']:g} ms"
@@ -198,7 +199,8 @@ def e2_typical_and_late(runs: pd.DataFrame, conditions: pd.DataFrame, threshold_
     order = {p: i for i, p in enumerate(POLICY_ORDER)}
     placements = {p: i for i, p in enumerate(PLACEMENTS)}
     rows = sorted(top.to_dict("records"),
-                  key=lambda r: (order.get(r["policy"], len(order)), r["dispatcher"] != "other",
+                  key=lambda r: (order.get(r["policy"], len(order)),
+                                 r["dispatcher"] != PLAIN["dispatcher"],
                                  placements.get(r["load_placement"], len(placements))))
     rows += floor.to_dict("records")
     colors = ["#404040" if r["topology"] == "floor" else

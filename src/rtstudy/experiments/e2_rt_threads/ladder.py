@@ -16,9 +16,8 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, PLAIN,
-                                                          SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS,
-                                                          WAKE_DEFAULT, is_plain)
+from rtstudy.experiments.e2_rt_threads.conditions import (
+    BASELINE, PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS, WAKE_DEFAULT, is_plain)
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
 from rtstudy.inference import criteria, judge, rates
 from rtstudy.inference.stats import CI, over_runs, ratio_ci
@@ -90,7 +89,8 @@ def _plain(runs: pd.DataFrame, policy: str) -> pd.DataFrame:
     if runs.empty:
         return runs
     return runs[(runs["policy"] == policy) & (runs["topology"] == "dedicated")
-                & (runs["load_work_model"] == "native") & (runs["dispatcher"] == "other")
+                & (runs["load_work_model"] == "native")
+                & (runs["dispatcher"] == PLAIN["dispatcher"])
                 & (runs["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)
                 & (runs["wake_mode"] == WAKE_DEFAULT)]
 
@@ -268,28 +268,38 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
     for pol in RT_POLICIES:
         g = seeds_layout[seeds_layout["policy"] == pol]
         if len(g) and len(base):
-            rows.append({"change": pol, "kind": "policy", "label": str(g["label"].iloc[0]),
-                         "baseline": str(base["label"].iloc[0]), **_compare(base, g, ci, sizes),
-                         **_message_cost(g, None, ci)})
+            rows.append(_change_row(pol, "policy", g, base, ci, sizes, None))
     head = seeds_layout[seeds_layout["policy"] == policy]
     mine = top[top["policy"] == policy]
     for fix, level in FIXES.items():
         (column, value), = level.items()
-        if column == "switch_interval_ms":
-            g = mine[(mine["switch_interval_ms"] < DEFAULT_SWITCH_INTERVAL_MS) & is_plain(mine)
-                     & (mine["wake_mode"] == WAKE_DEFAULT)]
-        else:
-            others = {**PLAIN, "wake_mode": WAKE_DEFAULT}
-            others.pop(column)
-            g = mine[(mine[column] == value)
-                     & (mine["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)]
-            for k, v in others.items():
-                g = g[g[k] == v]
+        g = _fix_runs(mine, column, value)
         if len(g) and len(head):
-            rows.append({"change": fix, "kind": "fix", "label": str(g["label"].iloc[0]),
-                         "baseline": str(head["label"].iloc[0]), **_compare(head, g, ci, sizes),
-                         **_message_cost(g, messages, ci)})
+            rows.append(_change_row(fix, "fix", g, head, ci, sizes, messages))
     return pd.DataFrame(rows)
+
+
+def _fix_runs(mine: pd.DataFrame, column: str, value) -> pd.DataFrame:
+    """The runs of the fix that sets ``column`` to ``value`` (:data:`FIXES`) among ``mine``
+    (the ladder policy's at the headline point): every other factor at the seeds' layout, a
+    switch interval shorter than Python's own for ``switch_interval_ms``."""
+    if column == "switch_interval_ms":
+        return mine[(mine["switch_interval_ms"] < DEFAULT_SWITCH_INTERVAL_MS) & is_plain(mine)
+                    & (mine["wake_mode"] == WAKE_DEFAULT)]
+    others = {**PLAIN, "wake_mode": WAKE_DEFAULT}
+    others.pop(column)
+    g = mine[(mine[column] == value) & (mine["switch_interval_ms"] == DEFAULT_SWITCH_INTERVAL_MS)]
+    for k, v in others.items():
+        g = g[g[k] == v]
+    return g
+
+
+def _change_row(change: str, kind: str, g: pd.DataFrame, base: pd.DataFrame, ci: CI,
+                sizes: bool, messages: pd.DataFrame | None) -> dict:
+    """A :func:`recommendations` row: ``change``'s runs ``g`` against ``base``."""
+    return {"change": change, "kind": kind, "label": str(g["label"].iloc[0]),
+            "baseline": str(base["label"].iloc[0]), **_compare(base, g, ci, sizes),
+            **_message_cost(g, messages, ci)}
 
 
 def over_sessions(headlines: list[dict], confidence: float) -> dict[str, dict]:

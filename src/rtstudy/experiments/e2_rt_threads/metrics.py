@@ -172,24 +172,42 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
     late = np.abs(frames.lateness_ms[np.isfinite(frames.lateness_ms)])
     fixed = lateness_ns(t, int(round(nominal_ms * 1e6)), FIXED)[1:] / 1e6 if t.size else t
     p = percentiles(period, (10, 25, 50, 75, 90, 95, 99, 99.9))
-    e = percentiles(execs, (50, 99))
     lp = percentiles(late, (50, 99))
     span_s = (t[-1] - t[0]) / 1e9 if t.size > 1 else 0.0
     expected = int(round(span_s * 1e3 / nominal_ms))
-    squares = np.sort((period - period.mean()) ** 2)[::-1] if period.size else period
     return {"nominal_ms": nominal_ms, "n": p["n"], "duration_s": span_s,
-            "period_iqr_us": (p["p75"] - p["p25"]) * 1e3,
+            **_typical_jitter(period, p, lp), **_late_frames(late, fixed, late_threshold_ms, lp),
+            **_period_shape(period, p), **_exec_times(execs),
+            "missed": max(0, expected - int(period.size))}
+
+
+def _typical_jitter(period: np.ndarray, p: dict, lp: dict) -> dict:
+    """:func:`run_metrics`' typical jitter (µs) from the periods (ms), their percentiles ``p``
+    and the |lateness|'s ``lp`` (:func:`rtstudy.inference.stats.percentiles`, ms)."""
+    return {"period_iqr_us": (p["p75"] - p["p25"]) * 1e3,
             "period_iqr_within_us2": (within_run_variance(period, _iqr_us)
                                       if quantile_bootstrappable(period.size, 0.25) else np.nan),
             "period_mad_us": (float(np.median(np.abs(period - p["p50"]))) * 1e3
                               if period.size else np.nan),
-            "lateness_p50_us": lp["p50"] * 1e3, "lateness_p99_us": lp["p99"] * 1e3,
-            "late": int((late > late_threshold_ms).sum()),
+            "lateness_p50_us": lp["p50"] * 1e3, "lateness_p99_us": lp["p99"] * 1e3}
+
+
+def _late_frames(late: np.ndarray, fixed: np.ndarray, late_threshold_ms: float,
+                 lp: dict) -> dict:
+    """:func:`run_metrics`' late frames from the |lateness| ``late`` (ms) on the run's release
+    grid, the lateness ``fixed`` (ms) on the fixed grid, and ``late``'s percentiles ``lp``."""
+    return {"late": int((late > late_threshold_ms).sum()),
             "late_fixed": int((np.abs(fixed) > late_threshold_ms).sum()),
             "late_per_10k": float((late > late_threshold_ms).sum() / late.size * PER_FRAMES)
             if late.size else np.nan,
-            "lateness_max_ms": lp["max"],
-            "period_tail_us": (p["max"] - p["p95"]) * 1e3,
+            "lateness_max_ms": lp["max"]}
+
+
+def _period_shape(period: np.ndarray, p: dict) -> dict:
+    """:func:`run_metrics`' flow-benchmarking spreads (µs) and the periods' moments, extremes
+    and percentiles (ms), from the periods (ms) and their percentiles ``p``."""
+    squares = np.sort((period - period.mean()) ** 2)[::-1] if period.size else period
+    return {"period_tail_us": (p["max"] - p["p95"]) * 1e3,
             "period_flatness_us": (p["p90"] - p["p10"]) * 1e3,
             "period_mean_ms": float(period.mean()) if period.size else np.nan,
             "period_std_ms": float(period.std(ddof=1)) if period.size > 1 else np.nan,
@@ -197,8 +215,12 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
                                if period.size > 2 and squares.sum() > 0 else np.nan),
             "period_min_ms": float(period.min()) if period.size else np.nan,
             "period_max_ms": p["max"], "period_p50_ms": p["p50"],
-            "period_p99_ms": p["p99"], "period_p99.9_ms": p["p99.9"],
-            "exec_mean_ms": float(execs.mean()) if execs.size else np.nan,
+            "period_p99_ms": p["p99"], "period_p99.9_ms": p["p99.9"]}
+
+
+def _exec_times(execs: np.ndarray) -> dict:
+    """:func:`run_metrics`' execution-time mean, std, P99 and maximum (ms) from ``execs`` (ms)."""
+    e = percentiles(execs, (50, 99))
+    return {"exec_mean_ms": float(execs.mean()) if execs.size else np.nan,
             "exec_std_ms": float(execs.std(ddof=1)) if execs.size > 1 else np.nan,
-            "exec_p99_ms": e["p99"], "exec_max_ms": e["max"],
-            "missed": max(0, expected - int(period.size))}
+            "exec_p99_ms": e["p99"], "exec_max_ms": e["max"]}

@@ -11,8 +11,9 @@ import numpy as np
 
 from rtstudy.data.io import Dataset, read_plan
 from rtstudy.experiments.e2_rt_threads import (analysis, contrasts, figures, ladder, published,
-                                               tables)
+                                               tables, verdicts)
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
+from rtstudy.experiments.e2_rt_threads.conditions import PLAIN, one_off_plain
 from rtstudy.inference import criteria, rates
 from rtstudy.inference.stats import CI, MIN_RUNS
 from rtstudy.policies import RT_POLICIES, SCHED_FIFO
@@ -41,23 +42,12 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     frames, runs, floor, att = t["frames"], t["runs"], t["floor"], t["attribution"]
     red = contrasts.reductions(runs, frames, ci)
     h = analysis.headline(cfg, t, red, ci, ds.extra.get("messages"))
-    # The tables show what the headline computed (its intervals computed once).
-    eff = pd.DataFrame(h["effects"])
-    ratios = pd.DataFrame(h["floor"]["rows"] if h["floor"] else [])
-
     conditions = pd.DataFrame(h["conditions"])
-    # Every block of the words sees the headline, the parameters and the CI settings, and
-    # formats a number with its CI as the tables do.
-    words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci, change=tables.std_change,
-                    rate=tables.late_rate, iqr=tables.iqr, message_cost=tables.message_cost,
-                    flow=published.FLOW_BENCHMARKING.cite(),
-                    margin=criteria.value("e2_late_ratio_margin"),
-                    min_events=criteria.value("e2_min_late_events"))
+    words = _words(h, cfg, ci)
     no_trace = words("no_trace", traces=traced_runs(ds)) if not len(att) else ""
 
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS,
                       claim=published.CLAIM, title=words("title"), headline=h)
-    recs, rungs = pd.DataFrame(h["recommendations"]), pd.DataFrame(h["ladder"])
 
     def over() -> dict:
         # Made when shown: the report sets the host's other sessions after this is built.
@@ -67,124 +57,185 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     section.notes = lambda: words("advice")
     section.scope = words("scope")
     section.compare = partial(compare, h, confidence=ci.confidence)
-    section.blocks = [LazyMarkdown(lambda: words("opening", over=over()))]
-    if len(recs):
-        section.blocks.append(Table(lambda: tables.recommendation_table(recs, ladder.CHANGES,
-                                                                        over()),
-                                    words("caption_recommendations")))
-    if len(rungs):
-        section.blocks += [
-            Figure(lambda: figures.e2_ladder(rungs, pd.concat([runs, floor], ignore_index=True),
-                                             cfg["late_threshold_ms"], h["ladder_policy"], ci)),
-            Markdown(words("ladder")),
-            Table(lambda: tables.ladder_table(rungs, cfg["late_threshold_ms"]),
-                  words("caption_ladder"))]
-    section.blocks += [
-        Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
-                       missing=len(ds.missing))),
-        Markdown(words("late_frames")),
-    ]
     # The main page's figure: each policy's typical jitter beside its late frames (H2's
     # verdict is on the late frames), or the std the seeds compared where none are counted.
     section.main = [Figure(lambda: figures.e2_typical_and_late(
         pd.concat([runs, floor], ignore_index=True), conditions, cfg["late_threshold_ms"], ci))
         if h["late"] else Figure(lambda: figures.e2_std(frames, runs, ci))]
-    section.blocks += [
+    section.blocks = [*_ladder_blocks(h, words, over, runs, floor, cfg, ci),
+                      *_h2_blocks(h, words, ds, red, conditions, cfg, ci),
+                      *_factor_blocks(h, words, runs, floor, ci),
+                      *_attribution_blocks(h, words, att, no_trace, cfg),
+                      Figure(lambda: figures.e2_period_histograms(frames)),
+                      Figure(lambda: figures.e2_time_series(frames))]
+    section.verdicts = _verdicts(h, words)
+    section.quantities = [*_h2_quantities(h, red, cfg), *_ladder_quantities(h)]
+    section.findings = {f"{r['change']} against {r['baseline']}": ladder.finding(r)
+                        for r in h["recommendations"]}
+    section.pooled_findings = partial(pooled_findings, confidence=ci.confidence)
+    section.measured = words("measured", n_runs=len(runs),
+                             n_frames=int(runs["n"].sum()) if len(runs) else 0,
+                             n_floor=len(floor), n_traced=att["label"].nunique() if len(att) else 0)
+    section.limitations = _limitations(words, runs, no_trace)
+    return section
+
+
+def _words(h: dict, cfg: dict, ci: CI):
+    """The section's words, block by block (``report.md.j2``): every block sees the headline,
+    the parameters and the CI settings, and formats a number with its CI as the tables do."""
+    return partial(render, FOLDER, h=h, cfg=cfg, ci=ci, change=tables.std_change,
+                   rate=tables.late_rate, iqr=tables.iqr, message_cost=tables.message_cost,
+                   flow=published.FLOW_BENCHMARKING.cite(),
+                   margin=criteria.value("e2_late_ratio_margin"),
+                   min_events=criteria.value("e2_min_late_events"))
+
+
+def _ladder_blocks(h: dict, words, over, runs: pd.DataFrame, floor: pd.DataFrame, cfg: dict,
+                   ci: CI) -> list:
+    """The opening, what to do (the recommendations) and the ladder: its figure, words, table.
+    ``over`` gives the changes over the host's sessions once they are known."""
+    recs, rungs = pd.DataFrame(h["recommendations"]), pd.DataFrame(h["ladder"])
+    blocks = [LazyMarkdown(lambda: words("opening", over=over()))]
+    if len(recs):
+        blocks.append(Table(lambda: tables.recommendation_table(recs, ladder.CHANGES, over()),
+                            words("caption_recommendations")))
+    if len(rungs):
+        blocks += [
+            Figure(lambda: figures.e2_ladder(rungs, pd.concat([runs, floor], ignore_index=True),
+                                             cfg["late_threshold_ms"], h["ladder_policy"], ci)),
+            Markdown(words("ladder")),
+            Table(lambda: tables.ladder_table(rungs, cfg["late_threshold_ms"]),
+                  words("caption_ladder"))]
+    return blocks
+
+
+def _h2_blocks(h: dict, words, ds: Dataset, red: pd.DataFrame, conditions: pd.DataFrame,
+               cfg: dict, ci: CI) -> list:
+    """H2: the late frames per condition, the seeds' layouts, the std reductions, and the std
+    figure where the main page shows the late frames."""
+    frames, runs = ds.tables["frames"], ds.tables["runs"]
+    return [
+        Markdown(words("section", source=published.SOURCE.cite(published.WHERE),
+                       missing=len(ds.missing))),
+        Markdown(words("late_frames")),
         Table(lambda: tables.late_table(conditions, cfg["late_threshold_ms"]),
               words("caption_late")),
         Markdown(words("seeds")),
         Table(lambda: tables.seed_table(h["seeds"]), words("caption_seed_table")),
         Table(lambda: tables.comparison_table(red), words("caption_comparison")),
         *([Figure(lambda: figures.e2_std(frames, runs, ci))] if h["late"] else []),
-        Markdown(words("factors", n_floor=len(floor))),
-        Table(lambda: tables.effects_table(eff), words("caption_effects")),
-        Table(lambda: tables.floor_table(ratios), words("caption_floor")),
     ]
-    if len(runs) and (runs["load_placement"] != "operators").any():
-        section.blocks.append(Figure(lambda: figures.e2_factorial(runs, floor, ci)))
-    section.blocks.append(Markdown(words("attribution", no_trace=no_trace)))
-    if len(att):
-        section.blocks += [
-            Table(lambda: tables.attribution_table(pd.DataFrame(h["attribution"])),
-                  words("caption_attribution")),
-            Figure(lambda: figures.e2_attribution(att, PARTS)),
-            Markdown(words("mechanism"))]
-        if h["mechanism"]:
-            section.blocks.append(Table(lambda: tables.mechanism_table(
-                pd.DataFrame(h["mechanism"]), h["patterns"], cfg["late_threshold_ms"]),
-                words("caption_mechanism")))
-        if h["tracing_cost"]:
-            section.blocks.append(Table(lambda: tables.tracing_cost_table(
-                pd.DataFrame(h["tracing_cost"])), words("caption_tracing_cost")))
-    section.blocks += [Figure(lambda: figures.e2_period_histograms(frames)),
-                       Figure(lambda: figures.e2_time_series(frames))]
+
+
+def _factor_blocks(h: dict, words, runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> list:
+    """The factors' effects and every configuration's ratio to the floor (the tables show what
+    the headline computed, its intervals computed once), and the factorial figure where a
+    load ran elsewhere than in the plain layout."""
+    eff = pd.DataFrame(h["effects"])
+    ratios = pd.DataFrame(h["floor"]["rows"] if h["floor"] else [])
+    blocks = [Markdown(words("factors", n_floor=len(floor))),
+              Table(lambda: tables.effects_table(eff), words("caption_effects")),
+              Table(lambda: tables.floor_table(ratios), words("caption_floor"))]
+    if len(runs) and (runs["load_placement"] != PLAIN["load_placement"]).any():
+        blocks.append(Figure(lambda: figures.e2_factorial(runs, floor, ci)))
+    return blocks
+
+
+def _attribution_blocks(h: dict, words, att: pd.DataFrame, no_trace: str, cfg: dict) -> list:
+    """Where the traced frames' delay accrued and by which mechanism, and what tracing cost;
+    ``no_trace`` says why there is no trace."""
+    blocks = [Markdown(words("attribution", no_trace=no_trace))]
+    if not len(att):
+        return blocks
+    blocks += [Table(lambda: tables.attribution_table(pd.DataFrame(h["attribution"])),
+                     words("caption_attribution")),
+               Figure(lambda: figures.e2_attribution(att, PARTS)),
+               Markdown(words("mechanism"))]
+    if h["mechanism"]:
+        blocks.append(Table(lambda: tables.mechanism_table(
+            pd.DataFrame(h["mechanism"]), h["patterns"], cfg["late_threshold_ms"]),
+            words("caption_mechanism")))
+    if h["tracing_cost"]:
+        blocks.append(Table(lambda: tables.tracing_cost_table(
+            pd.DataFrame(h["tracing_cost"])), words("caption_tracing_cost")))
+    return blocks
+
+
+def _verdicts(h: dict, words) -> list[Verdict]:
+    """H2 on late frames, and its control without contention."""
     zero_runs = [min(r["n_runs"], r["n_runs_normal"]) for r in h["zero"]["rows"]]
-    section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
-                                h["verdict"]["verdict"], int(h["verdict"].get("runs", 0)),
-                                words("criterion"), tuple(h["verdict"]["parts"]),
-                                analysis.h2_combine),
-                        Verdict(f"{HYPOTHESIS} control", words("control_claim"),
-                                words("control", z=h["zero"]), h["zero"]["verdict"],
-                                int(min(zero_runs, default=0)), words("control_criterion"),
-                                tuple(h["zero"]["parts"]), analysis.null_combine)]
+    return [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
+                    h["verdict"]["verdict"], int(h["verdict"].get("runs", 0)),
+                    words("criterion"), tuple(h["verdict"]["parts"]), verdicts.h2_combine),
+            Verdict(f"{HYPOTHESIS} control", words("control_claim"),
+                    words("control", z=h["zero"]), h["zero"]["verdict"],
+                    int(min(zero_runs, default=0)), words("control_criterion"),
+                    tuple(h["zero"]["parts"]), verdicts.null_combine)]
+
+
+def _h2_quantities(h: dict, red: pd.DataFrame, cfg: dict) -> list[Quantity]:
+    """H2's numbers for the report's metrics: the std reductions at the highest native load,
+    each policy's typical jitter and late frames at the headline point, the pre-specified
+    ratios to the floor, and SCHED_FIFO's dispatcher and load-placement effects."""
     top = red[(red["load_work_model"] == "native")
               & (red["load_factor"] == red["load_factor"].max())] if len(red) else red
-    section.quantities = [
-        Quantity(f"{r['policy']}: std reduction at {r['load_factor']:g} loads/CPU",
-                 r["reduction"] * 100, r["low"] * 100, r["high"] * 100, "%",
-                 int(min(r["n_runs"], r["n_runs_normal"])))
-        for r in top.to_dict("records")]
+    out = [Quantity(f"{r['policy']}: std reduction at {r['load_factor']:g} loads/CPU",
+                    r["reduction"] * 100, r["low"] * 100, r["high"] * 100, "%",
+                    int(min(r["n_runs"], r["n_runs_normal"])))
+           for r in top.to_dict("records")]
     for r in (h["late"] or {}).get("rows", []):
         at = f"at {r['load_factor']:g} loads/CPU"
-        section.quantities += [
+        out += [
             Quantity(f"{r['policy']}: period IQR {at}", r["iqr_us"], r["iqr_low"], r["iqr_high"],
                      "µs", r["runs"], r["iqr_within"]),
             Quantity(ladder.late_name(r["policy"], r["load_factor"], cfg["late_threshold_ms"]),
                      r["late_rate"], r["late_low"], r["late_high"], RATE_UNIT, r["runs"],
                      r["late_within"])]
     for b in (h["floor"] or {}).get("prespecified", []):
-        section.quantities.append(Quantity(
+        out.append(Quantity(
             f"{b['policy']}: std ratio to the floor at {b['load_factor']:g} loads/CPU",
             b["ratio"], b["low"], b["high"], "×", int(min(b["n_runs"], b["n_floor"]))))
     for r in h["effects"]:
-        if r["factor"] != "policy" and r.get("policy") == SCHED_FIFO and \
-                (r["factor"] == "dispatcher" and r["load_placement"] == "operators"
-                 or r["factor"] == "load_placement" and r["dispatcher"] == "other"):
-            section.quantities.append(Quantity(
+        if r.get("policy") == SCHED_FIFO and one_off_plain(r):
+            out.append(Quantity(
                 f"SCHED_FIFO: std reduction, {r['factor'].replace('load_', 'load ')} "
                 f"{r['reference']} → {r['level']}", r["reduction"] * 100, r["low"] * 100,
                 r["high"] * 100, "%", int(min(r["n_runs"], r["n_reference"]))))
-    # The ladder and the recommendations, so two sessions can be compared on them.
+    return out
+
+
+def _ladder_quantities(h: dict) -> list[Quantity]:
+    """The ladder's rungs and the recommendations, so two sessions can be compared on them."""
+    out = []
     for r in h["ladder"]:
         rung = ladder.rung_name(r)
-        section.quantities += [
+        out += [
             Quantity(f"{rung}: period IQR", r["iqr_us"], r["iqr_low"], r["iqr_high"], "µs",
                      r["runs"], r["iqr_within"]),
             Quantity(f"{rung}: late frames per 10 000", r["late_rate"], r["late_low"],
                      r["late_high"], RATE_UNIT, r["runs"], r["late_within"])]
     for r in h["recommendations"]:
         name = f"{r['change']} against {r['baseline']}"
-        section.quantities.append(Quantity(f"{name}: period IQR ratio", r["iqr_ratio"],
-                                           r["iqr_low"], r["iqr_high"], "×",
-                                           min(r["runs"], r["runs_base"])))
-        section.findings[name] = ladder.finding(r)
+        out.append(Quantity(f"{name}: period IQR ratio", r["iqr_ratio"], r["iqr_low"],
+                            r["iqr_high"], "×", min(r["runs"], r["runs_base"])))
         if r["message_runs"]:
-            section.quantities.append(Quantity(f"{name}: message latency P50", r["message_p50_us"],
-                                               r["message_p50_low"], r["message_p50_high"], "µs",
-                                               r["message_runs"]))
-    section.pooled_findings = partial(pooled_findings, confidence=ci.confidence)
-    section.measured = words("measured", n_runs=len(runs),
-                             n_frames=int(runs["n"].sum()) if len(runs) else 0,
-                             n_floor=len(floor), n_traced=att["label"].nunique() if len(att) else 0)
+            out.append(Quantity(f"{name}: message latency P50", r["message_p50_us"],
+                                r["message_p50_low"], r["message_p50_high"], "µs",
+                                r["message_runs"]))
+    return out
+
+
+def _limitations(words, runs: pd.DataFrame, no_trace: str) -> list[str]:
+    """The real-time policies measured but never pinned, and why there is no trace."""
+    out = []
     if len(runs):
         pinned = set(runs.loc[runs["pinned"], "policy"])
         unpinned = [p for p in RT_POLICIES if p in set(runs["policy"]) and p not in pinned]
         if unpinned:
-            section.limitations.append(words("unpinned", unpinned=unpinned, pinned=sorted(pinned)))
+            out.append(words("unpinned", unpinned=unpinned, pinned=sorted(pinned)))
     if no_trace:
-        section.limitations.append(no_trace)
-    return section
-
+        out.append(no_trace)
+    return out
 
 
 def pooled_findings(headlines: list[dict], confidence: float) -> dict[str, str]:

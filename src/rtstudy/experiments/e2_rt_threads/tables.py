@@ -12,6 +12,7 @@ import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
+from rtstudy.experiments.e2_rt_threads.conditions import PLAIN
 from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
 from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS, POLICY_NAMES
 from rtstudy.inference.stats import format_p
@@ -71,7 +72,7 @@ def _reading_order(r: dict) -> tuple:
     order, the dispatcher and the load placement varied last."""
     return (r["load_work_model"] != "native", r["load_factor"], r["topology"] != "floor",
             POLICY_NAMES.index(r["policy"]) if r["policy"] in POLICY_NAMES else len(POLICY_NAMES),
-            r["dispatcher"] != "other", PLACEMENTS.index(r["load_placement"])
+            r["dispatcher"] != PLAIN["dispatcher"], PLACEMENTS.index(r["load_placement"])
             if r["load_placement"] in PLACEMENTS else len(PLACEMENTS))
 
 
