@@ -11,6 +11,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -212,6 +214,26 @@ def end_group(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+def wait_for_lab(proc: subprocess.Popen, log: Path, port: int, token: str,
+                 timeout_s: float) -> None:
+    """Wait until the JupyterLab that ``proc`` started (``make lab``, its output in ``log``)
+    answers on ``port`` with ``token``; fail the test, with the log, if ``proc`` exits or
+    ``timeout_s`` seconds pass first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"make lab exited ({proc.returncode}):\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}",
+                                        timeout=5):
+                return
+        except OSError:
+            pass  # not listening, or not answering yet (urllib's errors are OSErrors)
+        if time.monotonic() > deadline:
+            pytest.fail(f"JupyterLab did not answer within {timeout_s} s:\n{log.read_text()}")
+        time.sleep(0.5)
 
 
 # Where the tests that look at a page in Chromium keep their screenshot: a temporary folder,

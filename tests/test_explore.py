@@ -15,13 +15,11 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from helpers import end_group, free_port, screenshot_path
+from helpers import end_group, free_port, screenshot_path, wait_for_lab
 from rtstudy import data, explore, params, registry, stage
 from rtstudy.measure import harness
 from rtstudy.report import browser
@@ -265,19 +263,7 @@ def lab(reference, tmp_path):
                                 cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"make lab exited ({proc.returncode}):\n{log.read_text()}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}",
-                                            timeout=5):
-                    break
-            except (OSError, urllib.error.URLError):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not answer in {START_TIMEOUT_S} s:\n"
-                                f"{log.read_text()}")
-                time.sleep(0.5)
+        wait_for_lab(proc, log, port, token, START_TIMEOUT_S)
         url = f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK.as_posix()}?token={token}"
         assert url in log.read_text(), "make lab does not print explore.ipynb's URL"
         yield url, project

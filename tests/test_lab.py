@@ -12,7 +12,6 @@ import asyncio
 import json
 import secrets
 import subprocess
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -22,7 +21,7 @@ import pytest
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
-from helpers import end_group, free_port
+from helpers import end_group, free_port, wait_for_lab
 from rtstudy import paths
 from rtstudy.sdks import sdkroot
 
@@ -108,18 +107,7 @@ def lab(checkout_copy, tmp_path_factory):
                                 start_new_session=True)
     server = Lab(proc, port, token, log, dest)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"make lab exited ({proc.returncode}):\n{log.read_text()}")
-            try:
-                if server.request("GET", "/api/status")[0] == 200:
-                    break
-            except OSError:
-                pass  # not listening yet
-            if time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not answer within {START_TIMEOUT_S} s:\n{log.read_text()}")
-            time.sleep(0.5)
+        wait_for_lab(proc, log, port, token, START_TIMEOUT_S)
         yield server
     finally:
         end_group(proc)

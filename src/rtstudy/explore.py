@@ -26,16 +26,12 @@ from pathlib import Path
 import ipywidgets as w
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
-import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from rtstudy import data, registry
+from rtstudy import data, registry, viewplot
 from rtstudy.report.figstyle import PALETTE, style
 from rtstudy.view import View
-
-LINESTYLES = ("-", "--", ":", "-.")
-FEW_POINTS = 50  # a series shorter than this gets markers: each point is a timed run
 
 
 @dataclass(frozen=True)
@@ -89,6 +85,56 @@ def _host_id(hosts: pd.DataFrame, host: str) -> str:
     return str(match.iloc[0])
 
 
+def _hosts_with(observed: pd.DataFrame, hosts: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``hosts`` whose host has rows in ``observed``, in ``hosts``' order."""
+    return hosts[hosts["host_id"].isin(set(observed.get("host_id", ())))]
+
+
+def _runs(rows: pd.DataFrame, condition: str) -> list[int]:
+    """The repetitions of ``condition`` among ``rows``, in order."""
+    return sorted(int(r) for r in _rows(rows, condition=condition)["repetition"].unique())
+
+
+def _untuned_first(with_data: pd.DataFrame) -> list[str]:
+    """The host ids of ``with_data``, untuned first: the state the others are compared with."""
+    return list(pd.concat([with_data[with_data["state"] == "untuned"],
+                           with_data[with_data["state"] != "untuned"]])["host_id"])
+
+
+def _condition(exp: registry.Experiment, tables: dict[str, pd.DataFrame], here: pd.DataFrame,
+               condition: str | None, host_id: str) -> str:
+    """``condition``, checked against those ``host_id`` ran (``here``, its rows); None: the
+    experiment's ``default_condition``, else the first. ValueError names the ones there are."""
+    conditions = sorted(here["label"].unique())
+    if condition is None:
+        condition = exp.explore.default_condition(tables)
+        condition = condition if condition in conditions else conditions[0]
+    if condition not in conditions:
+        raise ValueError(f"condition {condition!r}: expected one that host {host_id} ran: "
+                         + ", ".join(conditions))
+    return condition
+
+
+def _other_host(hosts: pd.DataFrame, with_data: pd.DataFrame, observed: pd.DataFrame,
+                host_id: str, condition: str, other_host: str | None) -> str | None:
+    """The host to overlay on ``host_id``'s run, as :func:`pick`'s ``other_host`` says; None:
+    no other host. ``with_data``: the hosts with rows in ``observed``."""
+    if other_host is not None:
+        other_id = _host_id(hosts, other_host) if other_host else None
+        if other_id == host_id:
+            raise ValueError(f"other host {other_host!r}: expected a host other than the run's")
+        return other_id
+    others = [h for h in _untuned_first(with_data)
+              if h != host_id and len(_rows(observed, h, condition))]
+    # The same machine in another state first (its CPU shielded beside it untuned: the same
+    # CPU model and SDK), then other machines: like with like before anything else.
+    known = with_data.set_index("host_id")
+    others.sort(key=lambda h: [known.at[h, k] != known.at[host_id, k]
+                               for k in ("cpu_model", "sdk")]
+                + [known.at[h, "state"] == known.at[host_id, "state"]])
+    return others[0] if others else None
+
+
 def pick(experiment: str, tables: dict[str, pd.DataFrame], hosts: pd.DataFrame,
          host: str | None = None, condition: str | None = None, repetition: int | None = None,
          other_host: str | None = None) -> Pick:
@@ -125,93 +171,23 @@ def pick(experiment: str, tables: dict[str, pd.DataFrame], hosts: pd.DataFrame,
     """
     exp = registry.get(experiment)
     observed = tables[exp.explore.VIEW.table]
-    with_data = hosts[hosts["host_id"].isin(set(observed.get("host_id", ())))]
+    with_data = _hosts_with(observed, hosts)
     if with_data.empty:
         raise ValueError(f"no {experiment} data from any host of data.hosts()")
-    # The untuned host first: the state every other one is compared with.
-    order = list(pd.concat([with_data[with_data["state"] == "untuned"],
-                            with_data[with_data["state"] != "untuned"]])["host_id"])
-    host_id = _host_id(hosts, host) if host is not None else order[0]
-    if host_id not in order:
+    host_id = _host_id(hosts, host) if host is not None else _untuned_first(with_data)[0]
+    if host_id not in set(with_data["host_id"]):
         raise ValueError(f"host {host!r} has no {experiment} data; these have: "
                          + "; ".join(with_data["label"]))
     here = _rows(observed, host_id)
-    conditions = sorted(here["label"].unique())
-    if condition is None:
-        condition = exp.explore.default_condition(tables)
-        condition = condition if condition in conditions else conditions[0]
-    if condition not in conditions:
-        raise ValueError(f"condition {condition!r}: expected one that host {host_id} ran: "
-                         + ", ".join(conditions))
-    runs = sorted(int(r) for r in _rows(here, condition=condition)["repetition"].unique())
+    condition = _condition(exp, tables, here, condition, host_id)
+    runs = _runs(here, condition)
     repetition = runs[0] if repetition is None else int(repetition)
     if repetition not in runs:
         raise ValueError(f"repetition {repetition}: {condition} on host {host_id} has runs "
                          + ", ".join(map(str, runs)))
-    if other_host is None:
-        others = [h for h in order if h != host_id and len(_rows(observed, h, condition))]
-        # The same machine in another state first (its CPU shielded beside it untuned: the same
-        # CPU model and SDK), then other machines: like with like before anything else.
-        known = with_data.set_index("host_id")
-        others.sort(key=lambda h: [known.at[h, k] != known.at[host_id, k]
-                                   for k in ("cpu_model", "sdk")]
-                    + [known.at[h, "state"] == known.at[host_id, "state"]])
-        other_id = others[0] if others else None
-    else:
-        other_id = _host_id(hosts, other_host) if other_host else None
-        if other_id == host_id:
-            raise ValueError(f"other host {other_host!r}: expected a host other than the run's")
+    other_id = _other_host(hosts, with_data, observed, host_id, condition, other_host)
     return Pick(experiment, host_id, _label(hosts, host_id), condition, repetition, other_id,
                 _label(hosts, other_id) if other_id else None)
-
-
-def _series(ax, rows: pd.DataFrame, view: View, color=None) -> None:
-    """One run's observations in order, a line per :attr:`View.series`; ``color`` None: a
-    colour per series, else that colour with a line style per series."""
-    groups = list(rows.groupby(view.series)) if view.series else [("", rows)]
-    for k, (name, g) in enumerate(groups):
-        g = g.sort_values(view.time)
-        few = len(g) < FEW_POINTS
-        ax.plot(g[view.time], g[view.value], lw=0.7, marker="o" if few else None, ms=3,
-                color=PALETTE[k % len(PALETTE)] if color is None else color,
-                ls="-" if color is None else LINESTYLES[k % len(LINESTYLES)],
-                label=str(name) or None)
-    ax.set_xlabel(view.time_label)
-    ax.set_ylabel(view.value_label)
-    if view.log:
-        ax.set_yscale("log")
-
-
-def _bins(rows: pd.DataFrame, view: View) -> np.ndarray:
-    """Shared bin edges for ``rows``' values (log-spaced on a log axis)."""
-    values = rows[view.value].to_numpy(dtype=float)
-    low, high = np.nanmin(values), np.nanmax(values)
-    if high <= low:
-        low, high = low - 0.5, high + 0.5
-    return np.geomspace(max(low, 1e-9), high, 61) if view.log else np.linspace(low, high, 61)
-
-
-def _histogram(ax, rows: pd.DataFrame, view: View, color, label: str = "", share: bool = False,
-               bins: np.ndarray | None = None) -> None:
-    """``rows``' values as a histogram, log counts; ``share`` normalises to a share of the
-    observations, so hosts with different numbers of them compare."""
-    if view.count:  # the table is a histogram already: its bins, drawn as they are
-        counts = rows.groupby(view.value)[view.count].sum().sort_index()
-        counts = counts[counts > 0]
-        y = counts / counts.sum() if share else counts
-        # Dots, not steps: its bins are sparse in the tail, and a step would bridge the gaps.
-        ax.plot(counts.index.to_numpy(dtype=float), y.to_numpy(), ls="none", marker=".", ms=3,
-                color=color, label=label or None)
-    else:
-        ax.hist(rows[view.value], bins=_bins(rows, view) if bins is None else bins,
-                histtype="step" if share else "stepfilled", lw=1.1, color=color,
-                alpha=1 if share else 0.8, label=label or None,
-                weights=np.full(len(rows), 1 / max(len(rows), 1)) if share else None)
-    if view.log:
-        ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(view.value_label)
-    ax.set_ylabel("share of observations" if share else "observations")
 
 
 def run_figure(experiment: str, tables: dict[str, pd.DataFrame], host_id: str, condition: str,
@@ -253,13 +229,12 @@ def run_figure(experiment: str, tables: dict[str, pd.DataFrame], host_id: str, c
                              width_ratios=[1.6 if p == "series" else 1 for p in panels])
     for ax, panel in zip(axes[0], panels):
         if panel == "series":
-            _series(ax, rows, view)
+            viewplot.series(ax, rows, view)
             ax.set_title("the run")
         elif panel == "histogram":
-            groups = list(rows.groupby(view.series)) if view.series else [("", rows)]
-            bins = _bins(rows, view)
-            for k, (name, g) in enumerate(groups):
-                _histogram(ax, g, view, PALETTE[k % len(PALETTE)], str(name), bins=bins)
+            edges = viewplot.bins(rows, view)
+            for k, (name, g) in enumerate(viewplot.series_groups(rows, view)):
+                viewplot.histogram(ax, g, view, PALETTE[k % len(PALETTE)], str(name), edges=edges)
             ax.set_title("histogram")
         else:
             note = exp.explore.seed(ax, run)
@@ -300,9 +275,9 @@ def condition_figure(experiment: str, tables: dict[str, pd.DataFrame], host_id: 
     for ax, repetition in zip(axes[0], runs):
         g = rows[rows["repetition"] == repetition]
         if view.time:
-            _series(ax, g, view)
+            viewplot.series(ax, g, view)
         else:
-            _histogram(ax, g, view, PALETTE[0])
+            viewplot.histogram(ax, g, view, PALETTE[0])
         ax.set_title(f"run {repetition}", fontsize="small")
         ax.set_xlabel("")
         if ax is not axes[0][0]:
@@ -344,23 +319,24 @@ def hosts_figure(experiment: str, tables: dict[str, pd.DataFrame], condition: st
     panels = ["series"] * bool(view.time) + ["histogram"] * view.histogram
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1.0, 3.3),
                              layout="constrained", squeeze=False)
-    bins = _bins(pd.concat(present.values()), view)
+    edges = viewplot.bins(pd.concat(present.values()), view)
     for k, (host_id, rows) in enumerate(present.items()):
         color = PALETTE[k % len(PALETTE)]
         for ax, panel in zip(axes[0], panels):
             if panel == "series":
                 first = rows["repetition"].min()
-                _series(ax, rows[rows["repetition"] == first], view, color)
+                viewplot.series(ax, rows[rows["repetition"] == first], view, color)
                 ax.set_title(f"run {first} of each host, over time")
             else:
-                _histogram(ax, rows, view, color, share=True, bins=bins)
+                viewplot.histogram(ax, rows, view, color, share=True, edges=edges)
                 ax.set_title("every run of each host")
     # One entry per host (its colour), then one per series of a run (its line style).
     handles = [Line2D([], [], color=PALETTE[k % len(PALETTE)], lw=2) for k in range(len(present))]
     labels = [_label(hosts, h) for h in present]
     if view.series and view.time:
         names = sorted(pd.concat(present.values())[view.series].unique())
-        handles += [Line2D([], [], color="#404040", ls=LINESTYLES[k % len(LINESTYLES)])
+        styles = viewplot.LINESTYLES
+        handles += [Line2D([], [], color="#404040", ls=styles[k % len(styles)])
                     for k in range(len(names))]
         labels += [str(n) for n in names]
     fig.legend(handles, labels, loc="outside lower center", fontsize="small")
@@ -446,9 +422,9 @@ class Explorer:
         """Set the choices to ``p`` (and the options they offer), then draw its figures."""
         tables = self.tables(p.experiment)
         observed = tables[_view(p.experiment).table]
-        with_data = self.hosts[self.hosts["host_id"].isin(set(observed["host_id"]))]
+        with_data = _hosts_with(observed, self.hosts)
         here = _rows(observed, p.host_id)
-        runs = sorted(int(r) for r in _rows(here, condition=p.condition)["repetition"].unique())
+        runs = _runs(here, p.condition)
         options = {
             "experiment": (self.choices["experiment"].options, p.experiment),
             "host": (list(zip(with_data["label"], with_data["host_id"])), p.host_id),

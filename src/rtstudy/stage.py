@@ -26,12 +26,15 @@ class PreflightError(RuntimeError):
     """The host cannot run a stage as configured; nothing was measured."""
 
 
-def preflight(name: str, cfg: dict, fp: dict) -> list[checks.Check]:
-    """Run the stage's checks; raise :class:`PreflightError` if any fails."""
+def preflight(name: str, cfg: dict, fp: dict, cpus: dict | None = None) -> list[checks.Check]:
+    """Run the stage's checks; raise :class:`PreflightError` if any fails.
+
+    ``cpus`` is the resolved ``cpus`` group (None reads ``params.yaml``)."""
     exp = registry.get(name)
     directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
     found = checks.preflight(fp, directory, need_realtime=exp.plan.realtime(cfg))
-    problems = placement.problems(params.stage_config(params.CPUS, cfg["profile"]), fp)
+    cpus = cpus or params.stage_config(params.CPUS, cfg["profile"])
+    problems = placement.problems(cpus, fp)
     problems += exp.plan.host_problems(cfg, fp)
     if problems or any(c.status == "FAIL" for c in found):
         text = checks.format_checks(found)
@@ -41,7 +44,8 @@ def preflight(name: str, cfg: dict, fp: dict) -> list[checks.Check]:
     return found
 
 
-def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[CellOutcome]:
+def run_experiment(name: str, cfg: dict, progress: str = "terminal", configs: dict | None = None,
+                   here: dict | None = None) -> list[CellOutcome]:
     """Preflight, then run every missing cell of experiment ``name`` with the resolved ``cfg``.
 
     Parameters
@@ -53,17 +57,24 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
     progress : str
         ``terminal``: the progress bar goes to the process's real stderr (the
         terminal that runs papermill); ``notebook``: to the notebook's output.
+    configs : dict, optional
+        Every parameter group resolved for ``cfg``'s profile (:func:`rtstudy.params.configs`),
+        as ``rtstudy run`` read and checked them once and handed them down; None reads
+        ``params.yaml``.
+    here : dict, optional
+        The host's fingerprint (:func:`rtstudy.machine.host.current`) ``rtstudy run`` took
+        for its own preflight; None takes it.
     """
     refuse_if_measuring_is_off(f"stage {name}")  # before an SDK root is built, too
     exp = registry.get(name)
     stream = sys.__stderr__ if progress == "terminal" else sys.stderr
-    configs = {group: params.stage_config(group, cfg["profile"])
-               for group in (*exp.params.USES, params.CPUS)}
+    every = configs or params.configs(cfg["profile"])
+    configs = {group: every[group] for group in (*exp.params.USES, params.CPUS)}
     # Every SDK environment is checked (and a missing root built) before anything is measured.
-    here, runs = host.current(), []  # one host state for every environment's sweep
-    for env in environments(name, cfg, stream):
+    here, runs = here or host.current(), []  # one host state for every environment's sweep
+    for env in environments(name, cfg, stream, every[params.SDK]):
         fp = env.fingerprint(here)
-        preflight(name, cfg, fp)
+        preflight(name, cfg, fp, configs[params.CPUS])
         runs.append((env, fp))
     outcomes = []
     for env, fp in runs:
@@ -83,20 +94,23 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal") -> list[Cel
     return outcomes
 
 
-def environments(name: str, cfg: dict, stream) -> list[sdk.Environment]:
+def environments(name: str, cfg: dict, stream, sdk_cfg: dict | None = None
+                 ) -> list[sdk.Environment]:
     """The SDK environments experiment ``name`` runs in: ``params.yaml: sdk`` versions it has an
     app for (its plan's ``SDK_APIS``; empty: it runs no Holoscan, so once, in the study's
     venv), each built if needed; the rest skipped with a sentence.
 
     A version this host cannot run (no root or debootstrap for the Debian 13 root) is skipped
     with its reason, so the other versions are still measured; a version listed but unknown,
-    or a build that fails, stops the stage before anything is measured.
+    or a build that fails, stops the stage before anything is measured. ``sdk_cfg`` is the
+    resolved ``sdk`` group (None reads ``params.yaml``).
     """
     apis = registry.get(name).plan.SDK_APIS
     if not apis:  # an experiment without Holoscan (E4) measures the host once
         return [sdk.venv()]
     found = []
-    for version in params.stage_config(params.SDK, cfg["profile"])["versions"]:
+    sdk_cfg = sdk_cfg or params.stage_config(params.SDK, cfg["profile"])
+    for version in sdk_cfg["versions"]:
         if sdk.known(version).api not in apis:
             print(f"{name}: not ported to Holoscan {version}'s API yet: measured on the other "
                   "versions only", file=stream, flush=True)
