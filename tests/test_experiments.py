@@ -16,12 +16,15 @@ SRC = Path(registry.__file__).resolve().parent
 # The layers that read the registry (and through it the experiments' modules); every other
 # module of src/rtstudy outside experiments/ is a shared layer below them.
 ABOVE = ("registry", "params", "data/__init__", "data/sessions", "data/sharing", "data/schemas",
-         "data/origins", "stage", "cli", "report/study", "report/stability", "explore")
+         "data/origins", "stage", "cli/__init__", "cli/__main__", "cli/data_commands",
+         "cli/host_commands", "report/study", "report/study_sessions",
+         "report/study_hosts", "report/study_metrics", "report/stability", "explore")
 # The rooms of src/rtstudy (a sub-package, or a module of its own), lowest first: a module
 # imports only from its own room and those before it (the README's Layout says the same).
-ROOMS = (("paths", "policies", "atomic", "rules", "registry", "sources", "view", "_native"), ("machine",),
+ROOMS = (("paths", "policies", "atomic", "rules", "registry", "sources", "view", "_native"),
+         ("machine",),
          ("sdks",), ("params",), ("measure",), ("apps",), ("data",), ("inference",), ("report",),
-         ("experiments",), ("stage", "explore"), ("cli",))
+         ("experiments",), ("stage", "explore", "viewplot"), ("cli",))
 # What an experiment folder must provide (the protocol in rtstudy/registry.py): each member,
 # with its arguments where it is a function.
 PROTOCOL = {
