@@ -108,16 +108,26 @@ def _bounds(a, b, scale: float, confidence: float) -> tuple[np.ndarray, np.ndarr
     φ times the Poisson variance is Poisson of K/φ, so the counts come divided by φ; their sum
     is what the binomial conditions on, and the exposures' ratio ``scale`` = N_a / N_b is
     unchanged by the scaling. Arrays or scalars alike."""
+    return _low(a, b, scale, confidence), _high(a, b, scale, confidence)
+
+
+# Each bound on its own: the power search asks for one at a time, thousands of times, and the
+# beta quantile is most of the report's arithmetic. They are taken from scipy.special: the
+# function scipy.stats.beta.ppf calls (the same values), without its per-call checks.
+def _low(a, b, scale: float, confidence: float) -> np.ndarray:
+    """:func:`_bounds`' lower bound."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    alpha = 1 - confidence
     with np.errstate(divide="ignore", invalid="ignore"):
-        # The beta quantiles by scipy.special: the function scipy.stats.beta.ppf calls (the same
-        # values), without its per-call checks, which the power search pays thousands of times.
-        p_low = np.where(b > 0, spc.betaincinv(b, a + 1, alpha / 2), 0.0)
-        p_high = np.where(a > 0, spc.betaincinv(b + 1, a, 1 - alpha / 2), 1.0)
-        low = p_low / (1 - p_low) * scale
-        high = np.where(p_high < 1, p_high / (1 - p_high) * scale, np.inf)
-    return low, high
+        p_low = np.where(b > 0, spc.betaincinv(b, a + 1, (1 - confidence) / 2), 0.0)
+        return p_low / (1 - p_low) * scale
+
+
+def _high(a, b, scale: float, confidence: float) -> np.ndarray:
+    """:func:`_bounds`' upper bound (inf where ``a`` is 0)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_high = np.where(a > 0, spc.betaincinv(b + 1, a, 1 - (1 - confidence) / 2), 1.0)
+        return np.where(p_high < 1, p_high / (1 - p_high) * scale, np.inf)
 
 
 def _words(events, low, high, margin: tuple[float, float], min_events: int) -> np.ndarray:
@@ -203,10 +213,10 @@ def decision_power(rate_a: float, ratio: float, frames: float, phi: float = 1.0,
     # word is one run of k_b: found by bisection, its chance is a difference of binomial
     # CDFs (the same sum as judging every outcome, in a thousandth of the time).
     def low(kb):
-        return _bounds(totals - kb, kb, 1.0, confidence)[0]
+        return _low(totals - kb, kb, 1.0, confidence)
 
     def high(kb):
-        return _bounds(totals - kb, kb, 1.0, confidence)[1]
+        return _high(totals - kb, kb, 1.0, confidence)
 
     eq_from = _first_k(totals, lambda kb: low(kb) >= margin[0])
     eq_to = _first_k(totals, lambda kb: high(kb) > margin[1])
