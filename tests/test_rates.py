@@ -145,3 +145,19 @@ def test_decision_power_finds_the_same_outcomes_as_judging_each_one(rate_a, rati
         _power_by_every_outcome(rate_a, ratio, frames, phi, margin=(0.5, 2.0), min_events=10),
         abs=1e-12)
     assert 0 < fast < 1
+
+
+@pytest.mark.parametrize("ka,na,kb,nb", [
+    (20, 3000, 7, 2500), (3, 1000, 12, 4000), (40, 9000, 41, 9000), (1, 500, 1, 800)])
+def test_the_interval_is_the_exact_binomial_test_inverted(ka, na, kb, nb):
+    # Given K = k_a + k_b events, k_b is binomial with p(ρ) = N_b·ρ / (N_a + N_b·ρ): each bound
+    # is the ratio at which k_b is just at the edge of an equal-tailed 95 % test.
+    rr = rates.ratio_from_totals(ka, na, kb, nb, 1.0, 0.95)
+    total = ka + kb
+
+    def p(rho):
+        return nb * rho / (na + nb * rho)
+
+    assert sps.binom.sf(kb - 1, total, p(rr.low)) == pytest.approx(0.025, rel=1e-9)
+    assert sps.binom.cdf(kb, total, p(rr.high)) == pytest.approx(0.025, rel=1e-9)
+    assert rr.value == pytest.approx((kb / nb) / (ka / na), rel=1e-12)

@@ -18,6 +18,33 @@ def test_holm_matches_a_hand_computed_example_and_keeps_nans():
         holm([0.5, 1.5])
 
 
+
+def _holm_by_steps(p: np.ndarray) -> np.ndarray:
+    """Holm's procedure as written, not its closed form: at level α, reject the smallest p-values
+    in turn while the k-th of m is ≤ α / (m − k + 1) (written as a product, so that α at a
+    candidate is met exactly), and stop at the first that is not. A hypothesis's adjusted
+    p-value is the smallest α at which it is rejected (1 where none is)."""
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    candidates = sorted({min(1.0, (m - k) * p[order[k]]) for k in range(m)})
+    adjusted = np.ones(m)
+    for alpha in reversed(candidates):  # the smallest level that rejects each one wins
+        for k, i in enumerate(order):
+            if (m - k) * p[i] > alpha:
+                break
+            adjusted[i] = alpha
+    return adjusted
+
+
+def test_holm_is_the_step_down_procedure_at_every_level():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        m = int(rng.integers(1, 9))
+        # Small and large p-values alike, ties among them (rounded to 2 decimals half the time).
+        p = np.where(rng.random(m) < 0.5, rng.random(m) ** 4, rng.random(m))
+        p = np.round(p, 2) if rng.random() < 0.5 else p
+        np.testing.assert_allclose(holm(p), _holm_by_steps(p), rtol=1e-15)
+
 def test_spread_and_rank_tests_tell_spread_from_location():
     rng = np.random.default_rng(1)
     a = rng.normal(10, 1, 400)
@@ -98,6 +125,18 @@ def test_a_runs_own_sampling_variance_comes_from_its_frames():
     # The same run always gives the same variance (a fixed seed), as the report needs.
     assert within.within_run_variance(frames, mean) == within.within_run_variance(frames, mean)
 
+
+
+def test_the_block_means_closed_form_is_the_exact_bootstrap_variance():
+    # 12 samples: blocks of ⌈12^(1/3)⌉ = 3, 4 blocks a replicate, so every one of the 12⁴
+    # replicates (a start each, circular) can be drawn: their mean's variance is the exact
+    # bootstrap variance the closed form claims.
+    x = np.cumsum(np.random.default_rng(3).standard_normal(12))  # frames that move together
+    n, block = 12, 3
+    starts = np.indices((n,) * (n // block)).reshape(n // block, -1).T
+    index = (starts[..., None] + np.arange(block)) % n
+    assert within.block_mean_variance(x) == pytest.approx(
+        x[index.reshape(len(starts), n)].mean(axis=1).var(), rel=1e-12)
 
 def test_a_histograms_quantile_and_its_sampling_variance():
     values = np.arange(1.0, 11.0)

@@ -5,6 +5,7 @@ with a runner that records commands; the Debian names are checked against this h
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import stat
@@ -22,26 +23,30 @@ from rtstudy.machine import sysdeps
 from rtstudy.measure.harness import write_plan
 from rtstudy.report.section import render
 
-# /etc/os-release as each distribution ships it (the fields that matter, quoted as they quote).
+# os-release(5) as each distribution ships it (the fields that matter), as
+# platform.freedesktop_os_release reads them: unquoted.
 OS_RELEASE = {
-    "debian12": 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\n'
-                'VERSION_ID="12"\nVERSION_CODENAME=bookworm\nID=debian\n',
-    "ubuntu2204": 'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\n'
-                  'ID=ubuntu\nID_LIKE=debian\nUBUNTU_CODENAME=jammy\n',
-    "ubuntu2404": 'PRETTY_NAME="Ubuntu 24.04.1 LTS"\nNAME="Ubuntu"\nVERSION_ID="24.04"\n'
-                  'ID=ubuntu\nID_LIKE=debian\nUBUNTU_CODENAME=noble\n',
-    "mint21": 'NAME="Linux Mint"\nVERSION_ID="21.3"\nID=linuxmint\nID_LIKE="ubuntu debian"\n'
-              'PRETTY_NAME="Linux Mint 21.3"\n',
-    "rhel9": 'NAME="Red Hat Enterprise Linux"\nVERSION="9.4 (Plow)"\nID="rhel"\n'
-             'ID_LIKE="fedora"\nVERSION_ID="9.4"\nPRETTY_NAME="Red Hat Enterprise Linux 9.4 (Plow)"\n',
-    "rocky9": 'NAME="Rocky Linux"\nID="rocky"\nID_LIKE="rhel centos fedora"\nVERSION_ID="9.3"\n'
-              'PRETTY_NAME="Rocky Linux 9.3 (Blue Onyx)"\n',
-    "centos7": 'NAME="CentOS Linux"\nVERSION="7 (Core)"\nID="centos"\nID_LIKE="rhel fedora"\n'
-               'VERSION_ID="7"\nPRETTY_NAME="CentOS Linux 7 (Core)"\n',
-    "fedora40": 'NAME="Fedora Linux"\nVERSION="40 (Workstation Edition)"\nID=fedora\n'
-                'VERSION_ID=40\nPRETTY_NAME="Fedora Linux 40 (Workstation Edition)"\n',
-    "arch": 'NAME="Arch Linux"\nPRETTY_NAME="Arch Linux"\nID=arch\nBUILD_ID=rolling\n',
-    "empty": "",
+    "debian12": {"PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)", "NAME": "Debian GNU/Linux",
+                 "VERSION_ID": "12", "VERSION_CODENAME": "bookworm", "ID": "debian"},
+    "ubuntu2204": {"PRETTY_NAME": "Ubuntu 22.04.4 LTS", "NAME": "Ubuntu", "VERSION_ID": "22.04",
+                   "ID": "ubuntu", "ID_LIKE": "debian", "UBUNTU_CODENAME": "jammy"},
+    "ubuntu2404": {"PRETTY_NAME": "Ubuntu 24.04.1 LTS", "NAME": "Ubuntu", "VERSION_ID": "24.04",
+                   "ID": "ubuntu", "ID_LIKE": "debian", "UBUNTU_CODENAME": "noble"},
+    "mint21": {"NAME": "Linux Mint", "VERSION_ID": "21.3", "ID": "linuxmint",
+               "ID_LIKE": "ubuntu debian", "PRETTY_NAME": "Linux Mint 21.3"},
+    "rhel9": {"NAME": "Red Hat Enterprise Linux", "VERSION": "9.4 (Plow)", "ID": "rhel",
+              "ID_LIKE": "fedora", "VERSION_ID": "9.4",
+              "PRETTY_NAME": "Red Hat Enterprise Linux 9.4 (Plow)"},
+    "rocky9": {"NAME": "Rocky Linux", "ID": "rocky", "ID_LIKE": "rhel centos fedora",
+               "VERSION_ID": "9.3", "PRETTY_NAME": "Rocky Linux 9.3 (Blue Onyx)"},
+    "centos7": {"NAME": "CentOS Linux", "VERSION": "7 (Core)", "ID": "centos",
+                "ID_LIKE": "rhel fedora", "VERSION_ID": "7",
+                "PRETTY_NAME": "CentOS Linux 7 (Core)"},
+    "fedora40": {"NAME": "Fedora Linux", "VERSION": "40 (Workstation Edition)", "ID": "fedora",
+                 "VERSION_ID": "40", "PRETTY_NAME": "Fedora Linux 40 (Workstation Edition)"},
+    "arch": {"NAME": "Arch Linux", "PRETTY_NAME": "Arch Linux", "ID": "arch",
+             "BUILD_ID": "rolling"},
+    "empty": {},
 }
 EXPECTED = {
     "debian12": ("debian", "apt-get"), "ubuntu2204": ("ubuntu", "apt-get"),
@@ -56,7 +61,22 @@ KERNEL = "6.8.0-45-generic"
 def test_the_distribution_and_its_package_manager_come_from_os_release(name):
     d = sysdeps.detect(OS_RELEASE[name])
     assert (d.family, d.manager) == EXPECTED[name]
-    assert d.name != "" and '"' not in d.name
+    assert d.name == OS_RELEASE[name].get("PRETTY_NAME", "unknown")
+
+
+def test_this_hosts_distribution_is_what_the_standard_library_reads(monkeypatch):
+    try:
+        fields = platform.freedesktop_os_release()
+    except OSError:
+        pytest.skip("this host has no os-release file")
+    assert sysdeps.detect() == sysdeps.detect(fields)
+    assert sysdeps.detect().name == fields["PRETTY_NAME"] and '"' not in fields["PRETTY_NAME"]
+
+    def missing():
+        raise OSError("no os-release")
+
+    monkeypatch.setattr(platform, "freedesktop_os_release", missing)
+    assert sysdeps.detect() == sysdeps.Distro(None, "unknown", None)
 
 
 def test_each_family_names_its_own_packages():

@@ -4,11 +4,11 @@ when we may not.
 ``make study`` runs ``python -m rtstudy.machine.sysdeps --for study`` (cyclictest, stress-ng, perf:
 the measurements use them; debootstrap: the Debian 13 root of Holoscan 5.0); ``make test`` runs
 ``--for test``, which adds chromium and sshd (only tests use them). The distribution comes from
-``/etc/os-release`` (``ID`` and ``ID_LIKE``): Debian, Ubuntu, or the RHEL family (RHEL, CentOS,
-Rocky, AlmaLinux, Fedora). As root it installs each missing tool's packages one package at a time,
-so that one name the archive lacks does not stop the others; otherwise, or on another distribution,
-it prints the command to run. Either way it says exactly what each missing tool costs
-(:data:`TOOLS`) and it never fails the set-up.
+os-release's ``ID`` and ``ID_LIKE`` (:func:`platform.freedesktop_os_release`): Debian, Ubuntu,
+or the RHEL family (RHEL, CentOS, Rocky, AlmaLinux, Fedora). As root it installs each missing
+tool's packages one package at a time, so that one name the archive lacks does not stop the
+others; otherwise, or on another distribution, it prints the command to run. Either way it says
+exactly what each missing tool costs (:data:`TOOLS`) and it never fails the set-up.
 
 It never starts a service. apt starts a package's services from its maintainer scripts unless
 ``policy-rc.d`` (Debian's hook that vetoes service starts) says no: where the host has none, one
@@ -22,14 +22,12 @@ import argparse
 import contextlib
 import os
 import platform
-import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
-OS_RELEASE = Path("/etc/os-release")
 POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
 # apt-get waits this long (s) for another apt or dpkg to finish instead of failing at once.
 APT_LOCK_TIMEOUT_S = 300
@@ -134,7 +132,7 @@ FAMILIES = {"ubuntu": "ubuntu", "debian": "debian", "rhel": "rhel", "centos": "r
 
 @dataclass(frozen=True)
 class Distro:
-    """The host's distribution as ``/etc/os-release`` names it.
+    """The host's distribution as os-release(5) names it.
 
     Attributes
     ----------
@@ -151,32 +149,18 @@ class Distro:
     manager: str | None
 
 
-def parse_os_release(text: str) -> dict[str, str]:
-    """``KEY=value`` lines of os-release(5) → mapping; values unquoted as a shell would."""
-    fields = {}
-    for line in text.splitlines():
-        key, sep, value = line.strip().partition("=")
-        if sep and key and not key.startswith("#"):
-            try:
-                words = shlex.split(value)
-            except ValueError:  # an unbalanced quote: keep the raw text
-                words = [value]
-            fields[key] = " ".join(words)
-    return fields
-
-
-def detect(text: str | None = None) -> Distro:
-    """The distribution described by os-release ``text`` (default: this host's file).
+def detect(fields: Mapping[str, str] | None = None) -> Distro:
+    """The distribution that os-release(5) ``fields`` describe (default: this host's, as
+    :func:`platform.freedesktop_os_release` reads them; none where the host has no such file).
 
     ``ID`` decides, else the first of ``ID_LIKE`` we know (Linux Mint's ``ubuntu debian`` is
     Ubuntu, Pop!_OS is Ubuntu, Oracle Linux's ``fedora`` the RHEL family).
     """
-    if text is None:
+    if fields is None:
         try:
-            text = OS_RELEASE.read_text()
+            fields = platform.freedesktop_os_release()
         except OSError:
-            text = ""
-    fields = parse_os_release(text)
+            fields = {}
     ids = [fields.get("ID", "").lower(), *fields.get("ID_LIKE", "").lower().split()]
     family = next((FAMILIES[i] for i in ids if i in FAMILIES), None)
     manager = {"debian": "apt-get", "ubuntu": "apt-get", "rhel": "dnf"}.get(family)
