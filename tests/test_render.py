@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -155,3 +156,17 @@ def test_a_figure_is_shown_as_an_image_with_its_titles_and_axes_in_words():
     blank.add_subplot()
     assert figstyle.alt_text(blank) == "A figure without a title"
     plt.close(blank)
+
+
+def test_notebooks_are_read_and_validated_without_the_slow_iri_checker():
+    """nbformat (papermill, nbconvert) still validates the study's notebooks, and rfc3987-syntax,
+    which costs seconds to import, is not imported (sdks.kernelspec.without_iri_checker)."""
+    probe = ("import sys; from rtstudy.sdks.kernelspec import without_iri_checker; "
+             "without_iri_checker(); import papermill, nbformat; from rtstudy import paths; "
+             "[nbformat.validate(nbformat.read(str(p), as_version=4)) "
+             " for p in sorted(paths.notebooks_dir().glob('*.ipynb'))]; "
+             "print(sys.modules['rfc3987_syntax'])")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "None"

@@ -14,6 +14,7 @@ from pathlib import Path
 from rtstudy.machine import host, placement
 from rtstudy import params, paths, registry
 from rtstudy.sdks import sdk
+from rtstudy.sdks.kernelspec import without_iri_checker
 from rtstudy.data import sessions
 from rtstudy.measure import preflight as checks  # stage.preflight is this stage's own
 from rtstudy.measure.harness import CellOutcome, SweepContext, refuse_if_measuring_is_off, run_sweep
@@ -130,6 +131,7 @@ def environments(name: str, cfg: dict, stream, sdk_cfg: dict | None = None
 
 def execute_notebook(notebook: str, output: str, parameters: dict) -> Path:
     """Execute ``notebooks/<notebook>.ipynb`` with papermill into ``executed/<output>.ipynb``."""
+    without_iri_checker()
     import papermill
 
     out = paths.executed_notebook(output)

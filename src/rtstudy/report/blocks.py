@@ -10,6 +10,7 @@ import pandas as pd
 from rtstudy.report import figstyle
 from rtstudy.report.section import (TEMPLATES, Details, Figure, LazyMarkdown, Markdown, Table,
                                     render)
+from rtstudy.sdks.kernelspec import without_iri_checker
 
 
 def words(block: str, **context) -> str:
@@ -27,6 +28,7 @@ def table_html(df: pd.DataFrame, caption: str = "") -> str:
 
 def markdown_html(text: str) -> str:
     """Markdown as nbconvert renders a Markdown output: pipe tables, headings with anchors."""
+    without_iri_checker()
     from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
     return MarkdownWithMath(renderer=IPythonRenderer(escape=False)).render(text)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rtstudy import atomic, paths
 from rtstudy.measure import integrity
+from rtstudy.sdks.kernelspec import without_iri_checker
 
 STAGING = ".staging"  # inside report/, so that swapping it in is a rename on one file system
 # What a render needs free beside report/: the old report stays until the new one is whole.
@@ -114,6 +115,7 @@ def render_html(executed_notebook) -> str:
     Code hidden, images embedded, no script fetched from the network, and a
     table of contents built from the section headings.
     """
+    without_iri_checker()
     import nbformat
     from nbconvert import HTMLExporter
 

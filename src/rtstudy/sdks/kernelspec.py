@@ -33,6 +33,19 @@ STARTUP = ("__import__('rtstudy.sdks.holo').sdks.holo.preload_cudart(); "
            "__import__('signal').SIGUSR1, file=__import__('sys').__stderr__, all_threads=True)")
 
 
+def without_iri_checker() -> None:
+    """Leave jsonschema's "iri" format checker out of this process, before nbformat (papermill,
+    nbconvert) imports jsonschema.
+
+    The checker comes from rfc3987-syntax, which builds some 35 Lark parsers as it is imported:
+    about 3 s on a 2-CPU VM, paid by every notebook papermill runs and every report render
+    (python-jsonschema/jsonschema issue 1428; no lazy import is released). The only schema
+    validated here, the notebook format's, uses no "iri" format, and jsonschema leaves out a
+    checker whose module cannot be imported: a ``None`` in ``sys.modules`` is such a module.
+    """
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+
 def install(display_name: str, prefix: str = sys.prefix) -> Path:
     """Install the kernel spec into ``prefix`` (the venv); return its folder."""
     from ipykernel.kernelspec import install as install_ipykernel
