@@ -88,13 +88,22 @@ def within_run_variance_hist(values, counts, statistic, n_boot: int = WITHIN_BOO
     n_boot, seed :
         As for :func:`within_run_variance`.
     """
+    return within_run_variances_hist(values, counts, {"": statistic}, n_boot, seed)[""]
+
+
+def within_run_variances_hist(values, counts, statistics: dict, n_boot: int = WITHIN_BOOT,
+                              seed: int = 0) -> dict:
+    """:func:`within_run_variance_hist` of several statistics of one histogram, name → variance,
+    from one set of replicates: the same draws (the same seed) each would have made alone, made
+    once."""
     v = np.asarray(values, dtype=float)
     c = np.asarray(counts, dtype=float)
     total = int(c.sum())
-    if total < MIN_WITHIN:
-        return np.nan
+    if total < MIN_WITHIN or not statistics:
+        return {name: np.nan for name in statistics}
     draws = np.random.default_rng(seed).multinomial(total, c / c.sum(), size=n_boot)
-    return float(np.asarray(statistic(v, draws), dtype=float).var(ddof=1))
+    return {name: float(np.asarray(statistic(v, draws), dtype=float).var(ddof=1))
+            for name, statistic in statistics.items()}
 
 
 def quantile_of_counts(values, counts, q: float) -> np.ndarray:
