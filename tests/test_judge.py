@@ -3,6 +3,7 @@ would settle a part, and pooling that lets a new session settle what fewer sessi
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -204,13 +205,14 @@ def test_an_equality_holds_over_sessions_only_where_it_held_in_each():
 def test_e1s_mode_rule_is_claimed_only_where_it_holds_over_every_session():
     from rtstudy.experiments.e1_async_buffer import analysis as e1
 
-    whole = {"runs": 6, "first_wait_agree": 6, "backlog_agree": 4}
-    part = {"runs": 6, "first_wait_agree": 4, "backlog_agree": 5}
-    assert e1.modes_over_sessions([{"modes": whole}]) == {}  # one session: its own words
-    over = e1.modes_over_sessions([{"modes": whole}, {"modes": part}, {"modes": {}}])
+    # Each session's headline, as far as modes_over_sessions reads it.
+    whole = SimpleNamespace(modes={"runs": 6, "first_wait_agree": 6, "backlog_agree": 4})
+    part = SimpleNamespace(modes={"runs": 6, "first_wait_agree": 4, "backlog_agree": 5})
+    assert e1.modes_over_sessions([whole]) == {}  # one session: its own words
+    over = e1.modes_over_sessions([whole, part, SimpleNamespace(modes={})])
     assert over == {"sessions": 2, "of": 3, "runs": 12, "first_wait_agree": 10,
                     "backlog_agree": 9, "decides": ""}
-    assert e1.modes_over_sessions([{"modes": whole}] * 2)["decides"] == "first_wait"
+    assert e1.modes_over_sessions([whole] * 2)["decides"] == "first_wait"
 
 
 def test_a_verdict_is_its_word_wherever_it_goes():

@@ -3,6 +3,7 @@ synthetic runs (nothing here measures)."""
 from __future__ import annotations
 
 import copy
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -273,8 +274,10 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
                                 load_placement="fragment", cpu=1.9))
     second = ladder.recommendations(pd.concat([again, late_pinned, frag], ignore_index=True),
                                     "SCHED_FIFO", CI95).to_dict("records")
-    assert ladder.over_sessions([{"recommendations": first}], 0.95) == {}
-    over = ladder.over_sessions([{"recommendations": first}, {"recommendations": second}], 0.95)
+    # Each session's headline, as far as over_sessions reads it.
+    one, two = SimpleNamespace(recommendations=first), SimpleNamespace(recommendations=second)
+    assert ladder.over_sessions([one], 0.95) == {}
+    over = ladder.over_sessions([one, two], 0.95)
     pinned = over["operators_pinned"]
     assert pinned["held"] == {"typical": "lower", "late_frames": "not settled"}
     assert (pinned["late_base"], pinned["late"]) == (50, 25)

@@ -79,7 +79,7 @@ def test_a_holoscan_5_e3_cell_times_every_n_and_e3s_fit_reads_it(measure, label)
     assert np.isfinite(fit[["per_iter_us", "startup_ms"]].to_numpy()).all()
     ci = CI.from_params(params.configs("smoke")[params.REPORT])
     # One app of the two H3 judges: not testable with this dataset.
-    assert analysis.headline(runs, ci)["verdict"]["verdict"] == "not testable here"
+    assert analysis.headline(runs, ci).verdict["verdict"] == "not testable here"
 
 
 @pytest.mark.parametrize("buffer", ["default", "async"])
@@ -122,7 +122,7 @@ def test_a_holoscan_5_e1_cell_runs_every_operator_under_sched_deadline(measure, 
         assert np.isclose(tx1_emit_ms, cell.config["tx1_period_ms"], rtol=0.1)
         assert summary["stale_reads"]["in2"] > 0  # the latest value handed back again
     assert analysis.headline(ds.tables["cells"],
-                             analysis.slopes(ds.tables["cells"], 0.95))["n_cells"] == 1
+                             analysis.slopes(ds.tables["cells"], 0.95)).n_cells == 1
 
 
 def test_a_holoscan_5_smoke_plan_keeps_4x_labels_and_unpins_deadline(env5, fingerprint):

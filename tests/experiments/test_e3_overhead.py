@@ -61,7 +61,7 @@ def test_runs_frame_and_summary(e3_data):
     assert list(table["scheduler"][:1]) == ["Greedy"]
     assert table["seed published µs/iter"].str.startswith("~").all()
     h = analysis.headline(runs, CI(0.95))
-    assert h["n_max"] == max(cfg["iterations"]) and h["greedy_ops"] > 0
+    assert h.n_max == max(cfg["iterations"]) and h.greedy_ops > 0
 
 
 def test_ping_delivers_every_message(e3_data):

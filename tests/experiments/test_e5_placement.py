@@ -175,21 +175,21 @@ def test_h5b_fails_on_one_condition_that_differs_and_names_it():
                   ("no_privilege", fail, 5, analysis.FAILED, analysis.REJECTED, analysis.DIFFERS)])
     ds = analysis.Dataset(paths.root(), {"outcomes": t}, [], {})
     h = analysis.headline(ds)
-    assert h["verdict"]["verdict"] == judge.FAILS and h["n_judged"] == 2
-    [row] = h["differs"]
+    assert h.verdict["verdict"] == judge.FAILS and h.n_judged == 2
+    [row] = h.differs
     assert row["provocation"] == "no_privilege"
     assert row["outcome"] == f"varies: {analysis.REJECTED} / {analysis.FAILED}"
     # The control first, the lenient policy before the strict one.
-    assert [r["provocation"] for r in h["conditions"]] == ["control", "no_privilege"]
+    assert [r["provocation"] for r in h.conditions] == ["control", "no_privilege"]
 
 
 def test_h5b_holds_only_on_5_0_and_is_not_testable_on_4x():
     ok = [("control", "fail_admission", 5, analysis.RAN, analysis.RAN, analysis.AS_DOCUMENTED)]
     h = analysis.headline(analysis.Dataset(paths.root(), {"outcomes": outcomes(ok)}, [], {}))
-    assert h["verdict"]["verdict"] == judge.HOLDS
+    assert h.verdict["verdict"] == judge.HOLDS
     four = [("no_privilege", provoke.NOT_IN_4X, 4, analysis.RAN, "", analysis.UNDOCUMENTED)]
     h = analysis.headline(analysis.Dataset(paths.root(), {"outcomes": outcomes(four)}, [], {}))
-    assert h["verdict"]["verdict"] == judge.NOT_TESTABLE and "4.x" in h["verdict"]["why"]
+    assert h.verdict["verdict"] == judge.NOT_TESTABLE and "4.x" in h.verdict["why"]
 
 
 def test_4x_smoke_cells_are_read_into_outcomes(tmp_path, fingerprint, devnull):
@@ -239,6 +239,6 @@ def test_5_0_smoke_cells_are_read_from_5_0s_own_words(env5, fingerprint, devnull
                 assert s["compile_diagnostics"] and all(
                     r["accepted"] is None for r in s["plan_records"] if r.get("disposition"))
         h = analysis.headline(ds)
-        assert h["verdict"]["verdict"] in (judge.HOLDS, judge.FAILS)
+        assert h.verdict["verdict"] in (judge.HOLDS, judge.FAILS)
     finally:
         shutil.rmtree(out, ignore_errors=True)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import jinja2
 import numpy as np
@@ -190,9 +190,10 @@ class Section:
         Its line of the Methods' "what was measured" list (Markdown).
     limitations : list of str
         What limits its data, one sentence each.
-    headline : dict
-        The numbers its prose quotes (its analysis's ``headline``), kept for a reader
-        exploring the section.
+    headline : frozen dataclass or None
+        The numbers its prose quotes (its analysis's ``headline``, e.g. E2's ``E2Headline``;
+        ``Any`` here, as this module imports no experiment), kept for a reader exploring the
+        section; None in a section built without one.
     findings : dict
         Conclusions that are not verdicts on a published claim (e.g. E2's "what to do"):
         name → conclusion in words; in ``report/metrics.json`` where there are any, so two
@@ -222,12 +223,12 @@ class Section:
     blocks: list = field(default_factory=list)
     measured: str = ""
     limitations: list[str] = field(default_factory=list)
-    headline: dict = field(default_factory=dict)
+    headline: Any = None
     sdk_blocks: list = field(default_factory=list)
     findings: dict[str, str] = field(default_factory=dict)
-    pooled_findings: Callable[[list[dict]], dict[str, str]] = field(default=lambda h: {},
-                                                                     repr=False)
-    session_headlines: Callable[[], list[dict]] = field(default=lambda: [], repr=False)
+    pooled_findings: Callable[[list[Any]], dict[str, str]] = field(default=lambda h: {},
+                                                                    repr=False)
+    session_headlines: Callable[[], list[Any]] = field(default=lambda: [], repr=False)
     advice: Callable[[], list[Advice]] = field(default=lambda: [], repr=False)
     scope: str = ""
     notes: Callable[[], str] = field(default=lambda: "", repr=False)

@@ -100,7 +100,7 @@ class StudySessions:
             self._sessions[host_id] = by_session
         return self._sessions[host_id]
 
-    def session_headlines(self, name: str, host_id: str | None = None) -> list[dict]:
+    def session_headlines(self, name: str, host_id: str | None = None) -> list:
         """Experiment ``name``'s ``headline`` in every session of ``host_id`` (default: the
         shown host), oldest first; empty when it has fewer than two sessions."""
         return [sections[name].headline for sections in self.sessions_of(host_id).values()

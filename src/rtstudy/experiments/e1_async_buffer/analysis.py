@@ -16,6 +16,7 @@ import pandas as pd
 from rtstudy import paths
 from rtstudy.data.io import Dataset, read_cells, set_aside_drift, stack, wide
 from rtstudy.experiments.e1_async_buffer import published
+from rtstudy.experiments.e1_async_buffer.headline import E1Headline
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
 from rtstudy.experiments.e1_async_buffer.producers import columns_of, producer_run
 from rtstudy.inference import criteria, judge
@@ -205,13 +206,13 @@ def h1_verdict(slope_df: pd.DataFrame, flat_margin: float = FLAT_MARGIN) -> dict
     return out
 
 
-def modes_over_sessions(headlines: list[dict]) -> dict:
-    """:func:`mode_summary` over every session of a host (each one's ``headline["modes"]``):
+def modes_over_sessions(headlines: list[E1Headline]) -> dict:
+    """:func:`mode_summary` over every session of a host (each one's ``headline.modes``):
     ``sessions`` with split points, ``runs`` of theirs, per rule ``<rule>_agree``, and
     ``decides`` only for the rule that classifies every such run of every session; empty with
     fewer than two sessions. One session's rule that holds in all of its runs may not hold
     in the next's: the words claim only what holds over them all."""
-    found = [h["modes"] for h in headlines if h.get("modes", {}).get("runs")]
+    found = [h.modes for h in headlines if h.modes.get("runs")]
     if len(headlines) < 2 or not found:
         return {}
     out = {"sessions": len(found), "of": len(headlines),
@@ -391,27 +392,25 @@ def mode_summary(table: pd.DataFrame) -> dict:
 
 
 def headline(cells: pd.DataFrame, slope_df: pd.DataFrame,
-             flat_margin: float = FLAT_MARGIN, rx_period_ms: float = np.nan) -> dict:
+             flat_margin: float = FLAT_MARGIN, rx_period_ms: float = np.nan) -> E1Headline:
     """The numbers E1's prose quotes, all computed here from the cells and the slopes."""
     fixed = cells[cells["role"] == "fixed"]
-    return {
-        "n_cells": int(cells["cell_id"].nunique()),
-        "repetitions": int(cells["repetition"].nunique()),
-        "periods": sorted(int(p) for p in cells["varied_period_ms"].unique()),
-        "messages_per_cell": int(fixed["n_messages"].median()) if len(fixed) else 0,
-        "pinned": bool(cells["pinned"].any()),
-        # Where the pinned SCHED_DEADLINE threads ran (one placement for the whole sweep).
-        "placement": "; ".join(sorted(set(cells.loc[cells["pinned"], "placement"]))),
-        "stale_async": int(fixed.loc[fixed["buffer"] == "async", "stale_reads"].sum()),
-        "stale_default": int(fixed.loc[fixed["buffer"] == "default", "stale_reads"].sum()),
-        "verdict": h1_verdict(slope_df, flat_margin),
-        "default_min_slope": DEFAULT_MIN_SLOPE,
-        "flat_margin": flat_margin,
-        "min_runs": MIN_RUNS,
-        "outlier_factor": OUTLIER_FACTOR, "outlier_min_ms": OUTLIER_MIN_MS,
-        # The bimodal runs and what decides them (modes()).
-        "modes": mode_summary(modes(cells, rx_period_ms)) if np.isfinite(rx_period_ms) else {},
-    }
+    return E1Headline(
+        n_cells=int(cells["cell_id"].nunique()),
+        repetitions=int(cells["repetition"].nunique()),
+        periods=sorted(int(p) for p in cells["varied_period_ms"].unique()),
+        messages_per_cell=int(fixed["n_messages"].median()) if len(fixed) else 0,
+        pinned=bool(cells["pinned"].any()),
+        placement="; ".join(sorted(set(cells.loc[cells["pinned"], "placement"]))),
+        stale_async=int(fixed.loc[fixed["buffer"] == "async", "stale_reads"].sum()),
+        stale_default=int(fixed.loc[fixed["buffer"] == "default", "stale_reads"].sum()),
+        verdict=h1_verdict(slope_df, flat_margin),
+        default_min_slope=DEFAULT_MIN_SLOPE,
+        flat_margin=flat_margin,
+        min_runs=MIN_RUNS,
+        outlier_factor=OUTLIER_FACTOR, outlier_min_ms=OUTLIER_MIN_MS,
+        modes=mode_summary(modes(cells, rx_period_ms)) if np.isfinite(rx_period_ms) else {},
+    )
 
 
 # What the drift check compares (stats.drift_check): a name and its unit.

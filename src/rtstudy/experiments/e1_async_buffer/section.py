@@ -49,13 +49,13 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     section.verdicts = [Verdict(f"{HYPOTHESIS} {scenario}", published.SUMMARY, words("summary", v=v),
                                 v["verdict"], int(v.get("runs", 0)), words("criterion"),
                                 tuple(v["parts"]), analysis.h1_combine)
-                        for scenario, v in sorted(h["verdict"].items())]
+                        for scenario, v in sorted(h.verdict.items())]
     section.quantities = [
         Quantity(f"{r['scenario']} {r['buffer']}: max-latency slope", r["slope"], r["low"],
                  r["high"], "ms/ms", int(r["n"]))
         for r in slopes.to_dict("records")
         if r["policy"] == "deadline" and r["work_model"] == "native"]
-    section.measured = words("measured", n_runs=h["n_cells"], factors=" × ".join(
+    section.measured = words("measured", n_runs=h.n_cells, factors=" × ".join(
         f"{len(cfg[key])} {name}" for key, name in FACTORS))
     deadline = cells[cells["policy"] == "deadline"] if len(cells) else cells
     if len(deadline) and not deadline["pinned"].any():

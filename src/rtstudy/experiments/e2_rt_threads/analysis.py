@@ -34,6 +34,7 @@ from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, PLAIN, SEED_
 from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, condition_summary, effects,
                                                          floor_ratios, reductions, seed_compatible)
 from rtstudy.experiments.e2_rt_threads.gil import GIL_TIMES
+from rtstudy.experiments.e2_rt_threads.headline import E2Headline
 from rtstudy.experiments.e2_rt_threads.ladder import ladder, late_part, recommendations
 from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
@@ -61,7 +62,7 @@ SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
 MESSAGES_FILE = "messages.parquet"
 GIL_RATIO = criteria.value("e2_gil_ratio")  # RT std, Python over native loads: the GIL sets it
 FLOOR_GOAL = criteria.value("e2_floor_goal")  # within this × the floor's std: "at the floor"
-# The configurations compared with the floor, fixed before the data (issue 20): every real-time
+# The configurations compared with the floor, fixed before the data were seen: every real-time
 # policy in the seeds' own layout (load operators in the app, Holoscan's dispatcher, native
 # loads) at the headline point. The report names no "closest" configuration: the smallest of a
 # dozen noisy ratios would be chosen by its noise.
@@ -192,7 +193,7 @@ def _dispatcher_read(cell: CellData) -> str:
 
 
 def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI,
-             messages: pd.DataFrame | None = None) -> dict:
+             messages: pd.DataFrame | None = None) -> E2Headline:
     """The numbers E2's prose quotes, all computed here, one step per part.
 
     Parameters
@@ -210,45 +211,35 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI,
 
     Returns
     -------
-    dict
-        ``verdict`` (:func:`.verdicts.h2_verdict`), ``conditions`` (each condition's typical
-        jitter and late frames, :func:`.contrasts.condition_summary`, the floor's
-        too), ``late`` (:func:`_typical_and_late`), ``zero`` (:func:`.verdicts.null_verdict`),
-        ``one`` (each real-time policy at 1 load per CPU), ``gil`` (GIL-holding
-        loads at the highest factor), ``seed_style`` (the reductions against the
-        seed's shared-pool baseline), ``seeds`` (:func:`.contrasts.seed_compatible`),
-        ``effects`` (:func:`.contrasts.effects`), ``floor``
-        (:func:`.contrasts.floor_ratios`, the pre-specified configurations),
-        ``attribution``, ``mechanism`` (:func:`.attribution.mechanism_summary`: the late
-        frames' mechanisms) and ``mechanism_rt`` (the real-time conditions' pooled,
-        :func:`.attribution.mechanism_totals`), ``tracing_cost`` (:func:`.attribution.tracing_cost`),
-        ``ladder`` (:func:`.ladder.ladder`), ``recommendations``
-        (:func:`.ladder.recommendations`) and the counts the prose states.
+    E2Headline
+        Every number and table row the words quote, each field documented in
+        :mod:`.headline`.
     """
     runs, frames = ds_tables["runs"], ds_tables["frames"]
     conditions = condition_summary(pd.concat([runs, ds_tables["floor"]], ignore_index=True), ci)
     policy = cfg["ladder_policy"]
     recs = recommendations(runs, policy, ci, messages).to_dict("records")
-    return {**_design(runs), "ladder_policy": policy,
-            "ladder": ladder(runs, ds_tables["floor"], policy, ci).to_dict("records"),
-            "recommendations": recs, "verdict": h2_verdict(recs), "std": h2_std(red),
-            "late_threshold_ms": cfg["late_threshold_ms"], "min_reduction": MIN_REDUCTION,
-            "min_runs": MIN_RUNS, "baseline": BASELINE, "seed_baseline": SEED_BASELINE,
-            "conditions": conditions.to_dict("records"), "late": _typical_and_late(conditions),
-            "yardsticks": _yardsticks(runs),
-            "decided_share": DECIDED_SHARE, "starved_offset": STARVED_OFFSET,
-            "zero": null_verdict(red, control_margin(ds_tables["floor"])),
-            "control_floor_multiple": CONTROL_FLOOR_MULTIPLE,
-            "one": _one_load_per_cpu(red), "seed_style": _seed_style(runs, frames, red, ci),
-            "seeds": seed_compatible(runs, ci), "gil": _gil(runs, red, conditions),
-            "effects": effects(runs, ci).to_dict("records"),
-            "floor": _floor(runs, ds_tables["floor"], ci), "floor_goal": FLOOR_GOAL,
-            "attribution": attribution_summary(ds_tables["attribution"]).to_dict("records"),
-            **_mechanism(ds_tables["attribution"], cfg["late_threshold_ms"]),
-            "patterns": PATTERNS, "switch_interval_ms": SWITCH_INTERVAL_MS,
-            "tracing_cost": tracing_cost(runs, ds_tables.get("traces", pd.DataFrame()),
-                                         ci).to_dict("records"),
-            "parts": PARTS, **_unattributed(ds_tables.get("traces", pd.DataFrame()))}
+    return E2Headline(
+        **_design(runs), ladder_policy=policy,
+        ladder=ladder(runs, ds_tables["floor"], policy, ci).to_dict("records"),
+        recommendations=recs, verdict=h2_verdict(recs), std=h2_std(red),
+        late_threshold_ms=cfg["late_threshold_ms"], min_reduction=MIN_REDUCTION,
+        min_runs=MIN_RUNS, baseline=BASELINE, seed_baseline=SEED_BASELINE,
+        conditions=conditions.to_dict("records"), late=_typical_and_late(conditions),
+        yardsticks=_yardsticks(runs),
+        decided_share=DECIDED_SHARE, starved_offset=STARVED_OFFSET,
+        zero=null_verdict(red, control_margin(ds_tables["floor"])),
+        control_floor_multiple=CONTROL_FLOOR_MULTIPLE,
+        one=_one_load_per_cpu(red), seed_style=_seed_style(runs, frames, red, ci),
+        seeds=seed_compatible(runs, ci), gil=_gil(runs, red, conditions),
+        effects=effects(runs, ci).to_dict("records"),
+        floor=_floor(runs, ds_tables["floor"], ci), floor_goal=FLOOR_GOAL,
+        attribution=attribution_summary(ds_tables["attribution"]).to_dict("records"),
+        **_mechanism(ds_tables["attribution"], cfg["late_threshold_ms"]),
+        patterns=PATTERNS, switch_interval_ms=SWITCH_INTERVAL_MS,
+        tracing_cost=tracing_cost(runs, ds_tables.get("traces", pd.DataFrame()),
+                                  ci).to_dict("records"),
+        parts=PARTS, **_unattributed(ds_tables.get("traces", pd.DataFrame())))
 
 
 def _design(runs: pd.DataFrame) -> dict:

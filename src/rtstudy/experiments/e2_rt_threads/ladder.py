@@ -19,6 +19,7 @@ import pandas as pd
 from rtstudy.experiments.e2_rt_threads.conditions import (
     BASELINE, PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS, WAKE_DEFAULT, is_plain)
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
+from rtstudy.experiments.e2_rt_threads.headline import E2Headline
 from rtstudy.inference import criteria, judge, rates
 from rtstudy.inference.stats import CI, over_runs, ratio_ci
 from rtstudy.policies import RT_POLICIES, SCHED_DEADLINE, SCHED_FIFO, SCHED_RR
@@ -302,7 +303,7 @@ def _change_row(change: str, kind: str, g: pd.DataFrame, base: pd.DataFrame, ci:
             **_message_cost(g, messages, ci)}
 
 
-def over_sessions(headlines: list[dict], confidence: float) -> dict[str, dict]:
+def over_sessions(headlines: list[E2Headline], confidence: float) -> dict[str, dict]:
     """Each change's conclusion over every session of the host: pooled, never by unanimity.
 
     Late frames: the sessions' counts pooled into one rate ratio
@@ -314,7 +315,7 @@ def over_sessions(headlines: list[dict], confidence: float) -> dict[str, dict]:
 
     Parameters
     ----------
-    headlines : list of dict
+    headlines : list of E2Headline
         E2's ``headline`` per session, oldest first (``Section.session_headlines``).
     confidence : float
         The CIs' level.
@@ -331,7 +332,7 @@ def over_sessions(headlines: list[dict], confidence: float) -> dict[str, dict]:
         return {}
     by_change: dict[str, list[dict]] = {}
     for h in headlines:
-        for r in h.get("recommendations", []):
+        for r in h.recommendations:
             by_change.setdefault(r["change"], []).append(r)
     out: dict[str, dict] = {}
     for change, rows in by_change.items():

@@ -14,6 +14,7 @@ from rtstudy.experiments.e2_rt_threads import (analysis, contrasts, figures, lad
                                                tables, verdicts)
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.conditions import PLAIN, one_off_plain
+from rtstudy.experiments.e2_rt_threads.headline import E2Headline
 from rtstudy.inference import criteria, rates
 from rtstudy.inference.stats import CI, MIN_RUNS
 from rtstudy.policies import RT_POLICIES, SCHED_FIFO
@@ -42,7 +43,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     frames, runs, floor, att = t["frames"], t["runs"], t["floor"], t["attribution"]
     red = contrasts.reductions(runs, frames, ci)
     h = analysis.headline(cfg, t, red, ci, ds.extra.get("messages"))
-    conditions = pd.DataFrame(h["conditions"])
+    conditions = pd.DataFrame(h.conditions)
     words = _words(h, cfg, ci)
     no_trace = words("no_trace", traces=traced_runs(ds)) if not len(att) else ""
 
@@ -53,7 +54,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         # Made when shown: the report sets the host's other sessions after this is built.
         return ladder.over_sessions(section.session_headlines(), ci.confidence)
 
-    section.advice = lambda: advice(h["recommendations"], over(), h["ladder_policy"])
+    section.advice = lambda: advice(h.recommendations, over(), h.ladder_policy)
     section.notes = lambda: words("advice")
     section.scope = words("scope")
     section.compare = partial(compare, h, confidence=ci.confidence)
@@ -61,7 +62,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     # verdict is on the late frames), or the std the seeds compared where none are counted.
     section.main = [Figure(lambda: figures.e2_typical_and_late(
         pd.concat([runs, floor], ignore_index=True), conditions, cfg["late_threshold_ms"], ci))
-        if h["late"] else Figure(lambda: figures.e2_std(frames, runs, ci))]
+        if h.late else Figure(lambda: figures.e2_std(frames, runs, ci))]
     section.blocks = [*_ladder_blocks(h, words, over, runs, floor, cfg, ci),
                       *_h2_blocks(h, words, ds, red, conditions, cfg, ci),
                       *_factor_blocks(h, words, runs, floor, ci),
@@ -71,7 +72,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     section.verdicts = _verdicts(h, words)
     section.quantities = [*_h2_quantities(h, red, cfg), *_ladder_quantities(h)]
     section.findings = {f"{r['change']} against {r['baseline']}": ladder.finding(r)
-                        for r in h["recommendations"]}
+                        for r in h.recommendations}
     section.pooled_findings = partial(pooled_findings, confidence=ci.confidence)
     section.measured = words("measured", n_runs=len(runs),
                              n_frames=int(runs["n"].sum()) if len(runs) else 0,
@@ -80,7 +81,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     return section
 
 
-def _words(h: dict, cfg: dict, ci: CI):
+def _words(h: E2Headline, cfg: dict, ci: CI):
     """The section's words, block by block (``report.md.j2``): every block sees the headline,
     the parameters and the CI settings, and formats a number with its CI as the tables do."""
     return partial(render, FOLDER, h=h, cfg=cfg, ci=ci, change=tables.std_change,
@@ -90,11 +91,11 @@ def _words(h: dict, cfg: dict, ci: CI):
                    min_events=criteria.value("e2_min_late_events"))
 
 
-def _ladder_blocks(h: dict, words, over, runs: pd.DataFrame, floor: pd.DataFrame, cfg: dict,
+def _ladder_blocks(h: E2Headline, words, over, runs: pd.DataFrame, floor: pd.DataFrame, cfg: dict,
                    ci: CI) -> list:
     """The opening, what to do (the recommendations) and the ladder: its figure, words, table.
     ``over`` gives the changes over the host's sessions once they are known."""
-    recs, rungs = pd.DataFrame(h["recommendations"]), pd.DataFrame(h["ladder"])
+    recs, rungs = pd.DataFrame(h.recommendations), pd.DataFrame(h.ladder)
     blocks = [LazyMarkdown(lambda: words("opening", over=over()))]
     if len(recs):
         blocks.append(Table(lambda: tables.recommendation_table(recs, ladder.CHANGES, over()),
@@ -102,14 +103,14 @@ def _ladder_blocks(h: dict, words, over, runs: pd.DataFrame, floor: pd.DataFrame
     if len(rungs):
         blocks += [
             Figure(lambda: figures.e2_ladder(rungs, pd.concat([runs, floor], ignore_index=True),
-                                             cfg["late_threshold_ms"], h["ladder_policy"], ci)),
+                                             cfg["late_threshold_ms"], h.ladder_policy, ci)),
             Markdown(words("ladder")),
             Table(lambda: tables.ladder_table(rungs, cfg["late_threshold_ms"]),
                   words("caption_ladder"))]
     return blocks
 
 
-def _h2_blocks(h: dict, words, ds: Dataset, red: pd.DataFrame, conditions: pd.DataFrame,
+def _h2_blocks(h: E2Headline, words, ds: Dataset, red: pd.DataFrame, conditions: pd.DataFrame,
                cfg: dict, ci: CI) -> list:
     """H2: the late frames per condition, the seeds' layouts, the std reductions, and the std
     figure where the main page shows the late frames."""
@@ -121,18 +122,18 @@ def _h2_blocks(h: dict, words, ds: Dataset, red: pd.DataFrame, conditions: pd.Da
         Table(lambda: tables.late_table(conditions, cfg["late_threshold_ms"]),
               words("caption_late")),
         Markdown(words("seeds")),
-        Table(lambda: tables.seed_table(h["seeds"]), words("caption_seed_table")),
+        Table(lambda: tables.seed_table(h.seeds), words("caption_seed_table")),
         Table(lambda: tables.comparison_table(red), words("caption_comparison")),
-        *([Figure(lambda: figures.e2_std(frames, runs, ci))] if h["late"] else []),
+        *([Figure(lambda: figures.e2_std(frames, runs, ci))] if h.late else []),
     ]
 
 
-def _factor_blocks(h: dict, words, runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> list:
+def _factor_blocks(h: E2Headline, words, runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> list:
     """The factors' effects and every configuration's ratio to the floor (the tables show what
     the headline computed, its intervals computed once), and the factorial figure where a
     load ran elsewhere than in the plain layout."""
-    eff = pd.DataFrame(h["effects"])
-    ratios = pd.DataFrame(h["floor"]["rows"] if h["floor"] else [])
+    eff = pd.DataFrame(h.effects)
+    ratios = pd.DataFrame(h.floor["rows"] if h.floor else [])
     blocks = [Markdown(words("factors", n_floor=len(floor))),
               Table(lambda: tables.effects_table(eff), words("caption_effects")),
               Table(lambda: tables.floor_table(ratios), words("caption_floor"))]
@@ -141,39 +142,39 @@ def _factor_blocks(h: dict, words, runs: pd.DataFrame, floor: pd.DataFrame, ci: 
     return blocks
 
 
-def _attribution_blocks(h: dict, words, att: pd.DataFrame, no_trace: str, cfg: dict) -> list:
+def _attribution_blocks(h: E2Headline, words, att: pd.DataFrame, no_trace: str, cfg: dict) -> list:
     """Where the traced frames' delay accrued and by which mechanism, and what tracing cost;
     ``no_trace`` says why there is no trace."""
     blocks = [Markdown(words("attribution", no_trace=no_trace))]
     if not len(att):
         return blocks
-    blocks += [Table(lambda: tables.attribution_table(pd.DataFrame(h["attribution"])),
+    blocks += [Table(lambda: tables.attribution_table(pd.DataFrame(h.attribution)),
                      words("caption_attribution")),
                Figure(lambda: figures.e2_attribution(att, PARTS)),
                Markdown(words("mechanism"))]
-    if h["mechanism"]:
+    if h.mechanism:
         blocks.append(Table(lambda: tables.mechanism_table(
-            pd.DataFrame(h["mechanism"]), h["patterns"], cfg["late_threshold_ms"]),
+            pd.DataFrame(h.mechanism), h.patterns, cfg["late_threshold_ms"]),
             words("caption_mechanism")))
-    if h["tracing_cost"]:
+    if h.tracing_cost:
         blocks.append(Table(lambda: tables.tracing_cost_table(
-            pd.DataFrame(h["tracing_cost"])), words("caption_tracing_cost")))
+            pd.DataFrame(h.tracing_cost)), words("caption_tracing_cost")))
     return blocks
 
 
-def _verdicts(h: dict, words) -> list[Verdict]:
+def _verdicts(h: E2Headline, words) -> list[Verdict]:
     """H2 on late frames, and its control without contention."""
-    zero_runs = [min(r["n_runs"], r["n_runs_normal"]) for r in h["zero"]["rows"]]
-    return [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
-                    h["verdict"]["verdict"], int(h["verdict"].get("runs", 0)),
-                    words("criterion"), tuple(h["verdict"]["parts"]), verdicts.h2_combine),
+    zero_runs = [min(r["n_runs"], r["n_runs_normal"]) for r in h.zero["rows"]]
+    return [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h.verdict),
+                    h.verdict["verdict"], int(h.verdict.get("runs", 0)),
+                    words("criterion"), tuple(h.verdict["parts"]), verdicts.h2_combine),
             Verdict(f"{HYPOTHESIS} control", words("control_claim"),
-                    words("control", z=h["zero"]), h["zero"]["verdict"],
+                    words("control", z=h.zero), h.zero["verdict"],
                     int(min(zero_runs, default=0)), words("control_criterion"),
-                    tuple(h["zero"]["parts"]), verdicts.null_combine)]
+                    tuple(h.zero["parts"]), verdicts.null_combine)]
 
 
-def _h2_quantities(h: dict, red: pd.DataFrame, cfg: dict) -> list[Quantity]:
+def _h2_quantities(h: E2Headline, red: pd.DataFrame, cfg: dict) -> list[Quantity]:
     """H2's numbers for the report's metrics: the std reductions at the highest native load,
     each policy's typical jitter and late frames at the headline point, the pre-specified
     ratios to the floor, and SCHED_FIFO's dispatcher and load-placement effects."""
@@ -183,7 +184,7 @@ def _h2_quantities(h: dict, red: pd.DataFrame, cfg: dict) -> list[Quantity]:
                     r["reduction"] * 100, r["low"] * 100, r["high"] * 100, "%",
                     int(min(r["n_runs"], r["n_runs_normal"])))
            for r in top.to_dict("records")]
-    for r in (h["late"] or {}).get("rows", []):
+    for r in (h.late or {}).get("rows", []):
         at = f"at {r['load_factor']:g} loads/CPU"
         out += [
             Quantity(f"{r['policy']}: period IQR {at}", r["iqr_us"], r["iqr_low"], r["iqr_high"],
@@ -191,11 +192,11 @@ def _h2_quantities(h: dict, red: pd.DataFrame, cfg: dict) -> list[Quantity]:
             Quantity(ladder.late_name(r["policy"], r["load_factor"], cfg["late_threshold_ms"]),
                      r["late_rate"], r["late_low"], r["late_high"], RATE_UNIT, r["runs"],
                      r["late_within"])]
-    for b in (h["floor"] or {}).get("prespecified", []):
+    for b in (h.floor or {}).get("prespecified", []):
         out.append(Quantity(
             f"{b['policy']}: std ratio to the floor at {b['load_factor']:g} loads/CPU",
             b["ratio"], b["low"], b["high"], "×", int(min(b["n_runs"], b["n_floor"]))))
-    for r in h["effects"]:
+    for r in h.effects:
         if r.get("policy") == SCHED_FIFO and one_off_plain(r):
             out.append(Quantity(
                 f"SCHED_FIFO: std reduction, {r['factor'].replace('load_', 'load ')} "
@@ -204,17 +205,17 @@ def _h2_quantities(h: dict, red: pd.DataFrame, cfg: dict) -> list[Quantity]:
     return out
 
 
-def _ladder_quantities(h: dict) -> list[Quantity]:
+def _ladder_quantities(h: E2Headline) -> list[Quantity]:
     """The ladder's rungs and the recommendations, so two sessions can be compared on them."""
     out = []
-    for r in h["ladder"]:
+    for r in h.ladder:
         rung = ladder.rung_name(r)
         out += [
             Quantity(f"{rung}: period IQR", r["iqr_us"], r["iqr_low"], r["iqr_high"], "µs",
                      r["runs"], r["iqr_within"]),
             Quantity(f"{rung}: late frames per 10 000", r["late_rate"], r["late_low"],
                      r["late_high"], RATE_UNIT, r["runs"], r["late_within"])]
-    for r in h["recommendations"]:
+    for r in h.recommendations:
         name = f"{r['change']} against {r['baseline']}"
         out.append(Quantity(f"{name}: period IQR ratio", r["iqr_ratio"], r["iqr_low"],
                             r["iqr_high"], "×", min(r["runs"], r["runs_base"])))
@@ -238,16 +239,15 @@ def _limitations(words, runs: pd.DataFrame, no_trace: str) -> list[str]:
     return out
 
 
-def pooled_findings(headlines: list[dict], confidence: float) -> dict[str, str]:
+def pooled_findings(headlines: list[E2Headline], confidence: float) -> dict[str, str]:
     """Each change's finding over the sessions pooled (:func:`.ladder.over_sessions`), named
     as :attr:`Section.findings` names them, with the pooled ratios' CIs."""
     over = ladder.over_sessions(headlines, confidence)
-    latest = {r["change"]: r for r in (headlines[-1].get("recommendations", [])
-                                      if headlines else [])}
+    latest = {r["change"]: r for r in (headlines[-1].recommendations if headlines else [])}
     out = {}
     for change, o in over.items():
         r = latest.get(change) or next(r for h in reversed(headlines)
-                                       for r in h.get("recommendations", [])
+                                       for r in h.recommendations
                                        if r["change"] == change)
         typical = tables.ratio_text(o["iqr_ratio"], o["iqr_low"], o["iqr_high"])
         late = tables.ratio_text(o["late_ratio"], o["late_ratio_low"], o["late_ratio_high"])
@@ -298,11 +298,11 @@ def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
                                       a.value if np.isfinite(a.value) else np.inf))
 
 
-def _late_row(h: dict, policy: str) -> dict | None:
-    return next((r for r in (h.get("late") or {}).get("rows", []) if r["policy"] == policy), None)
+def _late_row(h: E2Headline, policy: str) -> dict | None:
+    return next((r for r in (h.late or {}).get("rows", []) if r["policy"] == policy), None)
 
 
-def compare(h: dict, other: Section, change: str, against: str, confidence: float
+def compare(h: E2Headline, other: Section, change: str, against: str, confidence: float
             ) -> Advice | None:
     """``other``'s late frames (E2 from another dataset, e.g. another SDK version) against
     ``h``'s, both with the fixes' policy at the headline point, as a rate ratio judged by the
@@ -311,7 +311,7 @@ def compare(h: dict, other: Section, change: str, against: str, confidence: floa
     The counts are each dataset's latest session; φ is the larger of the two conditions'
     over-dispersion (the conservative one), and fewer than the minimum runs in either gives
     no CI."""
-    policy = h.get("ladder_policy") or SCHED_FIFO
+    policy = h.ladder_policy or SCHED_FIFO
     mine, theirs = _late_row(h, policy), _late_row(other.headline, policy)
     if not mine or not theirs:
         return None

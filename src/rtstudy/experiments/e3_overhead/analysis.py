@@ -13,6 +13,7 @@ its 4.x counterpart (:func:`counterpart`), and H3 is judged on the single-thread
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -201,7 +202,32 @@ def _fit_text(fit: pd.DataFrame, digits: int) -> str:
     return f"{r['per_iter_us']:.{digits}f} (n = {int(r['n_runs'])}, no CI)"
 
 
-def headline(runs: pd.DataFrame, ci: CI) -> dict:
+@dataclass(frozen=True)
+class E3Headline:
+    """What E3's report words and summary row read (``h`` in ``report.md.j2``); the
+    ``greedy_*`` costs are the single-threaded configuration's mean at N max."""
+
+    n_max: int  # the largest N measured (iterations)
+    n_runs: int  # the timed app runs (one per N of each cell)
+    n_cells: int  # the cells measured
+    repetitions: int  # the repetitions of each configuration
+    iterations: list[int]  # every N measured (iterations), ascending
+    greedy_ops: float  # ops' whole-app cost, the seed's method (µs per iteration)
+    greedy_ping: float  # ping's whole-app cost, the seed's method (µs per iteration)
+    greedy_ops_steady: float  # ops' steady cost, start-up left out (µs per iteration)
+    greedy_ping_steady: float  # ping's steady cost (µs per iteration)
+    # The share of the seed's figure that is start-up and teardown at N max: (min, max) over
+    # runs (fraction).
+    fixed_share: tuple[float, float]
+    startup_ms: tuple[float, float]  # start-up: (min, max) over runs (ms)
+    published_greedy_us: dict[str, float]  # app → the published Greedy figure (µs per iteration)
+    # What the greedy_* figures were read from: Greedy, or 5.0's one-lane executor.
+    single_threaded: str
+    verdict: dict  # H3 (:func:`h3_verdict`)
+    close_ratio: tuple[float, float]  # H3's band around the published figure (×)
+
+
+def headline(runs: pd.DataFrame, ci: CI) -> E3Headline:
     """Numbers the report's prose quotes, all computed here from the runs."""
     n_max = int(runs["iterations"].max())
     at_max = runs[runs["iterations"] == n_max]
@@ -215,25 +241,24 @@ def headline(runs: pd.DataFrame, ci: CI) -> dict:
         key = (app, single)
         return float(means.loc[key, column]) if key in means.index else float("nan")
 
-    return {
-        "n_max": n_max,
-        "n_runs": int(len(runs)),
-        "n_cells": int(runs["cell_id"].nunique()),
-        "repetitions": int(runs["repetition"].nunique()),
-        "iterations": sorted(int(n) for n in runs["iterations"].unique()),
-        "greedy_ops": pick("ops", "whole_app_us_per_iter"),
-        "greedy_ping": pick("ping", "whole_app_us_per_iter"),
-        "greedy_ops_steady": pick("ops", "steady_us_per_iter"),
-        "greedy_ping_steady": pick("ping", "steady_us_per_iter"),
-        "fixed_share": (float(fixed_share.min()), float(fixed_share.max())),
-        "startup_ms": (float(runs["startup_ms"].min()), float(runs["startup_ms"].max())),
-        "published_greedy_us": {app: published.US_PER_ITERATION[(app, "greedy")][0]
-                                for app in ("ops", "ping")},
-        # What the greedy_* figures were read from: Greedy, or 5.0's one-lane executor.
-        "single_threaded": single,
-        "verdict": h3_verdict(runs, ci),
-        "close_ratio": CLOSE_RATIO,
-    }
+    return E3Headline(
+        n_max=n_max,
+        n_runs=int(len(runs)),
+        n_cells=int(runs["cell_id"].nunique()),
+        repetitions=int(runs["repetition"].nunique()),
+        iterations=sorted(int(n) for n in runs["iterations"].unique()),
+        greedy_ops=pick("ops", "whole_app_us_per_iter"),
+        greedy_ping=pick("ping", "whole_app_us_per_iter"),
+        greedy_ops_steady=pick("ops", "steady_us_per_iter"),
+        greedy_ping_steady=pick("ping", "steady_us_per_iter"),
+        fixed_share=(float(fixed_share.min()), float(fixed_share.max())),
+        startup_ms=(float(runs["startup_ms"].min()), float(runs["startup_ms"].max())),
+        published_greedy_us={app: published.US_PER_ITERATION[(app, "greedy")][0]
+                             for app in ("ops", "ping")},
+        single_threaded=single,
+        verdict=h3_verdict(runs, ci),
+        close_ratio=CLOSE_RATIO,
+    )
 
 
 def seed_method_at_seed_n(runs: pd.DataFrame, app: str, ci: CI, label: str | None = None) -> dict:

@@ -34,11 +34,11 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         Figure(lambda: figures.e3_fit(runs, fits)),
         Markdown(words("methods", hosts=sorted(runs["host_id"].unique()))),
     ]
-    section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h["verdict"]),
-                                h["verdict"]["verdict"], int(h["verdict"]["runs"]),
+    section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h.verdict),
+                                h.verdict["verdict"], int(h.verdict["runs"]),
                                 words("criterion", min_runs=MIN_RUNS),
-                                tuple(h["verdict"]["judged"]),
-                                partial(analysis.h3_combine, ordering=h["verdict"]["ordering"]))]
+                                tuple(h.verdict["judged"]),
+                                partial(analysis.h3_combine, ordering=h.verdict["ordering"]))]
     at_max = runs[runs["iterations"] == runs["iterations"].max()]
     for (app, label), g in at_max.groupby(["app", "scheduler_label"]):
         est = over_runs(g["steady_us_per_iter"], ci)

@@ -8,6 +8,7 @@ the operating system alone achieves; E2's Holoscan target is compared with it.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from rtstudy.experiments.e4_host.plan import AUDIT
 from rtstudy.inference import criteria, judge
 from rtstudy.inference.stats import CI, MIN_RUNS, drift_check, two_group_ci
 from rtstudy.inference.within import (quantile_bootstrappable, quantile_of_counts,
-                                      within_run_variance_hist)
+                                      within_run_variances_hist)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"latency_ns": "int64", "count": "int64"}
@@ -76,16 +77,17 @@ def within_run(latency_ns, count, jitter: bool) -> dict:
     nan = float("nan")
     out = {"p99_within_us2": nan, "ratio_within": nan, "lost_within_pct2": nan}
     n = int(c.sum())
+    statistics = {}
     if quantile_bootstrappable(n, 0.99):
-        out["p99_within_us2"] = within_run_variance_hist(
-            v, c, lambda v, d: quantile_of_counts(v, d, 0.99) / 1e3)
+        statistics["p99_within_us2"] = lambda v, d: quantile_of_counts(v, d, 0.99) / 1e3
     if jitter and quantile_bootstrappable(n, 0.9999):
-        out["ratio_within"] = within_run_variance_hist(
-            v, c, lambda v, d: quantile_of_counts(v, d, 0.9999) / quantile_of_counts(v, d, 0.5))
+        statistics["ratio_within"] = (
+            lambda v, d: quantile_of_counts(v, d, 0.9999) / quantile_of_counts(v, d, 0.5))
     if jitter and n:
-        out["lost_within_pct2"] = within_run_variance_hist(
-            v, c, lambda v, d: (d * v)[:, v > INTERRUPTION_NS].sum(1) / (d * v).sum(1) * 100)
-    return out
+        statistics["lost_within_pct2"] = (
+            lambda v, d: (d * v)[:, v > INTERRUPTION_NS].sum(1) / (d * v).sum(1) * 100)
+    # One set of replicates for all three: each drew the same ones (the same seed) alone.
+    return {**out, **within_run_variances_hist(v, c, statistics)}
 
 
 # What load() returns (rtstudy.data.schema adds the columns every table has): per table, what
@@ -280,7 +282,25 @@ def audit_table(record: dict) -> pd.DataFrame:
                           "remedy": i.get("remedy", "")} for i in record.get("items", [])])
 
 
-def headline(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool = False) -> dict:
+@dataclass(frozen=True)
+class E4Headline:
+    """What E4's report words and summary row read (``h`` in ``report.md.j2``)."""
+
+    counts: dict[str, int]  # the audit's items per status (PASS, WARN, …), those with any
+    isolated: list[int]  # the CPUs isolated on the boot line
+    tuned: bool  # whether the host was tuned when audited
+    shielded: list[int]  # the CPUs of the runtime shield
+    # The jitter probe's worst CPU and load by P99 (ns): ``p99``, ``p50``, ``cpu``, ``load``,
+    # ``max_us`` (the largest latency of any, µs), ``loops``, ``median_p50`` (ns); None
+    # without probe runs.
+    worst: dict | None
+    osnoise: dict  # the audit's osnoise run: ``available`` (None: not recorded), ``why``, …
+    warn: list[str]  # the audit items that warned or failed
+    verdict: dict  # H4 (:func:`h4_verdict`)
+
+
+def headline(record: dict, stats: pd.DataFrame, ci: CI,
+             probe_realtime: bool = False) -> E4Headline:
     """The numbers E4's prose quotes, computed here (``probe_realtime``: :func:`h4_verdict`)."""
     summary = record.get("summary", {})
     jitter = stats[stats["kind"] == "jitter"] if len(stats) else stats
@@ -290,13 +310,14 @@ def headline(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool = F
         worst = {"p99": float(w["p99"]), "p50": float(w["p50"]), "cpu": int(w["cpu"]),
                  "load": w["load"], "max_us": float(jitter["max"].max()) / 1000,
                  "loops": int(jitter["n"].sum()), "median_p50": float(jitter["p50"].median())}
-    return {"counts": {s: n for s, n in summary.get("counts", {}).items() if n},
-            "isolated": summary.get("isolated_cpus") or [], "tuned": bool(summary.get("tuned")),
-            "shielded": summary.get("shielded_cpus") or [],
-            # An audit recorded without osnoise (or none at all) says so, rather than failing.
-            "worst": worst, "osnoise": {"available": None, "why": "", **record.get("osnoise", {})},
-            "warn": [i["name"] for i in record.get("items", []) if i["status"] in ("WARN", "FAIL")],
-            "verdict": h4_verdict(record, stats, ci, probe_realtime)}
+    return E4Headline(
+        counts={s: n for s, n in summary.get("counts", {}).items() if n},
+        isolated=summary.get("isolated_cpus") or [], tuned=bool(summary.get("tuned")),
+        shielded=summary.get("shielded_cpus") or [],
+        # An audit recorded without osnoise (or none at all) says so, rather than failing.
+        worst=worst, osnoise={"available": None, "why": "", **record.get("osnoise", {})},
+        warn=[i["name"] for i in record.get("items", []) if i["status"] in ("WARN", "FAIL")],
+        verdict=h4_verdict(record, stats, ci, probe_realtime))
 
 
 # What the drift check compares (stats.drift_check): a name and its unit. H4's metric: P99.99

@@ -51,7 +51,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         Table(lambda: analysis.floor_table(stats), words("caption_floor")),
         Table(lambda: analysis.audit_table(record), words("caption_audit")),
     ]
-    v = h["verdict"]
+    v = h.verdict
     ratios = v.get("ratios") or {}
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY,
                                 words("summary", v=v, worst_ratio=max(ratios.values(), default=np.nan)),
@@ -63,9 +63,9 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
                              cycles=int(floor["n"].sum()) if len(floor) else 0)
     if v["verdict"] == judge.NOT_TESTABLE:
         section.limitations.append(words("untestable", why=v.get("why", "")))
-    if h["warn"]:
+    if h.warn:
         section.limitations.append(words("audit_flags"))
-    if h["osnoise"].get("available") is False:
+    if h.osnoise.get("available") is False:
         section.limitations.append(words("osnoise"))
     return section
 

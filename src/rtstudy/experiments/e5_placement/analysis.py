@@ -10,6 +10,7 @@ promise. 4.x has neither option: its cells are the contrast, with no promise to 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -206,7 +207,23 @@ def conditions(outcomes: pd.DataFrame) -> pd.DataFrame:
         if len(out) else out
 
 
-def headline(ds: Dataset) -> dict:
+@dataclass(frozen=True)
+class E5Headline:
+    """What E5's report words and summary row read (``h`` in ``report.md.j2``)."""
+
+    conditions: list[dict]  # each condition's outcome and check (:func:`conditions` rows)
+    sdk_api: int  # the newest Holoscan major version measured (0 without outcomes)
+    n_conditions: int  # the conditions measured
+    n_judged: int  # those whose check judges H5b (as documented, or differs)
+    n_differs: int  # those that ended otherwise than documented
+    differs: list[dict]  # their rows of ``conditions``
+    not_provoked: int  # the conditions whose provocation did not take
+    n_cells: int  # the cells measured
+    # H5b: ``verdict``, ``why`` (where not testable), ``runs`` (the fewest of any condition).
+    verdict: dict
+
+
+def headline(ds: Dataset) -> E5Headline:
     """What E5's words quote: the conditions (:func:`conditions`) and H5b's verdict.
 
     ``verdict``: ``holds`` where every 5.0 condition that was provoked (or is the control)
@@ -226,12 +243,13 @@ def headline(ds: Dataset) -> dict:
     else:
         verdict, why = (judge.FAILS if len(differs) else judge.HOLDS), ""
     runs = int(outcomes.groupby(CONDITION)["cell_id"].nunique().min()) if len(outcomes) else 0
-    return {"conditions": table.to_dict("records"), "sdk_api": api,
-            "n_conditions": len(table), "n_judged": len(judged), "n_differs": len(differs),
-            "differs": differs.to_dict("records") if len(differs) else [],
-            "not_provoked": int((table["check"] == NOT_PROVOKED).sum()) if len(table) else 0,
-            "n_cells": int(outcomes["cell_id"].nunique()) if len(outcomes) else 0,
-            "verdict": {"verdict": verdict, "why": why, "runs": runs}}
+    return E5Headline(
+        conditions=table.to_dict("records"), sdk_api=api,
+        n_conditions=len(table), n_judged=len(judged), n_differs=len(differs),
+        differs=differs.to_dict("records") if len(differs) else [],
+        not_provoked=int((table["check"] == NOT_PROVOKED).sum()) if len(table) else 0,
+        n_cells=int(outcomes["cell_id"].nunique()) if len(outcomes) else 0,
+        verdict={"verdict": verdict, "why": why, "runs": runs})
 
 
 def condition_table(table: pd.DataFrame) -> pd.DataFrame:

@@ -18,7 +18,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     """E5's section from its dataset and its parameters (no CI: its checks are equalities)."""
     h = analysis.headline(ds)
     words = partial(render, FOLDER, h=h, cfg=cfg)
-    table = analysis.conditions(ds.tables["outcomes"]) if h["n_cells"] else None
+    table = analysis.conditions(ds.tables["outcomes"]) if h.n_cells else None
 
     section = Section(name="e5_placement", label=LABEL, hypothesis=HYPOTHESIS,
                       claim=published.CLAIM, title=words("title"), headline=h)
@@ -34,13 +34,13 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         *section.sdk_blocks,
         Markdown(words("methods", provocations=provoke.PROVOCATIONS)),
     ]
-    v = h["verdict"]
+    v = h.verdict
     section.verdicts = [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=v),
                                 v["verdict"], v["runs"], words("criterion"))]
     # Each condition that differs from the reference, in report/metrics.json (findings).
-    if h["differs"]:
+    if h.differs:
         section.findings = {"H5b differs": words("differs")}
     section.measured = words("measured")
-    if h["not_provoked"]:
+    if h.not_provoked:
         section.limitations = [words("not_provoked")]
     return section

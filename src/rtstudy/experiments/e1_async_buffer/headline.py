@@ -1,0 +1,27 @@
+"""E1's headline: the numbers its words quote, as :func:`.analysis.headline` makes them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class E1Headline:
+    """What E1's report words and summary rows read (``h`` in ``report.md.j2``)."""
+
+    n_cells: int  # the runs (cells) measured
+    repetitions: int  # the repetitions of each point
+    periods: list[int]  # the varied producer's periods measured (ms), ascending
+    messages_per_cell: int  # the fixed producer's messages in a run (median over runs)
+    pinned: bool  # whether any run pinned its SCHED_DEADLINE threads
+    # Where the pinned SCHED_DEADLINE threads ran (one placement for the whole sweep).
+    placement: str
+    stale_async: int  # stale re-reads of the fixed producer with the async buffer (all runs)
+    stale_default: int  # the same with the default buffer
+    verdict: dict[str, dict]  # scenario → H1 there (.analysis.h1_verdict)
+    default_min_slope: float  # the default buffer couples at this slope or above (ms/ms)
+    flat_margin: float  # the async buffer is flat within ± this slope (ms/ms)
+    min_runs: int  # the runs a CI over runs needs
+    outlier_factor: float  # a run is far off over this × its point's median max latency
+    outlier_min_ms: float  # and at least this far above it (ms)
+    # The bimodal runs and what decides them (.analysis.mode_summary); empty without rx's period.
+    modes: dict
