@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 from helpers import (BIN, MEASURING, REFERENCE_REMOTE, copy_checkout, copy_project, git_repository,
-                     lock_dry_runs, project_env, publish, sh, shared_dir)
+                     project_env, publish, sh)
 
 from rtstudy import params, paths
 from rtstudy.machine import host
@@ -65,16 +65,11 @@ def pytest_collection_modifyitems(items) -> None:
         if item.get_closest_marker("cells"):
             item.add_marker(pytest.mark.measures)
     needs_smoke_data = {_module(i) for i in items if "measured_project" in i.fixturenames}
-    # Last: the module that reads pip's dry runs, which start with the run, so that they have
-    # ended by the time it comes.
-    waits = {_module(i) for i in items if "dry_runs" in i.fixturenames}
 
     def rank(item) -> tuple:
         where = _module(item)
         place = _matches(where, EXCLUSIVE)
-        if place is not None:
-            return (0, place)
-        return (1 + (where in needs_smoke_data) + 2 * (where in waits), 0)
+        return (0, place) if place is not None else (1 + (where in needs_smoke_data), 0)
 
     items.sort(key=rank)  # stable: each module's tests keep their order
 
@@ -175,13 +170,11 @@ def reference_project(tmp_path_factory):
     return dest, project_env(dest)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def lock_dry_runs_started_with_the_run(request, tmp_path_factory) -> None:
-    """pip's dry runs of the locks (tests/test_environment.py) wait on the index for minutes:
-    started as the run starts, beside everything else, instead of when their test comes
-    (which is run last of its worker's)."""
-    if any("dry_runs" in item.fixturenames for item in request.session.items):
-        lock_dry_runs(shared_dir(tmp_path_factory))
+def shared_dir(tmp_path_factory) -> Path:
+    """A folder every worker of this run sees: pytest-xdist gives each worker a basetemp of
+    its own inside the run's."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 def built_once(tmp_path_factory, name: str, build, lock=None) -> tuple[Path, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -36,65 +35,6 @@ OUTPUTS = ("data/raw/", "executed/", "report/")
 # each `dvc exp run` (which stashes the whole tree). Left out of copies; a copy that pulls
 # the reference points that remote at this checkout's folder (conftest's reference_project).
 REFERENCE_REMOTE = "data/reference/"
-
-
-def shared_dir(tmp_path_factory) -> Path:
-    """A folder every worker of this run sees: pytest-xdist gives each worker a basetemp of
-    its own inside the run's."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
-LOCKS = sorted((paths.root() / "requirements").glob("py*.lock"))
-
-
-def lock_version(lock) -> str:
-    """``3.12`` for ``requirements/py3.12.lock``."""
-    return lock.stem.removeprefix("py")
-
-
-def oldest_micro() -> dict[str, str]:
-    """The Makefile's OLDEST_MICRO: minor → the oldest micro version its lock must install on."""
-    line = re.search(r"^OLDEST_MICRO := (.+)$", (paths.root() / "Makefile").read_text(), re.M)
-    return {".".join(v.split(".")[:2]): v for v in line.group(1).split()}
-
-
-def python_of(minor: str) -> str | None:
-    """A Python of ``minor`` to run pip with (pip judges a package's Requires-Python by the
-    interpreter it runs in, whatever --python-version says): this one, or pyenv's."""
-    if "%d.%d" % sys.version_info[:2] == minor:
-        return sys.executable
-    found = sorted(Path.home().glob(f".pyenv/versions/{minor}.*/bin/python{minor}"))
-    return str(found[-1]) if found else None
-
-
-def lock_dry_runs(shared: Path) -> dict[str, Path | None]:
-    """Per lock, the folder where pip's dry-run install of it for the oldest micro version the
-    Makefile accepts leaves ``err`` and, once it ends, ``rc`` (None where no Python of its
-    minor is here to run pip with). Started once per run, by whichever worker asks first, all
-    at once and in the background: each mostly waits on the index for a minute or two, so
-    conftest starts them with the run and the test that reads them rarely waits."""
-    platforms = [f"--platform=manylinux_2_{g}_x86_64" for g in (35, 34, 28, 17)] + \
-        ["--platform=manylinux2014_x86_64", "--platform=linux_x86_64", "--platform=any"]
-    folders: dict[str, Path | None] = {}
-    with FileLock(shared / "dry-runs.lock"):
-        for lock in LOCKS:
-            minor = lock_version(lock)
-            runner, folder = python_of(minor), shared / f"dry-run-{minor}"
-            folders[lock.name] = folder if runner else None
-            if runner is None or folder.exists():
-                continue
-            folder.mkdir()
-            # The shell writes the exit status when pip ends, whichever worker is still there.
-            subprocess.Popen(
-                ["sh", "-c", 'd=$1; shift; "$@" >/dev/null 2>"$d/err"; echo $? >"$d/rc.part"; '
-                 'mv "$d/rc.part" "$d/rc"', "sh", str(folder),
-                 runner, "-m", "pip", "install", "--quiet", "--dry-run", "--no-deps",
-                 "--ignore-installed", "--disable-pip-version-check",
-                 f"--python-version={oldest_micro()[minor]}", "--implementation=cp", *platforms,
-                 "--target", str(folder / "target"), "-r", str(lock)],
-                stdin=subprocess.DEVNULL, start_new_session=True)
-    return folders
 
 
 # One timing experiment at a time on this machine, whichever worker or run asks (conftest.py
