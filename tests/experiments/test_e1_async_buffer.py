@@ -70,7 +70,13 @@ def test_each_index_is_counted_once_and_rereads_separately(e1_data, e1_cfg):
         summary = json.loads((out / cell.cell_id / "cell.json").read_text())["summary"]
         for port in ("in1", "in2"):
             idx = samples[(samples["event"] == "receive") & (samples["port"] == port)]["index"]
-            assert idx.is_unique and len(idx) == e1_cfg["messages"]
+            # Every receive recorded once, in order. The default buffer queues, so each message
+            # arrives; the async buffer keeps the latest only, so a late reader may miss one
+            # (a measured behaviour, seen under load: 28 of 30), which its summary counts.
+            assert idx.is_unique and len(idx) == summary["received"][port]
+            if cell.config["buffer"] == "default":
+                assert len(idx) == e1_cfg["messages"]
+            assert len(idx) <= e1_cfg["messages"]
             assert np.all(np.diff(idx.to_numpy()) > 0)
         stale = sum(summary["stale_reads"].values())
         assert (stale > 0) == (cell.config["buffer"] == "async")
