@@ -23,7 +23,11 @@ stamps for the steady cost) serves both SDKs. What maps to what:
 - ``ping``, ``PingTxOp`` with ``CountCondition(N)`` → ``PingRxOp``: the transmitter's
   contract ``complete_after(N)``, the receiver triggered ``OnEach`` message (5.0's default
   queue between them); the run ends ``COMPLETED`` once the receiver has taken the last
-  message, as the 4.x app ended when nothing could tick.
+  message, as the 4.x app ended when nothing could tick. 5.0 usually holds the transmitter
+  back while the queue is full, but on two lanes it can still activate it a moment early
+  (seen once under load: ``emit`` raised ``BackpressuredError``); the transmitter then
+  waits in that activation until the queue takes the message, as a 4.x transmitter waited
+  for room before its tick (``blocked_emits`` in the summary counts the retries).
 - the seed's whole-app time (constructor, compose, run, teardown) → building the graph,
   ``hs.compile`` (which calls ``compose``), the run, and the session's end.
 - ``max_duration_ms`` → the time the app waits for a run before it stops it
@@ -43,12 +47,15 @@ import time
 # First: importing rtstudy.apps preloads libcudart, without which holoscan does not import.
 from rtstudy.apps.child import main, thread_record  # noqa: I001
 import holoscan as hs
+from holoscan.errors import BackpressuredError
 
 from rtstudy.apps.run5 import compile_checked, run_within
 
 ALWAYS_DUE = hs.time.ns(1)  # a clock period every activation overruns: back to back
 COLUMNS = ("run", "iterations", "op", "tick", "t_ns")
 DONE_SLEEP_US = 1000  # an operator done first, on a lane of its own: 1 ms asleep per activation
+RETRY_SLEEP_S = 10e-6  # between emits the queue refused: off the GIL, so the receiver can take one
+RETRY_FOR_S = 5.0  # refused that long, the receiver is not coming (e.g. on the same lane): fail
 
 
 class Stamped(hs.Operator):
@@ -110,9 +117,24 @@ class PingTxOp(Stamped):
     def contract(self):
         return hs.Contract().trigger(hs.OnClock(period=ALWAYS_DUE)).complete_after(self.iterations)
 
+    def __init__(self):
+        super().__init__()
+        self.blocked = 0
+
     def compute(self, ctx):
         self.stamp(ctx)
-        self.out.emit(len(self.stamps))
+        # complete_after counts activations, so a message refused here would be lost, not sent
+        # later: wait for room within this activation instead.
+        give_up = time.monotonic() + RETRY_FOR_S
+        while True:
+            try:
+                self.out.emit(len(self.stamps))
+                return
+            except BackpressuredError:
+                self.blocked += 1
+                if time.monotonic() > give_up:
+                    raise
+                time.sleep(RETRY_SLEEP_S)
 
 
 class PingRxOp(Stamped):
@@ -193,6 +215,7 @@ def timed_run(config: dict, n: int) -> tuple[object, list[Stamped], dict]:
     }
     if config["app"] == "ping":
         summary["received"] = ops[1].received
+        summary["blocked_emits"] = ops[0].blocked
     return plan, ops, summary
 
 
