@@ -18,8 +18,14 @@ from helpers import (BIN, MEASURING, REFERENCE_REMOTE, copy_checkout, copy_proje
 from rtstudy import params, paths
 from rtstudy.machine import host
 from rtstudy.measure.harness import SweepContext
+from rtstudy.report import figstyle
 from rtstudy.sdks import sdk, sdkroot
 
+# The reports the tests render write their figures as PNG only: the PDFs (fonts subset and
+# embedded) and SVGs of the reference's, the two hosts' and the experiments' re-renders took
+# about a minute of the suite. The smoke study (measured_project) writes all three, as a
+# user's `make study` does, and tests/test_render.py checks the formats themselves.
+os.environ[figstyle.FORMATS_ENV] = "png"
 
 # The tiers (pyproject.toml's markers): every test of these modules is in that tier; a test
 # may also be marked itself (`network`). `make test-fast` runs the rest, pure logic, between
@@ -234,6 +240,7 @@ def measured_project(tmp_path_factory):
 
     def build(dest: Path) -> str:
         env = copy_checkout(dest)
+        env.pop(figstyle.FORMATS_ENV)  # every format, as a user's study writes them
         git_repository(dest, env)
         sh([BIN / "rtstudy", "params", "use", "smoke"], dest, env, timeout=120)
         proc = subprocess.Popen([str(BIN / "dvc"), "repro"], cwd=dest, env=env, text=True,

@@ -8,6 +8,7 @@ after: 0 cells run. The figures' functions are tested on the same data.
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 import secrets
@@ -83,6 +84,14 @@ def reference(reference_project):
     profile = profiles.pop()
     assert params.load(dest / "params.yaml")["profile"] == profile
     return dest, dict(env, **{harness.NO_MEASURE_ENV: "1"}), profile
+
+
+@pytest.fixture(scope="module")
+def loaded(reference):
+    """``loaded(name)``: the reference's tables of experiment ``name``, loaded once per module
+    (E2's take some 20 s); the tests only read them."""
+    project, _, profile = reference
+    return functools.cache(lambda name: data.load(name, profile, root=project / "data"))
 
 
 def test_measuring_is_refused_where_the_variable_is_set(monkeypatch, tmp_path):
@@ -173,10 +182,10 @@ def test_explore_runs_headless_shows_the_headline_run_and_two_host_states_and_me
 
 
 @pytest.mark.parametrize("name", registry.REGISTRY)
-def test_every_experiment_draws_its_three_figures_from_the_reference(reference, name):
+def test_every_experiment_draws_its_three_figures_from_the_reference(reference, loaded, name):
     project, _, profile = reference
     hosts = data.hosts(profile, root=project / "data")
-    tables = data.load(name, profile, root=project / "data")
+    tables = loaded(name)
     p = explore.pick(name, tables, hosts)
     assert p.other_host_id and p.other_host_id != p.host_id
     figures = [explore.run_figure(name, tables, p.host_id, p.condition, p.repetition, hosts),
@@ -189,11 +198,11 @@ def test_every_experiment_draws_its_three_figures_from_the_reference(reference, 
     assert figures[0].axes[-1].get_title() == "beside the source's published figure"
 
 
-def test_pick_names_what_there_is_when_a_choice_has_no_data(reference):
+def test_pick_names_what_there_is_when_a_choice_has_no_data(reference, loaded):
     project, _, profile = reference
     hosts = data.hosts(profile, root=project / "data")
     name = registry.REGISTRY[0]
-    tables = data.load(name, profile, root=project / "data")
+    tables = loaded(name)
     with pytest.raises(ValueError, match="expected a host id or label"):
         explore.pick(name, tables, hosts, host="no-such-host")
     with pytest.raises(ValueError, match="expected one that host"):
@@ -206,7 +215,7 @@ def test_pick_names_what_there_is_when_a_choice_has_no_data(reference):
     assert explore.pick(name, tables, hosts, other_host="").host_ids == [p.host_id]
 
 
-def test_a_choice_keeps_the_others_that_still_hold_and_defaults_the_rest(reference):
+def test_a_choice_keeps_the_others_that_still_hold_and_defaults_the_rest(reference, loaded):
     project, _, profile = reference
     root = project / "data"
     hosts = data.hosts(profile, root=root)
@@ -218,13 +227,14 @@ def test_a_choice_keeps_the_others_that_still_hold_and_defaults_the_rest(referen
     c["condition"].value = [o for o in c["condition"].options if o != c["condition"].value][0]
     assert c["other_host"].value == "", "a new condition dropped the reader's 'none'"
     c["experiment"].value = second
-    expected = explore.pick(second, data.load(second, profile, root=root), hosts, other_host="")
+    tables = loaded(second)
+    expected = explore.pick(second, tables, hosts, other_host="")
     assert c["condition"].value == expected.condition
     assert c["repetition"].value == expected.repetition
     assert (c["host"].value, c["other_host"].value) == (expected.host_id, "")
     # Every choice offered has data: the hosts with data for the experiment (not those that
     # measured only another one), by their labels; the condition's runs.
-    observed = data.load(second, profile, root=root)[registry.get(second).explore.VIEW.table]
+    observed = tables[registry.get(second).explore.VIEW.table]
     with_data = hosts[hosts["host_id"].isin(set(observed["host_id"]))]
     assert {h for _, h in c["host"].options} == set(with_data["host_id"])
     assert [label for label, _ in c["host"].options] == list(with_data["label"])

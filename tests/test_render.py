@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,7 @@ def project(tmp_path, monkeypatch) -> Path:
     """A project root whose report/ holds a previous report."""
     monkeypatch.setenv("RTSTUDY_ROOT", str(tmp_path))
     monkeypatch.delenv(paths.REPORT_DIR_ENV, raising=False)
+    monkeypatch.delenv(figstyle.FORMATS_ENV, raising=False)  # conftest's png-only, for renders
     report = tmp_path / "report"
     (report / "figures").mkdir(parents=True)
     (report / "figures" / "old.png").write_bytes(b"old figure")
@@ -170,3 +172,27 @@ def test_notebooks_are_read_and_validated_without_the_slow_iri_checker():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "None"
+
+
+def test_figures_are_written_in_the_formats_named_and_a_wrong_name_stops_the_report(
+        project, monkeypatch, capsys):
+    from rtstudy.cli import main
+
+    assert figstyle.formats() == ("pdf", "png", "svg")
+    monkeypatch.setenv(figstyle.FORMATS_ENV, " PNG, svg,png ")
+    assert figstyle.formats() == ("png", "svg")
+    figstyle.save(plt.figure(), "chosen", project / "figures-chosen")
+    plt.close("all")
+    assert sorted(p.name for p in (project / "figures-chosen").iterdir()) == ["chosen.png",
+                                                                               "chosen.svg"]
+    shutil.copy(paths.checkout() / "params.yaml", project / "params.yaml")
+    before = _tree(project / "report")
+    for wrong, named in (("png,jpeg", "jpeg is not one of pdf, png, svg"), (",", "no format")):
+        monkeypatch.setenv(figstyle.FORMATS_ENV, wrong)
+        with pytest.raises(ValueError, match=named):
+            figstyle.formats()
+        # `rtstudy report` names it before the minutes of loading and drawing, report/ untouched.
+        assert main(["report"]) == 2
+        err = capsys.readouterr().err
+        assert named in err and "RTSTUDY_FIGURE_FORMATS" in err and "nothing was rendered" in err
+        assert _tree(project / "report") == before

@@ -130,9 +130,14 @@ def _plan_power(args) -> int:
 
 def _report(args) -> int:
     from rtstudy import stage
-    from rtstudy.report.render import render_html, staged
+    from rtstudy.report import figstyle
+    from rtstudy.report.render import ReportError, render_html, staged
 
     profile = params.stage_config(params.REPORT, args.profile)["profile"]
+    try:
+        figstyle.formats()  # a wrong $RTSTUDY_FIGURE_FORMATS, named before minutes of rendering
+    except ValueError as exc:
+        raise ReportError(f"{exc}; nothing was rendered") from None
     # Every file of every host before the notebook runs: damage stops the report with report/
     # as it was, and names all of it in one message.
     _verified(profile)

@@ -1,7 +1,8 @@
 """The one style of every figure, and how figures are written.
 
 Every figure uses :func:`style` and is written by :func:`save` as PDF (fonts
-embedded as TrueType), PNG (300 dpi) and SVG under ``report/figures/``; the report
+embedded as TrueType), PNG (300 dpi) and SVG under ``report/figures/`` (or only the formats
+``$RTSTUDY_FIGURE_FORMATS`` names, e.g. ``png``: a quicker render, see :func:`formats`); the report
 shows it as :func:`to_html` makes it, with its words (:func:`alt_text`) for readers who
 cannot see it. The figures themselves live with their experiment
 (``rtstudy/experiments/<name>/figures.py``): one function per figure, named after the file it
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import os
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -19,6 +21,8 @@ import seaborn as sns
 
 from rtstudy import paths
 
+FORMATS = ("pdf", "png", "svg")
+FORMATS_ENV = "RTSTUDY_FIGURE_FORMATS"
 PALETTE = sns.color_palette("colorblind")
 SEED_COLOR = "#b0b0b0"  # the source documents' published figures
 
@@ -34,12 +38,32 @@ def style() -> None:
     })
 
 
+def formats() -> tuple[str, ...]:
+    """The formats :func:`save` writes: all of :data:`FORMATS`, or those ``$RTSTUDY_FIGURE_FORMATS``
+    names (comma-separated).
+
+    Writing the PDF (its fonts subset and embedded) and the SVG takes about half of drawing the
+    figures (docs/benchmarks.md, "The report's render time"); a render to read, not to publish
+    from, can skip them. The report's page and numbers are the same either way.
+    """
+    value = os.environ.get(FORMATS_ENV, "").strip()
+    if not value:
+        return FORMATS
+    chosen = tuple(dict.fromkeys(f.strip().lower() for f in value.split(",") if f.strip()))
+    unknown = [f for f in chosen if f not in FORMATS]
+    if unknown or not chosen:
+        raise ValueError(f"{FORMATS_ENV}={value!r}: {', '.join(unknown) or 'no format'} is not one "
+                         f"of {', '.join(FORMATS)}; name some of them (e.g. png) or unset it for all")
+    return chosen
+
+
 def save(fig: plt.Figure, name: str, directory: Path | None = None) -> list[Path]:
-    """Write ``fig`` as ``name``.pdf, .png and .svg; return the paths."""
+    """Write ``fig`` as ``name``.pdf, .png and .svg (or the :func:`formats` chosen); return the
+    paths."""
     directory = directory or paths.figures_dir()
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for ext in ("pdf", "png", "svg"):
+    for ext in formats():
         path = directory / f"{name}.{ext}"
         fig.savefig(path, metadata={"Creator": "rtstudy"} if ext != "png" else None)
         written.append(path)
