@@ -187,7 +187,8 @@ def test_figures_are_written_in_the_formats_named_and_a_wrong_name_stops_the_rep
                                                                                "chosen.svg"]
     shutil.copy(paths.checkout() / "params.yaml", project / "params.yaml")
     before = _tree(project / "report")
-    for wrong, named in (("png,jpeg", "jpeg is not one of pdf, png, svg"), (",", "no format")):
+    for wrong, named in (("png,jpeg", "are pdf, png, svg and jpeg is not one of them"),
+                         (",", "it names no format")):
         monkeypatch.setenv(figstyle.FORMATS_ENV, wrong)
         with pytest.raises(ValueError, match=named):
             figstyle.formats()

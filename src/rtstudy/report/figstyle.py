@@ -51,9 +51,11 @@ def formats() -> tuple[str, ...]:
         return FORMATS
     chosen = tuple(dict.fromkeys(f.strip().lower() for f in value.split(",") if f.strip()))
     unknown = [f for f in chosen if f not in FORMATS]
-    if unknown or not chosen:
-        raise ValueError(f"{FORMATS_ENV}={value!r}: {', '.join(unknown) or 'no format'} is not one "
-                         f"of {', '.join(FORMATS)}; name some of them (e.g. png) or unset it for all")
+    problem = (f"{', '.join(unknown)} is not one of them" if unknown else "it names no format"
+               if not chosen else "")
+    if problem:
+        raise ValueError(f"{FORMATS_ENV}={value!r}: the figure formats are {', '.join(FORMATS)} "
+                         f"and {problem}; name some of them (e.g. png), or unset it for all three")
     return chosen
 
 
