@@ -347,3 +347,18 @@ def test_verify_and_the_report_name_a_flipped_bit_and_leave_the_report_alone(own
         assert f"{victim}: sha256 differs" in err, err
     assert [p.name for p in (fake / "report").iterdir()] == ["report.html"]
     assert (fake / "report" / "report.html").read_text() == "the last good report"
+
+
+def test_a_host_states_label_says_when_its_rt_throttling_is_not_that_states_default():
+    """Shielded with `--rt-throttling keep` is another host state, and its label says how."""
+    from rtstudy.data import _state
+
+    shielded = {"isolation": {"shield": {"cpus": [1], "method": "cpuset"}}}
+    boot = {"isolation": {"isolated": [2, 3]}}
+    cases = [({}, 950000, "untuned"), ({}, -1, "untuned, RT throttling off"),
+             (shielded, -1, "shielded CPU 1 (cpuset)"),
+             (shielded, 950000, "shielded CPU 1 (cpuset), RT throttling on"),
+             (boot, -1, "isolated at boot CPU 2-3"),
+             (boot, 950000, "isolated at boot CPU 2-3, RT throttling on")]
+    for fp, runtime, words in cases:
+        assert _state({**fp, "sched": {"rt_runtime_us": runtime}}) == words

@@ -152,6 +152,26 @@ def test_apply_records_first_then_changes_the_sandbox(tmp_path, monkeypatch):
     assert by_name["sched_rt_runtime_us"].status == "PASS"
 
 
+def test_rt_throttling_kept_leaves_sched_rt_runtime_us_and_changes_the_rest(tmp_path):
+    """The shield with the kernel's throttling on, for comparing a shielded CPU both ways."""
+    root = sandbox(tmp_path, "stock")
+    lifted, kept = (tuning.plan("2-3", root, rt_throttling=r) for r in ("lift", "keep"))
+    assert "sysctl -w kernel.sched_rt_runtime_us=-1" in lifted.commands
+    assert [c for c in kept.commands if "sched_rt_runtime_us" in c] == []
+    assert set(kept.commands) == set(lifted.commands) - {"sysctl -w kernel.sched_rt_runtime_us=-1"}
+    assert "real-time throttling kept" in tuning.format_plan(kept)
+    assert "throttling kept" not in tuning.format_plan(lifted)
+    revert_file = tmp_path / "revert.json"
+    tuning.apply(kept, root=root, revert_file=revert_file, yes=True,
+                 service=FakeServices(revert_file))
+    assert (root / "proc/sys/kernel/sched_rt_runtime_us").read_text() == "950000\n"
+    assert (root / "proc/irq/124/smp_affinity_list").read_text() == "0-1\n"
+    paths = [f["path"] for f in json.loads(revert_file.read_text())["files"]]
+    assert "/proc/sys/kernel/sched_rt_runtime_us" not in paths and paths
+    with pytest.raises(tuning.TuningError, match="expected one of lift, keep"):
+        tuning.plan("2-3", root, rt_throttling="off")
+
+
 def test_revert_restores_every_file_byte_for_byte(tmp_path):
     root = sandbox(tmp_path, "stock")
     revert_file = tmp_path / "revert.json"

@@ -66,14 +66,15 @@ def _revert_file(args) -> Path | None:
 def _host_plan(args) -> int:
     from rtstudy.machine import tuning
 
-    print(tuning.format_plan(tuning.plan(args.cpus, shield=_shield(args))))
+    print(tuning.format_plan(tuning.plan(args.cpus, shield=_shield(args),
+                                         rt_throttling=args.rt_throttling)))
     return 0
 
 
 def _host_apply(args) -> int:
     from rtstudy.machine import tuning
 
-    plan = tuning.plan(args.cpus, shield=_shield(args))
+    plan = tuning.plan(args.cpus, shield=_shield(args), rt_throttling=args.rt_throttling)
     for warning in plan.warnings:
         print(f"warning: {warning}")
     if args.yes:
@@ -97,14 +98,15 @@ def _host_study(args) -> int:
 
     cpus = args.cpus or tuned.default_cpus()
     if args.check:
-        plan = tuned.check(cpus, args.method, _revert_file(args))
+        plan = tuned.check(cpus, args.method, _revert_file(args), args.rt_throttling)
         print(f"the shield can be applied: CPU {plan.cpu_list}, method {plan.shield} "
               f"(housekeeping CPU {tuning.format_cpu_list(plan.housekeeping)})")
         return 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     return tuned.run(cpus, command or ["dvc", "repro"], yes=args.yes, method=args.method,
                      revert_file=_revert_file(args), timeout_min=args.timeout_min,
-                     only_this_process=args.only_this_process)
+                     only_this_process=args.only_this_process,
+                     rt_throttling=args.rt_throttling)
 
 
 def _host_revert(args) -> int:
@@ -123,7 +125,14 @@ def _method_option(parser) -> None:
                         help=METHOD_HELP)
 
 
+def _rt_throttling_option(parser) -> None:
+    parser.add_argument("--rt-throttling", choices=("lift", "keep"), default="lift",
+                        help="lift (default): kernel.sched_rt_runtime_us = -1 while tuned; keep: "
+                             "leave it as it is (real-time threads throttled as untuned)")
+
+
 def _shield_options(parser: argparse.ArgumentParser) -> None:
+    _rt_throttling_option(parser)
     group = parser.add_mutually_exclusive_group()
     _method_option(group)
     group.add_argument("--no-shield", action="store_true",
@@ -171,6 +180,7 @@ def _add_shielding(hsub) -> None:
     st.add_argument("--cpus", help="CPUs to shield (default: the last online CPU; never CPU 0)")
     st.add_argument("--yes", action="store_true", help="change the host without asking")
     _method_option(st)
+    _rt_throttling_option(st)
     st.add_argument("--timeout-min", type=float, default=90,
                     help="stop the command after this many minutes (default 90); the host is "
                          "reverted either way")

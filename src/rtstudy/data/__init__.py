@@ -203,14 +203,20 @@ def verify(profile: str | None = None, root: Path | None = None) -> tuple[int, l
 
 
 def _state(fp: dict) -> str:
-    """``untuned``, ``shielded CPU 1 (affinity)`` or ``isolated at boot CPU 1``."""
+    """``untuned``, ``shielded CPU 1 (affinity)`` or ``isolated at boot CPU 1``; with
+    ``, RT throttling on`` (tuned) or ``, RT throttling off`` (untuned) where
+    ``sched_rt_runtime_us`` is not what that state has by default (``rtstudy host study
+    --rt-throttling keep``, or a sysctl set by hand)."""
     held = shield.of(fp)
-    if held:
-        return f"shielded CPU {kernelfs.format_cpu_list(held['cpus'])} ({shield.method_of(held)})"
     isolated = (fp.get("isolation") or {}).get("isolated") or []
-    if isolated:
-        return f"isolated at boot CPU {kernelfs.format_cpu_list(isolated)}"
-    return "untuned"
+    lifted = (fp.get("sched") or {}).get("rt_runtime_us") == -1
+    if held:
+        state = f"shielded CPU {kernelfs.format_cpu_list(held['cpus'])} ({shield.method_of(held)})"
+    elif isolated:
+        state = f"isolated at boot CPU {kernelfs.format_cpu_list(isolated)}"
+    else:
+        return "untuned" + (", RT throttling off" if lifted else "")
+    return state + ("" if lifted else ", RT throttling on")
 
 
 def _cpu_model(fp: dict) -> str:

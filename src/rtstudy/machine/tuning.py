@@ -13,7 +13,7 @@ content, the services it stops and the shield it makes, then changes them.
   (per-CPU, managed) are listed;
 - ``kernel.sched_rt_runtime_us = -1``: no real-time throttling, and
   SCHED_DEADLINE threads may be pinned (the kernel's admission control is off
-  with it, so the experiments check their own bandwidth per CPU);
+  with it, so the experiments check their own bandwidth per CPU); as it is with ``keep``;
 - the ``performance`` governor and no idle state deeper than polling on the
   CPUs, where the host exposes them;
 - unbound workqueues on the housekeeping CPUs (/sys/devices/virtual/workqueue/cpumask);
@@ -47,6 +47,7 @@ DEFAULT_AFFINITY = "/proc/irq/default_smp_affinity"
 WORKQUEUE_MASK = "/sys/devices/virtual/workqueue/cpumask"
 # Services that undo the tuning while they run (the quiet-core article).
 SERVICES = ("irqbalance",)
+RT_THROTTLING = ("lift", "keep")  # sched_rt_runtime_us to -1 (the default), or as it is
 
 
 class TuningError(ValueError):
@@ -81,6 +82,8 @@ class Plan:
     shield : str or None
         The shield ``apply`` makes (``cpuset`` or ``affinity``, :mod:`rtstudy.machine.shield`), or
         None.
+    rt_throttling : str
+        ``lift`` (``sched_rt_runtime_us`` to -1) or ``keep`` (left as it is).
     """
 
     cpus: tuple[int, ...]
@@ -90,19 +93,21 @@ class Plan:
     commands: tuple[str, ...]
     warnings: tuple[str, ...]
     shield: str | None = None
+    rt_throttling: str = "lift"
 
     @property
     def cpu_list(self) -> str:
         return format_cpu_list(self.cpus)
 
 
-def _runtime_changes(cpus, housekeeping, root: Path) -> tuple[list[tuple[str, str]], list[str]]:
+def _runtime_changes(cpus, housekeeping, root: Path,
+                     rt_throttling: str = "lift") -> tuple[list[tuple[str, str]], list[str]]:
     """The files ``apply`` would write, as (host path, new value), and the services it would stop.
 
     Files already holding the new value are left out, so a second apply of the
     same CPUs changes nothing.
     """
-    writes = [(RT_RUNTIME, "-1")]
+    writes = [(RT_RUNTIME, "-1")] if rt_throttling == "lift" else []
     writes += [(f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor", "performance") for cpu in cpus]
     for cpu in cpus:
         # Idle states with an exit latency (haltpoll's, C-states) off: the CPU polls when idle.
@@ -178,7 +183,8 @@ def _smt_warnings(wanted: list[int], root: Path) -> list[str]:
     return warnings
 
 
-def plan(cpus: str, root: Path = Path("/"), shield: str | None = None) -> Plan:
+def plan(cpus: str, root: Path = Path("/"), shield: str | None = None,
+         rt_throttling: str = "lift") -> Plan:
     """Check ``cpus`` against the host under ``root`` and plan their isolation.
 
     Parameters
@@ -191,6 +197,9 @@ def plan(cpus: str, root: Path = Path("/"), shield: str | None = None) -> Plan:
         Also shield the CPUs (:mod:`rtstudy.machine.shield`): ``cpuset``, ``affinity``
         or ``auto`` (a writable cgroup v1 cpuset, else affinity); the CLI's
         default is ``auto``. None: no shield.
+    rt_throttling : str
+        ``lift`` (``sched_rt_runtime_us`` to -1) or ``keep``: left as it is, to measure a
+        shielded CPU with the kernel's throttling on too.
 
     Returns
     -------
@@ -201,8 +210,12 @@ def plan(cpus: str, root: Path = Path("/"), shield: str | None = None) -> Plan:
     TuningError
         When ``cpus`` is malformed, names a CPU that is not online, names
         every online CPU (the kernel needs at least one housekeeping CPU) or
-        CPU 0, or (with ``shield``) the host cannot make that shield.
+        CPU 0, or (with ``shield``) the host cannot make that shield, or ``rt_throttling`` is
+        neither ``lift`` nor ``keep``.
     """
+    if rt_throttling not in RT_THROTTLING:
+        raise TuningError(f"RT throttling {rt_throttling!r}: expected one of "
+                          f"{', '.join(RT_THROTTLING)}")
     root = Path(root)
     wanted, housekeeping = _checked_cpus(cpus, root)
     if shield == "auto":
@@ -211,14 +224,14 @@ def plan(cpus: str, root: Path = Path("/"), shield: str | None = None) -> Plan:
         raise TuningError(f"cannot shield CPU {format_cpu_list(wanted)}: {problem}")
     warnings = _smt_warnings(wanted, root)
     args = kernel_args(wanted, housekeeping)
-    writes, services = _runtime_changes(wanted, housekeeping, root)
+    writes, services = _runtime_changes(wanted, housekeeping, root, rt_throttling)
     commands = _commands(writes, services)
     if shield:
         commands = shielding.commands(shield, wanted, housekeeping, root) + commands
     if all(read_file(root, f"{CPU_DIR}/cpu{c}/cpufreq/scaling_governor").missing for c in wanted):
         commands.append("# no cpufreq: the firmware or hypervisor sets the CPU frequency")
     return Plan(tuple(wanted), tuple(housekeeping), args, boot_steps(root, args), tuple(commands),
-                tuple(warnings), shield)
+                tuple(warnings), shield, rt_throttling)
 
 
 SHIELD_WORDS = {
@@ -237,6 +250,10 @@ def format_plan(p: Plan) -> str:
               f"runtime settings (`rtstudy host apply --cpus {p.cpu_list} --yes` makes these changes "
               "and records how to revert them):"]
     lines += [f"  {c}" for c in p.commands] or ["  nothing to change"]
+    if p.rt_throttling == "keep":
+        lines += ["", "real-time throttling kept: kernel.sched_rt_runtime_us stays as it is, so "
+                  "SCHED_DEADLINE threads run unpinned (--rt-throttling lift, the default, "
+                  "sets it to -1)"]
     if p.shield:
         lines += ["", f"shield method: {p.shield} ({SHIELD_WORDS[p.shield]}); runtime shielding "
                   "cannot stop the scheduler tick, RCU callbacks or per-CPU kernel threads on the "
@@ -356,7 +373,7 @@ def apply(plan: Plan, root: Path = Path("/"), revert_file: Path | None = None, y
     root = Path(root)
     revert_file = _new_revert_file(root, revert_file, yes)
     service = service or systemctl
-    writes, services = _runtime_changes(plan.cpus, plan.housekeeping, root)
+    writes, services = _runtime_changes(plan.cpus, plan.housekeeping, root, plan.rt_throttling)
     files, steps = _recorded_writes(writes, root)
     shield = _shield_record(plan, root, tasks)
     if not files and not services and not shield:

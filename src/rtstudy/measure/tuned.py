@@ -39,7 +39,8 @@ def default_cpus() -> str:
     return str(online[-1]) if len(online) > 1 else ""
 
 
-def check(cpus: str, method: str = "auto", revert_file: Path | None = None) -> tuning.Plan:
+def check(cpus: str, method: str = "auto", revert_file: Path | None = None,
+          rt_throttling: str = "lift") -> tuning.Plan:
     """Everything that would stop the shield, checked before anything is measured.
 
     ``make study-tuned`` runs this first, so that a host that cannot be
@@ -58,7 +59,7 @@ def check(cpus: str, method: str = "auto", revert_file: Path | None = None) -> t
     if not cpus:
         raise tuning.TuningError("this host has one CPU: nothing is left to shield (CPU 0 stays "
                                  "a housekeeping CPU)")
-    plan = tuning.plan(cpus, shield=method)
+    plan = tuning.plan(cpus, shield=method, rt_throttling=rt_throttling)
     revert_file = Path(revert_file) if revert_file else tuning.default_revert_file()
     if revert_file.exists():
         raise tuning.TuningError(f"{revert_file} exists: an earlier apply has not been reverted; "
@@ -81,7 +82,7 @@ def confirm(plan: tuning.Plan, yes: bool) -> None:
 
 def run(cpus: str, command: list[str], yes: bool = False, revert_file: Path | None = None,
         timeout_min: float = DEFAULT_TIMEOUT_MIN, only_this_process: bool = False,
-        method: str = "auto") -> int:
+        method: str = "auto", rt_throttling: str = "lift") -> int:
     """Shield ``cpus``, run ``command`` there, revert; the command's exit status.
 
     Parameters
@@ -103,6 +104,8 @@ def run(cpus: str, command: list[str], yes: bool = False, revert_file: Path | No
         every process: for tests, which must move no other process.
     method : str
         The shield's method (:mod:`rtstudy.machine.shield`): ``auto``, ``cpuset`` or ``affinity``.
+    rt_throttling : str
+        ``lift`` (``sched_rt_runtime_us`` to -1 while shielded) or ``keep`` (as it is).
 
     Raises
     ------
@@ -110,7 +113,7 @@ def run(cpus: str, command: list[str], yes: bool = False, revert_file: Path | No
         A refused plan or an unconfirmed one (nothing changed), or an apply
         that failed part-way (reverted at once).
     """
-    plan = check(cpus, method, revert_file)
+    plan = check(cpus, method, revert_file, rt_throttling)
     confirm(plan, yes)
     revert_file = Path(revert_file) if revert_file else tuning.default_revert_file()
     previous = {sig: signal.signal(sig, _raise_on) for sig in (signal.SIGTERM, signal.SIGHUP)}
