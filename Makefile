@@ -55,7 +55,8 @@ help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
 	@echo "make study-tuned    the study on this host as it is, then on a runtime-shielded CPU, always"
 	@echo "                    reverted (CPUS=LIST, default the last CPU; METHOD=cpuset|affinity, default"
-	@echo "                    a cgroup v1 cpuset where writable, else affinity; YES=1 skips the question)"
+	@echo "                    a cgroup v1 cpuset where writable, else affinity; YES=1 skips the question;"
+	@echo "                    RT_THROTTLING=keep leaves sched_rt_runtime_us as it is, default lift: -1)"
 	@echo "make new-session    close the measured sessions (kept in data/raw/.../sessions/): the next"
 	@echo "                    make study measures every cell again, as another session beside them"
 	@echo "make test           set up, then run every test (real Holoscan runs at smoke size)"
@@ -108,9 +109,9 @@ study: setup sdk
 CPUS ?=
 study-tuned: setup sdk
 	$(BIN)/rtstudy params check
-	$(BIN)/rtstudy host study --check $(if $(CPUS),--cpus $(CPUS)) $(if $(METHOD),--method $(METHOD))
+	$(BIN)/rtstudy host study --check $(if $(CPUS),--cpus $(CPUS)) $(if $(METHOD),--method $(METHOD)) $(if $(RT_THROTTLING),--rt-throttling $(RT_THROTTLING))
 	$(BIN)/dvc repro
-	$(BIN)/rtstudy host study $(if $(CPUS),--cpus $(CPUS)) $(if $(METHOD),--method $(METHOD)) $(if $(YES),--yes) -- $(BIN)/dvc repro
+	$(BIN)/rtstudy host study $(if $(CPUS),--cpus $(CPUS)) $(if $(METHOD),--method $(METHOD)) $(if $(RT_THROTTLING),--rt-throttling $(RT_THROTTLING)) $(if $(YES),--yes) -- $(BIN)/dvc repro
 	$(BIN)/dvc repro
 	@echo "Report (both host states): $(CURDIR)/report/report.html"
 
