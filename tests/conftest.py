@@ -21,10 +21,10 @@ from rtstudy.measure.harness import SweepContext
 from rtstudy.report import figstyle
 from rtstudy.sdks import sdk, sdkroot
 
-# The reports the tests render write their figures as PNG only: the PDFs (fonts subset and
-# embedded) and SVGs of the reference's, the two hosts' and the experiments' re-renders took
-# about a minute of the suite. The smoke study (measured_project) writes all three, as a
-# user's `make study` does, and tests/test_render.py checks the formats themselves.
+# The reports the tests render write their figures as PNG only: writing the PDFs (fonts
+# subset and embedded) and SVGs took 35 s of the smoke report's 90 (docs/benchmarks.md). The
+# smoke study (measured_project) writes all three, as a user's `make study` does, and
+# tests/test_render.py checks the formats themselves.
 os.environ[figstyle.FORMATS_ENV] = "png"
 
 # The tiers (pyproject.toml's markers): every test of these modules is in that tier; a test
