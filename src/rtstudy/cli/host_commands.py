@@ -126,7 +126,9 @@ def _method_option(parser) -> None:
 
 
 def _rt_throttling_option(parser) -> None:
-    parser.add_argument("--rt-throttling", choices=("lift", "keep"), default="lift",
+    from rtstudy.machine.tuning import RT_THROTTLING
+
+    parser.add_argument("--rt-throttling", choices=RT_THROTTLING, default=RT_THROTTLING[0],
                         help="lift (default): kernel.sched_rt_runtime_us = -1 while tuned; keep: "
                              "leave it as it is (real-time threads throttled as untuned)")
 
