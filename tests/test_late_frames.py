@@ -11,8 +11,9 @@ import pytest
 from scipy import stats as sps
 
 from rtstudy.experiments.e2_rt_threads import attribution, conditions, contrasts, tables
-from rtstudy.experiments.e2_rt_threads.metrics import (FIXED, PREVIOUS, RunFrames, lateness_ns,
-                                                       release_grid, run_metrics)
+from rtstudy.experiments.e2_rt_threads.metrics import (FIXED, PREVIOUS, RECORDED, RunFrames,
+                                                       lateness_ns, release_grid, run_metrics,
+                                                       skipped_releases)
 from rtstudy.inference.events import pooled_rate, wilks_quantile
 from rtstudy.inference.stats import CI, MIN_RUNS
 
@@ -94,8 +95,37 @@ def test_lateness_is_against_the_release_grid_or_the_previous_start():
     prev = lateness_ns(t, P, PREVIOUS)
     assert np.isnan(prev[0]) and prev[1:].tolist() == [-20_000, 40_000, -30_000]
     assert release_grid("SCHED_DEADLINE", ["frame", "t_start_ns"]) == PREVIOUS
-    assert release_grid("SCHED_DEADLINE", ["frame", "t_start_ns", "release_ns"]) == FIXED
+    assert release_grid("SCHED_DEADLINE", ["frame", "t_start_ns", "release_ns"]) == RECORDED
+    assert release_grid("SCHED_FIFO", ["frame", "release_ns"]) == RECORDED
     assert release_grid("SCHED_FIFO", ["frame"]) == release_grid(None, []) == FIXED
+    # Against recorded releases (another clock's time base: one offset apart).
+    releases = 5_000 + np.arange(4) * P
+    assert lateness_ns(t, P, RECORDED, releases_ns=releases).tolist() == \
+        [20_000, 0, 40_000, 10_000]
+    with pytest.raises(ValueError, match="releases_ns"):
+        lateness_ns(t, P, RECORDED)
+
+
+def test_a_clock_that_skips_a_missed_tick_counts_one_late_frame_not_a_late_tail():
+    # Holoscan 5.0's clock: frame 60 misses its tick by 1.2 ms and the clock drops it, so the
+    # next frame is released a period later and every later frame is a period off the grid.
+    release = np.arange(150, dtype=np.int64) * P
+    release[60:] += P
+    t = 10**12 + release + 50_000
+    t[60] += 1_200_000
+    samples = pd.DataFrame({"frame": range(150), "t_start_ns": t, "exec_ns": 100_000,
+                            "release_ns": release})
+    grid = release_grid("SCHED_FIFO", samples.columns)
+    assert grid == RECORDED and skipped_releases(release, P) == 1
+    m = run_metrics(RunFrames.of(samples, 0, P, grid), P / 1e6, 1.0)
+    # Frame 60 started 1.2 ms after its release, and the skipped release's frame never came.
+    assert (m["late"], m["skipped"], m["n"], m["grid"]) == (2, 1, 150, RECORDED)
+    assert m["late_per_10k"] == pytest.approx(2 / 150 * 1e4)
+    # On the fixed grid every frame from the skip on is a period late.
+    assert m["late_fixed"] == 90
+    # Gaps of whole periods skip one release fewer than they span; none when on time.
+    assert skipped_releases([0, P, 3 * P, 7 * P], P) == 4
+    assert skipped_releases(np.arange(10) * P, P) == 0
 
 
 def test_two_late_frames_decide_the_std_not_the_typical_jitter():
@@ -137,20 +167,27 @@ def test_a_deadline_run_that_slips_once_has_one_late_frame_not_a_late_tail():
     assert paced["late_fixed"] == fixed["late_fixed"] == fixed["late"] == 90
 
 
-def test_deadlines_yardsticks_at_the_headline_point():
+def test_yardsticks_at_the_headline_point():
     from rtstudy.experiments.e2_rt_threads import analysis
 
     rows = [{"policy": p, "topology": "dedicated", "dispatcher": "other",
              "load_placement": "operators", "load_factor": 3.0, "load_work_model": "native",
              "switch_interval_ms": 5.0, "wake_mode": "sleep", "n": 239, "late": late,
-             "late_fixed": fixed}
-            for p, late, fixed in (("SCHED_DEADLINE", 1, 150), ("SCHED_DEADLINE", 0, 0),
-                                   ("SCHED_FIFO", 2, 2))]
+             "late_fixed": fixed, "grid": g, "skipped": skipped}
+            for p, late, fixed, g, skipped in (
+                ("SCHED_DEADLINE", 1, 150, PREVIOUS, 0), ("SCHED_DEADLINE", 0, 0, PREVIOUS, 0),
+                ("SCHED_FIFO", 2, 2, FIXED, 0))]
     y = analysis._yardsticks(pd.DataFrame(rows))
-    assert y == {"late": 1, "late_fixed": 150, "frames": 478, "runs": 2}
-    # Released on the fixed grid (Holoscan 5.0's clock): one yardstick, nothing to add.
+    assert y == {PREVIOUS: {"late": 1, "late_fixed": 150, "skipped": 0, "frames": 478,
+                            "runs": 2}}
+    # Every run on its own grid counting the same on the fixed one: nothing to add.
     same = [dict(r, late_fixed=r["late"]) for r in rows]
     assert analysis._yardsticks(pd.DataFrame(same)) is None
+    # Holoscan 5.0: every policy on the releases its clock recorded.
+    five = [dict(r, grid=RECORDED, skipped=1, late=r["late"] + 1) for r in rows]
+    y = analysis._yardsticks(pd.DataFrame(five))
+    assert y == {RECORDED: {"late": 6, "late_fixed": 152, "skipped": 3, "frames": 717,
+                            "runs": 3}}
 
 
 def run_rows(label: str, late: list[int], mean_ms: float = 16.667, n: int = 149, **factors):

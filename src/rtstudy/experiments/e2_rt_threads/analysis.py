@@ -36,7 +36,8 @@ from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, conditio
 from rtstudy.experiments.e2_rt_threads.gil import GIL_TIMES
 from rtstudy.experiments.e2_rt_threads.headline import E2Headline
 from rtstudy.experiments.e2_rt_threads.ladder import ladder, late_part, recommendations
-from rtstudy.experiments.e2_rt_threads.metrics import RunFrames, release_grid, run_metrics
+from rtstudy.experiments.e2_rt_threads.metrics import (PREVIOUS, RECORDED, RunFrames, release_grid,
+                                                      run_metrics)
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
 from rtstudy.experiments.e2_rt_threads.schema import SCHEMA
 from rtstudy.experiments.e2_rt_threads.verdicts import (CONTROL_FLOOR_MULTIPLE, MIN_REDUCTION,
@@ -336,17 +337,29 @@ def _typical_and_late(conditions: pd.DataFrame) -> dict | None:
 
 
 def _yardsticks(runs: pd.DataFrame) -> dict | None:
-    """SCHED_DEADLINE's late frames at the headline point on both yardsticks: ``late`` against
-    one period after its previous frame (its own releases, :func:`.metrics.release_grid`) and
-    ``late_fixed`` on the fixed grid every other policy is judged on, with ``frames`` and
-    ``runs``; None where its frames were released on the fixed grid (Holoscan 5.0's clock) or
-    it was not measured there."""
+    """The late frames at the headline point of the runs not released on the fixed grid, on
+    both yardsticks (:func:`.metrics.release_grid`): Holoscan 4.x's SCHED_DEADLINE target
+    (``previous``: one period after its previous frame) and Holoscan 5.0 (``recorded``: its
+    clock's own releases, a skipped one counted late).
+
+    Returns
+    -------
+    dict or None
+        Grid → ``late`` (on the run's own releases), ``late_fixed`` (on the fixed grid every
+        other run is judged on), ``skipped`` (releases the clock skipped), ``frames`` (the
+        releases judged) and ``runs``; grids whose runs give the same count on both left out,
+        None where none is left.
+    """
     top = headline_point(grid(runs)) if len(runs) else runs
-    d = top[top["policy"] == SCHED_DEADLINE] if len(top) else top
-    if not len(d) or "late_fixed" not in d or (d["late_fixed"] == d["late"]).all():
-        return None
-    return {"late": int(d["late"].sum()), "late_fixed": int(d["late_fixed"].sum()),
-            "frames": int(d["n"].sum()), "runs": int(len(d))}
+    out = {}
+    for name in (PREVIOUS, RECORDED):
+        d = top[(top["grid"] == name) & ((top["policy"] == SCHED_DEADLINE) | (name == RECORDED))] \
+            if len(top) and "grid" in top else top.iloc[0:0]
+        if len(d) and not (d["late_fixed"] == d["late"]).all():
+            out[name] = {"late": int(d["late"].sum()), "late_fixed": int(d["late_fixed"].sum()),
+                         "skipped": int(d["skipped"].sum()), "frames": int(d["n"].sum()),
+                         "runs": int(len(d))}
+    return out or None
 
 
 def _floor(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> dict | None:

@@ -20,7 +20,7 @@ import pandas as pd
 from rtstudy.data.io import CellData, read_samples
 from rtstudy.experiments.e2_rt_threads.conditions import FACTORS
 from rtstudy.experiments.e2_rt_threads.gil import GIL_COLUMNS, NO_GIL, Gil, thread_class
-from rtstudy.experiments.e2_rt_threads.metrics import lateness_ns, release_grid
+from rtstudy.experiments.e2_rt_threads.metrics import kept_releases, lateness_ns, release_grid
 from rtstudy.inference.stats import CI, ratio_ci
 from rtstudy.measure.realtime import DISPATCHER
 
@@ -99,6 +99,7 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     config = sidecar["requested"]["config"]
     period = config["period_ns"]
     t = samples.sort_values("frame")["t_start_ns"].to_numpy()[warmup_frames:]
+    grid = release_grid(config.get("policy"), samples.columns)
     ev = trace.sort_values("t_ns", kind="stable")
     gil = Gil(ev, target, dispatcher, app_tids) if sidecar["summary"].get(
         "trace", {}).get("gil", {}).get("probed") else None
@@ -107,7 +108,7 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
         return pd.DataFrame(columns=_COLUMNS)
     # Only frames inside the trace: the grid is fitted on them.
     inside = (t > worker.times[0] + EARLY_MS * 1e6) & (t <= worker.times[-1])
-    late = lateness_ns(t, period, release_grid(config.get("policy"), samples.columns), inside)
+    late = lateness_ns(t, period, grid, inside, kept_releases(samples, warmup_frames, grid))
     rows = []
     # A frame that started before its release has no delay to split. Only SCHED_DEADLINE's
     # frames can: their release is one period after the previous start, and the kernel's own

@@ -31,7 +31,7 @@ class E2Headline:
     seed_baseline: str  # the seeds' baseline condition (normal: one shared pool)
     conditions: list[dict]  # each condition's typical jitter and late frames, the floor's too
     late: dict | None  # the policy grid at the headline point (analysis._typical_and_late)
-    yardsticks: dict | None  # SCHED_DEADLINE's late frames on both grids (analysis._yardsticks)
+    yardsticks: dict | None  # late frames on both grids where they differ (analysis._yardsticks)
     decided_share: float  # a run's std is decided by its 2 worst frames above this (fraction)
     starved_offset: float  # starved: mean period off by more than this (fraction of the period)
     zero: dict  # the control without contention (.verdicts.null_verdict)

@@ -24,12 +24,16 @@ from rtstudy.policies import SCHED_DEADLINE
 
 # How a run's frames are released (lateness_ns()). FIXED: on the grid T_0 + k·P —
 # Holoscan 4.x's PeriodicCondition (it catches up missed ticks: a late frame is followed by
-# early ones), Holoscan 5.0's OnClock, cyclictest's sleep to an absolute time. PREVIOUS: one
-# period after the previous frame's start — Holoscan 4.x's SCHED_DEADLINE target has no
-# PeriodicCondition (app.py): the kernel's DEADLINE server paces it and starts a new period
-# when a late worker wakes, so one late frame moves every later release (in the reference
-# data a late DEADLINE run never catches up: one long period, then regular ones).
-FIXED, PREVIOUS = "fixed", "previous"
+# early ones), cyclictest's sleep to an absolute time. PREVIOUS: one period after the previous
+# frame's start — Holoscan 4.x's SCHED_DEADLINE target has no PeriodicCondition (app.py): the
+# kernel's DEADLINE server paces it and starts a new period when a late worker wakes, so one
+# late frame moves every later release (in the reference data a late DEADLINE run never catches
+# up: one long period, then regular ones). RECORDED: the release each activation recorded —
+# Holoscan 5.0's OnClock, which skips a tick it missed instead of catching up (in the reference
+# data its releases are always 1, 2, 3, 4 or 6 periods apart, never less than one): on the
+# fixed grid one skipped tick made every later frame of the run a period late.
+FIXED, PREVIOUS, RECORDED = "fixed", "previous", "recorded"
+GRIDS = (FIXED, PREVIOUS, RECORDED)
 # A column of samples that only Holoscan 5.0's app writes (its clock's activation times).
 CLOCK_RELEASES = "release_ns"
 # Late frames are counted per this many frames.
@@ -37,7 +41,8 @@ PER_FRAMES = 10_000
 
 
 def release_grid(policy: str | None, columns) -> str:
-    """How a run's frames were released: :data:`FIXED` or :data:`PREVIOUS` (module comment).
+    """How a run's frames were released: :data:`FIXED`, :data:`PREVIOUS` or :data:`RECORDED`
+    (module comment).
 
     Parameters
     ----------
@@ -47,10 +52,13 @@ def release_grid(policy: str | None, columns) -> str:
         The run's samples columns: Holoscan 5.0's app paces every policy on a clock and
         records its releases (:data:`CLOCK_RELEASES`).
     """
-    return PREVIOUS if policy == SCHED_DEADLINE and CLOCK_RELEASES not in columns else FIXED
+    if CLOCK_RELEASES in columns:
+        return RECORDED
+    return PREVIOUS if policy == SCHED_DEADLINE else FIXED
 
 
-def lateness_ns(t_ns, period_ns: int, grid: str = FIXED, fit=None) -> np.ndarray:
+def lateness_ns(t_ns, period_ns: int, grid: str = FIXED, fit=None,
+                releases_ns=None) -> np.ndarray:
     """Each frame's lateness against its release (ns): its start minus its release.
 
     Parameters
@@ -64,10 +72,15 @@ def lateness_ns(t_ns, period_ns: int, grid: str = FIXED, fit=None) -> np.ndarray
         frame's lateness 0 (so every lateness is ≥ 0 and a frame's deviation from the
         period is the difference of two latenesses). :data:`PREVIOUS`: frame k is
         released at t_{k−1} + P (lateness = period − P, of either sign; the first
-        frame has none, NaN).
+        frame has none, NaN). :data:`RECORDED`: frame k is released at ``releases_ns[k]``
+        plus one offset, the clocks' difference, that makes the earliest frame's lateness 0
+        as on the fixed grid.
     fit : array_like of bool, optional
-        The frames T_0 is fitted on (default all; e.g. those inside a trace); the
-        others' lateness is against the same grid.
+        The frames T_0 (or the offset) is fitted on (default all; e.g. those inside a trace);
+        the others' lateness is against the same grid.
+    releases_ns : array_like of int, optional
+        The release each frame recorded (ns, on the clock's own time base); needed for
+        :data:`RECORDED` only.
 
     Returns
     -------
@@ -79,13 +92,42 @@ def lateness_ns(t_ns, period_ns: int, grid: str = FIXED, fit=None) -> np.ndarray
         out = np.full(t.size, np.nan)
         out[1:] = (np.diff(t) - period_ns).astype(float)
         return out
-    if grid != FIXED:
-        raise ValueError(f"grid must be {FIXED!r} or {PREVIOUS!r}, got {grid!r}")
-    offset = t - np.arange(t.size, dtype=np.int64) * int(period_ns)
+    if grid == FIXED:
+        offset = t - np.arange(t.size, dtype=np.int64) * int(period_ns)
+    elif grid == RECORDED:
+        if releases_ns is None:
+            raise ValueError("the recorded grid needs each frame's release (releases_ns)")
+        offset = t - np.asarray(releases_ns, dtype=np.int64)
+    else:
+        raise ValueError(f"grid must be one of {', '.join(map(repr, GRIDS))}, got {grid!r}")
     fitted = offset if fit is None else offset[np.asarray(fit, dtype=bool)]
     if not fitted.size:
         return np.full(t.size, np.nan)
     return (offset - fitted.min()).astype(float)
+
+
+def kept_releases(samples: pd.DataFrame, warmup_frames: int, grid: str) -> np.ndarray | None:
+    """The releases the frames from ``warmup_frames`` on recorded (ns, in frame order) where
+    ``grid`` is :data:`RECORDED`, else None (the other grids need none)."""
+    if grid != RECORDED:
+        return None
+    kept = samples[samples["frame"] >= warmup_frames].sort_values("frame")
+    return kept[CLOCK_RELEASES].to_numpy()
+
+
+def skipped_releases(releases_ns, period_ns: int) -> int:
+    """The releases a clock skipped between the recorded ones: each gap of m periods skipped
+    m − 1 (Holoscan 5.0's OnClock skips a tick it missed; module comment).
+
+    Parameters
+    ----------
+    releases_ns : array_like of int
+        The releases the frames recorded (ns), in frame order.
+    period_ns : int
+        The nominal period P (ns).
+    """
+    gaps = np.diff(np.asarray(releases_ns, dtype=np.int64)) / period_ns
+    return int(np.clip(np.round(gaps) - 1, 0, None).sum())
 
 
 @dataclass(frozen=True)
@@ -103,22 +145,32 @@ class RunFrames:
     lateness_ms : ndarray
         The lateness of each frame but the first against its release (ms,
         :func:`lateness_ns`), aligned with ``period_ms``.
+    grid : str
+        The releases ``lateness_ms`` is against (:func:`release_grid`).
+    skipped : int
+        The releases the clock skipped between the kept frames (:func:`skipped_releases`;
+        0 but on :data:`RECORDED`): frames that never came.
     """
 
     t_ns: np.ndarray
     period_ms: np.ndarray
     exec_ms: np.ndarray
     lateness_ms: np.ndarray
+    grid: str = FIXED
+    skipped: int = 0
 
     @classmethod
     def of(cls, samples: pd.DataFrame, warmup_frames: int, period_ns: int,
            grid: str = FIXED) -> "RunFrames":
         """The frames of ``samples`` (sorted by ``frame``) from frame ``warmup_frames`` on,
-        released every ``period_ns`` on ``grid`` (:func:`release_grid`)."""
+        released every ``period_ns`` on ``grid`` (:func:`release_grid`; :data:`RECORDED`
+        reads each frame's release from :data:`CLOCK_RELEASES`)."""
         kept = samples[samples["frame"] >= warmup_frames]
         t = kept["t_start_ns"].to_numpy()
+        releases = kept_releases(kept, warmup_frames, grid)
         return cls(t, np.diff(t) / 1e6, kept["exec_ns"].to_numpy()[1:] / 1e6,
-                   lateness_ns(t, period_ns, grid)[1:] / 1e6)
+                   lateness_ns(t, period_ns, grid, releases_ns=releases)[1:] / 1e6, grid,
+                   skipped_releases(releases, period_ns) if grid == RECORDED else 0)
 
     def table(self) -> pd.DataFrame:
         """One row per frame but the first: ``t_s`` (s since the first kept frame, measured),
@@ -149,17 +201,21 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
     Returns
     -------
     dict
-        ``nominal_ms``, ``n`` (periods: the frames but the first), ``duration_s``
-        (first to last kept frame, measured);
+        ``nominal_ms``, ``n`` (the releases judged: the frames but the first, plus the
+        releases the clock skipped), ``duration_s`` (first to last kept frame, measured),
+        ``grid`` (the releases' yardstick, :func:`release_grid`) and ``skipped``
+        (:attr:`RunFrames.skipped`);
         typical jitter: the period's ``period_iqr_us`` (P75 − P25) with
         ``period_iqr_within_us2``, its sampling variance from the run's own frames
         (:func:`rtstudy.inference.within.within_run_variance`), and ``period_mad_us``
         (median absolute deviation from the median, unscaled), the |lateness|'s
         ``lateness_p50_us`` and ``lateness_p99_us``;
-        late frames: ``late`` (lateness above the threshold), ``late_per_10k``
-        (per :data:`PER_FRAMES` frames) and ``lateness_max_ms``; ``late_fixed``, the late
-        frames on the fixed grid (:data:`FIXED`), the other policies' yardstick: the same as
-        ``late`` but for a run released one period after its previous frame (:data:`PREVIOUS`);
+        late frames: ``late`` (lateness above the threshold, or a release skipped: that
+        frame never came), ``late_per_10k`` (per :data:`PER_FRAMES` releases) and
+        ``lateness_max_ms``; ``late_fixed``, the late frames on the fixed grid (:data:`FIXED`),
+        what a consumer on a fixed clock sees: the same as ``late`` but for a run released
+        one period after its previous frame (:data:`PREVIOUS`) or by a clock that skips
+        (:data:`RECORDED`);
         NVIDIA's flow benchmarking's ``period_tail_us`` (P100 − P95) and
         ``period_flatness_us`` (P90 − P10), percentiles interpolated linearly;
         the period's mean / std / min / max / P50 / P99 / P99.9 (ms) and
@@ -175,8 +231,9 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
     lp = percentiles(late, (50, 99))
     span_s = (t[-1] - t[0]) / 1e9 if t.size > 1 else 0.0
     expected = int(round(span_s * 1e3 / nominal_ms))
-    return {"nominal_ms": nominal_ms, "n": p["n"], "duration_s": span_s,
-            **_typical_jitter(period, p, lp), **_late_frames(late, fixed, late_threshold_ms, lp),
+    return {"nominal_ms": nominal_ms, "n": p["n"] + frames.skipped, "duration_s": span_s,
+            "grid": frames.grid, "skipped": frames.skipped, **_typical_jitter(period, p, lp),
+            **_late_frames(late, fixed, late_threshold_ms, lp, frames.skipped),
             **_period_shape(period, p), **_exec_times(execs),
             "missed": max(0, expected - int(period.size))}
 
@@ -193,12 +250,14 @@ def _typical_jitter(period: np.ndarray, p: dict, lp: dict) -> dict:
 
 
 def _late_frames(late: np.ndarray, fixed: np.ndarray, late_threshold_ms: float,
-                 lp: dict) -> dict:
+                 lp: dict, skipped: int = 0) -> dict:
     """:func:`run_metrics`' late frames from the |lateness| ``late`` (ms) on the run's release
-    grid, the lateness ``fixed`` (ms) on the fixed grid, and ``late``'s percentiles ``lp``."""
-    return {"late": int((late > late_threshold_ms).sum()),
+    grid, the lateness ``fixed`` (ms) on the fixed grid, ``late``'s percentiles ``lp`` and
+    the ``skipped`` releases (each one late: its frame never came)."""
+    count = int((late > late_threshold_ms).sum()) + skipped
+    return {"late": count,
             "late_fixed": int((np.abs(fixed) > late_threshold_ms).sum()),
-            "late_per_10k": float((late > late_threshold_ms).sum() / late.size * PER_FRAMES)
+            "late_per_10k": float(count / (late.size + skipped) * PER_FRAMES)
             if late.size else np.nan,
             "lateness_max_ms": lp["max"]}
 

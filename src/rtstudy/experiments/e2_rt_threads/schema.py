@@ -40,8 +40,14 @@ _CONDITION = {
 }
 _RUN_METRICS = {  # metrics.run_metrics over a run's frames after the warm-up
     "nominal_ms": ("float", "ms", "the nominal frame period"),
-    "n": ("int", "count", "frame periods: the frames after the warm-up, minus one"),
+    "n": ("int", "count", "releases judged: the frames after the warm-up, minus one, plus the "
+          "releases the clock skipped (`skipped`); every late-frame rate's denominator"),
     "duration_s": ("float", "s", "from the first frame kept to the last, measured"),
+    "grid": ("str", "", "the releases lateness is against: `fixed` (T₀ + k·P: 4.x's periodic "
+             "condition, cyclictest), `previous` (one period after the previous start: 4.x's "
+             "SCHED_DEADLINE target) or `recorded` (each activation's own release: 5.0's clock)"),
+    "skipped": ("int", "count", "releases the clock skipped between kept frames (5.0's clock "
+                "skips a tick it missed instead of catching up); each counts as a late frame"),
     # Typical jitter (and NVIDIA flow benchmarking's tail and flatness), in µs.
     **{f"period_{s}_us": ("float", "µs", f"the frame periods' {m}") for s, m in (
         ("iqr", "P75 − P25 (typical jitter)"),
@@ -61,10 +67,12 @@ _RUN_METRICS = {  # metrics.run_metrics over a run's frames after the warm-up
         ("max", "maximum"), ("p50", "median"), ("p99", "P99"), ("p99.9", "P99.9"))},
     **{f"exec_{s}_ms": ("float", "ms", f"the execution times' {m} (0 for the floor)") for s, m in (
         ("mean", "mean"), ("std", "standard deviation"), ("p99", "P99"), ("max", "maximum"))},
-    "late": ("int", "count", "late frames: absolute lateness above `late_threshold_ms`"),
-    "late_fixed": ("int", "count", "late frames on the fixed grid of one period, every other "
-                   "policy's yardstick: `late` but for Holoscan 4.x's SCHED_DEADLINE target, "
-                   "whose releases follow its previous frame"),
+    "late": ("int", "count", "late frames: absolute lateness above `late_threshold_ms`, plus "
+             "the releases skipped (`skipped`)"),
+    "late_fixed": ("int", "count", "late frames on the fixed grid of one period, what a consumer "
+                   "on a fixed clock sees: `late` but for Holoscan 4.x's SCHED_DEADLINE target, "
+                   "whose releases follow its previous frame, and Holoscan 5.0, whose clock "
+                   "skips a missed tick (every later frame a period behind the grid)"),
     "missed": ("int", "count", "the nominal periods the measured span holds, minus the periods "
                "measured (0 when not more)"),
     "load_cpu": ("float", "CPUs", "CPU time the app's process and the loads it started used per "
