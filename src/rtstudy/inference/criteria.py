@@ -178,11 +178,17 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
     Criterion(
         "e2_late_threshold_ms", "E2", 1.0, "ms",
         "a frame is late when its lateness (start of its compute minus its release) exceeds "
-        "this (params.yaml: E2's late_threshold_ms, which must equal it)",
+        "this (params.yaml: E2's late_threshold_ms, which must equal it); on Holoscan 5.0 the "
+        "release is the one its clock recorded, and a release the clock skipped is a late "
+        "frame",
         (Change("2026-11-21T20:05Z", "c43831a", "a frame period over the nominal period + 2 ms, "
                 "before any data was recorded"),
          Change("2026-11-25T05:20Z", "7166b10", "lateness against each frame's release over "
-                "1 ms, after data existed"))),
+                "1 ms, after data existed"),
+         Change("2026-11-29T07:26Z", "db36d6d", "Holoscan 5.0's frames against the releases its "
+                "clock recorded, each skipped release one late frame (was: the fixed grid, on "
+                "which one skipped tick made every later frame late); the threshold unchanged; "
+                "after data existed"))),
     Criterion(
         "e2_typical_words", "E2", None, "",
         "a change's typical jitter (period IQR) is lower / higher when the whole CI of its "
