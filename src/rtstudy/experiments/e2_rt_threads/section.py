@@ -268,6 +268,13 @@ def _over(sessions: int) -> str:
 _ORDER = (rates.FEWER, rates.EQUIVALENT, rates.NOT_SETTLED, rates.TOO_FEW, rates.NO_CI, rates.MORE)
 
 
+def _counts(r: dict) -> str:
+    """Late frames before → after, in how many frames (releases judged) each had."""
+    before, after = int(r["frames_base"]), int(r["frames"])
+    frames = f"{before:,} frames each" if before == after else f"{before:,} → {after:,} frames"
+    return f"{int(r['late_base']):,} → {int(r['late']):,} in {frames}"
+
+
 def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
     """Each change measured at the headline point as a row of the report's "What to do":
     pooled over the sessions where ``over`` (:func:`.ladder.over_sessions`) has it, else the
@@ -280,14 +287,14 @@ def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
         against = ("a normal thread of its own" if r["kind"] == "policy"
                    else f"{ladder_policy.replace('SCHED_', '')} without it")
         if o:
-            late = (f"{o['late_base']:,} → {o['late']:,} in {o['frames_base']:,.0f} frames each")
+            late = _counts(o)
             ratio, word = (o["late_ratio"], o["late_ratio_low"], o["late_ratio_high"]), \
                 o["held"]["late_frames"]
             typical = (tables.ratio_text(o["iqr_ratio"], o["iqr_low"], o["iqr_high"]),
                        o["held"]["typical"])
             sessions = o["sessions"]
         else:
-            late = f"{r['late_base']:,} → {r['late']:,} in {r['frames_base']:,} frames each"
+            late = _counts(r)
             ratio, word = (r["late_ratio"], r["late_ratio_low"], r["late_ratio_high"]), \
                 r["late_frames"]
             typical = tables.ratio_text(r["iqr_ratio"], r["iqr_low"], r["iqr_high"]), r["typical"]
