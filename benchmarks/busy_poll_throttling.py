@@ -128,7 +128,9 @@ def main() -> int:
     state = {"host_id": fp["host_id"], "sched_rt_runtime_us": _sysctl("sched_rt_runtime_us"),
              "sched_rt_period_us": _sysctl("sched_rt_period_us"),
              "shield": shield.method_of(shield.of(fp)) if shield.of(fp) else "none"}
-    with tempfile.TemporaryDirectory(prefix="busy-poll-") as tmp, open(os.devnull, "w") as quiet:
+    # Under the checkout: the Debian 13 root sees it (not /tmp).
+    with tempfile.TemporaryDirectory(prefix=".busy-poll-", dir=paths.root()) as tmp, \
+            open(os.devnull, "w") as quiet:
         started = time.monotonic()
         out = run_sweep(cells, Path(tmp), SweepContext.from_fingerprint(fp, "default", where, env),
                         cfg["order_seed"], progress=quiet)
