@@ -337,6 +337,28 @@ def test_dealing_keeps_every_condition_its_runs_and_each_session_its_sizes():
     assert (da["label"] == "new").sum() == 3 and "new" not in set(db["label"])
 
 
+def test_a_fix_measured_longer_in_one_session_is_dealt_apart_and_its_words_not_compared():
+    # Session a measured the operators_pinned fix as its rotating fix (48 s runs); session b
+    # the same label for the grid only (4 s runs): not exchangeable, not the same design.
+    runs, _ = synthetic_runs()
+    runs = runs.assign(duration_s=4.0)
+    a, b = runs.iloc[::2].copy(), runs.iloc[1::2].copy()
+    a.loc[a["label"] == "pinned", "duration_s"] = 48.0
+    for seed in range(5):
+        da, db = exchange.deal(a, b, np.random.default_rng(seed))
+        assert (da.loc[da["label"] == "pinned", "duration_s"] == 48).all()
+        assert (db.loc[db["label"] == "pinned", "duration_s"] == 4).all()
+    alike = exchange.alike_changes(a, b, "SCHED_FIFO", CI95)
+    assert alike == {"SCHED_FIFO", "switch_interval"}
+    one = exchange.rerun_check(a, runs.iloc[0:0], CFG, CI95)
+    other = (one[0], {**one[1], "operators_pinned": "typical jitter higher; late frames more"})
+    assert exchange.compare(one, other)["differ"] == ["operators_pinned"]
+    assert exchange.compare(one, other, alike)["differ"] == []
+    assert exchange.compare(one, other, alike)["changes"] == 2
+    # Without run lengths (older tables), every run of a label is dealt together.
+    assert exchange.run_lengths(runs.drop(columns="duration_s")) == {}
+
+
 def test_the_rerun_check_judges_the_ladder_and_the_headline_late_rates_by_name():
     runs, floor = synthetic_runs()
     one = exchange.rerun_check(runs, floor, CFG, CI95)

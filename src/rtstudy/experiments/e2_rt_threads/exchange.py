@@ -73,14 +73,34 @@ def rerun_check(runs: pd.DataFrame, floor: pd.DataFrame, cfg: dict,
     return quantities, findings
 
 
+def run_lengths(runs: pd.DataFrame) -> dict[str, float]:
+    """Each condition's run length: the median of its runs' measured spans (s), in whole
+    seconds, so the grid's 4 s runs and a fix's 48 s runs of one label tell apart."""
+    if runs.empty or "duration_s" not in runs:
+        return {}
+    return runs.groupby("label")["duration_s"].median().round().to_dict()
+
+
+def alike_changes(first: pd.DataFrame, second: pd.DataFrame, policy: str, ci: CI) -> set[str]:
+    """The changes two sessions' ``runs`` measured alike: the change's condition and its
+    baseline with runs of the same length in both. A fix measured as one session's rotating
+    fix runs longer than the same condition measured for the grid in another: its words in
+    the two sessions answer different designs, and are not compared."""
+    la, lb = run_lengths(first), run_lengths(second)
+    return {r["change"] for r in recommendations(first, policy, ci, sizes=False).to_dict("records")
+            if all(k in la and la[k] == lb.get(k) for k in (r["label"], r["baseline"]))}
+
+
 def _inside(x: float, low: float, high: float) -> bool:
     """Inside a CI; never where the CI is missing (fewer than 3 runs), as the check cannot pass
     a quantity it cannot judge."""
     return bool(np.isfinite(low) and np.isfinite(high) and low <= x <= high)
 
 
-def compare(first: tuple[dict, dict], second: tuple[dict, dict]) -> dict:
-    """Judge two sessions' :func:`rerun_check` by the first re-run check's rule.
+def compare(first: tuple[dict, dict], second: tuple[dict, dict],
+            alike: set[str] | None = None) -> dict:
+    """Judge two sessions' :func:`rerun_check` by the first re-run check's rule, the words of
+    the changes in ``alike`` only (:func:`alike_changes`; None: every change both have).
 
     Returns
     -------
@@ -93,7 +113,7 @@ def compare(first: tuple[dict, dict], second: tuple[dict, dict]) -> dict:
     common = [k for k in qa if k in qb]
     misses = [k for k in common if not (_inside(qa[k][0], *qb[k][1:])
                                         and _inside(qb[k][0], *qa[k][1:]))]
-    changes = [k for k in fa if k in fb]
+    changes = [k for k in fa if k in fb and (alike is None or k in alike)]
     differ = [k for k in changes if fa[k] != fb[k]]
     return {"misses": misses, "differ": differ, "judged": len(common), "changes": len(changes),
             "passed": not misses and not differ}
@@ -105,13 +125,16 @@ def deal(a: pd.DataFrame, b: pd.DataFrame,
 
     Every ``label`` (condition) present in both keeps its runs, pooled and split into groups
     of its sizes in ``a`` and ``b``; a condition only one session measured stays where it was.
+    Runs of one label but another length (a rotating fix's long runs against the grid's short
+    ones, :func:`run_lengths`) are not exchangeable: each length is dealt on its own.
     """
     if a.empty or b.empty:
         return a, b
     pooled = pd.concat([a, b], ignore_index=True)
+    key, key_a = _deal_key(pooled), _deal_key(a)
     to_a, to_b = [], []
-    for label, rows in pooled.groupby("label", sort=False).indices.items():
-        n_a = int((a["label"] == label).sum())
+    for label, rows in pooled.groupby(key, sort=False).indices.items():
+        n_a = int((key_a == label).sum())
         if n_a == 0 or n_a == len(rows):
             (to_a if n_a else to_b).extend(rows)
             continue
@@ -119,6 +142,13 @@ def deal(a: pd.DataFrame, b: pd.DataFrame,
         to_a.extend(shuffled[:n_a])
         to_b.extend(shuffled[n_a:])
     return pooled.iloc[sorted(to_a)], pooled.iloc[sorted(to_b)]
+
+
+def _deal_key(runs: pd.DataFrame) -> pd.Series:
+    """What :func:`deal` exchanges runs within: the label, with the run's length where known."""
+    if "duration_s" not in runs:
+        return runs["label"]
+    return runs["label"] + " @" + runs["duration_s"].round().astype(str)
 
 
 def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], cfg: dict,
@@ -146,8 +176,9 @@ def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame
         many as the real pair (a permutation p-value, counting the real pair among them);
         ``miss_rate``: each quantity → the share of dealt pairs where it missed.
     """
+    alike = alike_changes(first["runs"], second["runs"], cfg["ladder_policy"], ci)
     mine = rerun_check(first["runs"], first["floor"], cfg, ci)
-    observed = compare(mine, rerun_check(second["runs"], second["floor"], cfg, ci))
+    observed = compare(mine, rerun_check(second["runs"], second["floor"], cfg, ci), alike)
     rng = np.random.default_rng(seed)
     misses, differ, passed, landed, same = [], [], 0, 0, 0
     per_quantity: dict[str, int] = {}
@@ -155,7 +186,7 @@ def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame
         runs_a, runs_b = deal(first["runs"], second["runs"], rng)
         floor_a, floor_b = deal(first["floor"], second["floor"], rng)
         c = compare(rerun_check(runs_a, floor_a, cfg, ci),
-                    rerun_check(runs_b, floor_b, cfg, ci))
+                    rerun_check(runs_b, floor_b, cfg, ci), alike)
         misses.append(len(c["misses"]))
         differ.append(len(c["differ"]))
         passed += c["passed"]
@@ -319,7 +350,8 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
     -------
     dict
         ``observed``: :func:`session_test` of the real pair; ``targets``; ``draws``;
-        ``words_agree``: the share of dealt pairs whose recommendation words all agree;
+        ``words_agree``: the share of dealt pairs whose recommendation words all agree (the
+        changes both sessions measured alike, :func:`alike_changes`);
         ``calibration``: the share of dealt pairs the check passes; ``power``: injection →
         the share of injected pairs it fails (None where the pair has nothing to inject into);
         ``tests``: the check's tests per pair.
@@ -327,6 +359,7 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
     observed = session_test(first["runs"], second["runs"])
     twice = set(first["runs"]["label"]) & set(second["runs"]["label"])
     where = targets(pd.concat([first["runs"], second["runs"]]), cfg, ci, twice)
+    alike = alike_changes(first["runs"], second["runs"], cfg["ladder_policy"], ci)
     rng = np.random.default_rng(seed)
     failed = {k: 0 for k in INJECTIONS}
     agree, tests = 0, observed["tests"]
@@ -334,7 +367,7 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
         runs_a, runs_b = deal(first["runs"], second["runs"], rng)
         floor_a, floor_b = deal(first["floor"], second["floor"], rng)
         words = compare(rerun_check(runs_a, floor_a, cfg, ci),
-                        rerun_check(runs_b, floor_b, cfg, ci))
+                        rerun_check(runs_b, floor_b, cfg, ci), alike)
         agree += not words["differ"]
         for injection in INJECTIONS:
             failed[injection] += not session_test(
