@@ -33,7 +33,7 @@ import pandas as pd
 
 from rtstudy import data, params, paths
 from rtstudy.data import sessions
-from rtstudy.experiments.e2_rt_threads import analysis, plan
+from rtstudy.experiments.e2_rt_threads import analysis, metrics, plan
 from rtstudy.machine import host, placement, shield
 from rtstudy.measure.harness import SweepContext, run_sweep
 from rtstudy.sdks import sdk
@@ -43,17 +43,20 @@ LABELS = ("SCHED_FIFO-lf3-native", "SCHED_FIFO-lf3-native-busy_poll")
 RECORD = Path(__file__).with_name("busy_poll_throttling.json")
 
 
-def _sysctl(name: str) -> int:
-    return int(Path(f"/proc/sys/kernel/{name}").read_text())
+def _state(fp: dict) -> dict:
+    """The host state a fingerprint records: its RT throttling and its shield."""
+    return {"host_id": fp["host_id"], "sched_rt_runtime_us": fp["sched"]["rt_runtime_us"],
+            "sched_rt_period_us": fp["sched"]["rt_period_us"],
+            "shield": shield.method_of(shield.of(fp)) if shield.of(fp) else "none"}
 
 
 def skip_events(samples: pd.DataFrame, warmup_frames: int, period_ns: int) -> list[tuple]:
-    """Each gap between a run's recorded releases longer than a period: (its start in s since
-    the run's first kept frame, the releases it skipped)."""
-    kept = samples[samples["frame"] >= warmup_frames].sort_values("frame")
-    r, t = kept["release_ns"].to_numpy(), kept["t_start_ns"].to_numpy()
-    gaps = np.round(np.diff(r) / period_ns).astype(int)
-    return [(float((t[k] - t[0]) / 1e9), int(gaps[k] - 1)) for k in np.flatnonzero(gaps > 1)]
+    """Each gap between a run's recorded releases that skipped some: (its start in s since the
+    run's first kept frame, the releases it skipped; :func:`.metrics.skipped_per_gap`)."""
+    releases = metrics.kept_releases(samples, warmup_frames, metrics.RECORDED)
+    t = samples[samples["frame"] >= warmup_frames].sort_values("frame")["t_start_ns"].to_numpy()
+    skipped = metrics.skipped_per_gap(releases, period_ns)
+    return [(float((t[k] - t[0]) / 1e9), int(skipped[k])) for k in np.flatnonzero(skipped)]
 
 
 def _events(folder: Path, cfg: dict) -> dict[str, list[list[tuple]]]:
@@ -100,10 +103,7 @@ def reference(cfg: dict) -> list[dict]:
                 events[label] += runs_events
         fp = json.loads((paths.dataset_dir(EXPERIMENT, host_id, "default")
                          / paths.HOST_FILE).read_text())
-        state = {"host_id": host_id, "sessions": len(found),
-                 "sched_rt_runtime_us": fp["sched"]["rt_runtime_us"],
-                 "sched_rt_period_us": fp["sched"]["rt_period_us"],
-                 "shield": shield.method_of(shield.of(fp)) if shield.of(fp) else "none"}
+        state = {**_state(fp), "sessions": len(found)}
         lines += [_line(label, runs, events[label], state) for label in LABELS]
     return lines
 
@@ -125,9 +125,7 @@ def main() -> int:
     configs = {"cpus": params.stage_config("cpus", "default")}
     cells = [c for c in plan.plan(cfg, fp, configs) if c.label in LABELS and not c.drift]
     where = placement.resolve(configs["cpus"], fp)
-    state = {"host_id": fp["host_id"], "sched_rt_runtime_us": _sysctl("sched_rt_runtime_us"),
-             "sched_rt_period_us": _sysctl("sched_rt_period_us"),
-             "shield": shield.method_of(shield.of(fp)) if shield.of(fp) else "none"}
+    state = _state(fp)
     # Under the checkout: the Debian 13 root sees it (not /tmp).
     with tempfile.TemporaryDirectory(prefix=".busy-poll-", dir=paths.root()) as tmp, \
             open(os.devnull, "w") as quiet:

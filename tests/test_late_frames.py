@@ -13,7 +13,7 @@ from scipy import stats as sps
 from rtstudy.experiments.e2_rt_threads import attribution, conditions, contrasts, tables
 from rtstudy.experiments.e2_rt_threads.metrics import (FIXED, PREVIOUS, RECORDED, RunFrames,
                                                        lateness_ns, release_grid, run_metrics,
-                                                       skipped_releases)
+                                                       skipped_per_gap, skipped_releases)
 from rtstudy.inference.events import pooled_rate, wilks_quantile
 from rtstudy.inference.stats import CI, MIN_RUNS
 
@@ -125,6 +125,7 @@ def test_a_clock_that_skips_a_missed_tick_counts_one_late_frame_not_a_late_tail(
     assert m["late_fixed"] == 90
     # Gaps of whole periods skip one release fewer than they span; none when on time.
     assert skipped_releases([0, P, 3 * P, 7 * P], P) == 4
+    assert skipped_per_gap([0, P, 3 * P, 7 * P], P).tolist() == [0, 1, 3]
     assert skipped_releases(np.arange(10) * P, P) == 0
 
 

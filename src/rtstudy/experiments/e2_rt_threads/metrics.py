@@ -115,9 +115,9 @@ def kept_releases(samples: pd.DataFrame, warmup_frames: int, grid: str) -> np.nd
     return kept[CLOCK_RELEASES].to_numpy()
 
 
-def skipped_releases(releases_ns, period_ns: int) -> int:
-    """The releases a clock skipped between the recorded ones: each gap of m periods skipped
-    m − 1 (Holoscan 5.0's OnClock skips a tick it missed; module comment).
+def skipped_per_gap(releases_ns, period_ns: int) -> np.ndarray:
+    """The releases a clock skipped in each gap between two recorded ones: a gap of m periods
+    skipped m − 1 (Holoscan 5.0's OnClock skips a tick it missed; module comment).
 
     Parameters
     ----------
@@ -125,9 +125,19 @@ def skipped_releases(releases_ns, period_ns: int) -> int:
         The releases the frames recorded (ns), in frame order.
     period_ns : int
         The nominal period P (ns).
+
+    Returns
+    -------
+    ndarray of int
+        One count per gap (one fewer than the releases).
     """
     gaps = np.diff(np.asarray(releases_ns, dtype=np.int64)) / period_ns
-    return int(np.clip(np.round(gaps) - 1, 0, None).sum())
+    return np.clip(np.round(gaps) - 1, 0, None).astype(int)
+
+
+def skipped_releases(releases_ns, period_ns: int) -> int:
+    """The releases a clock skipped between the recorded ones (:func:`skipped_per_gap`)."""
+    return int(skipped_per_gap(releases_ns, period_ns).sum())
 
 
 @dataclass(frozen=True)
