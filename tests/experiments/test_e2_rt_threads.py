@@ -462,6 +462,25 @@ def test_the_fragment_fix_runs_the_target_in_a_process_of_its_own(tmp_path, fing
     assert 0.5 < load_cpu < len(fingerprint["cpu"]["online"]) + 0.25
 
 
+def test_a_load_process_that_wrote_nothing_fails_the_cell_quoting_its_last_lines(tmp_path,
+                                                                               capsys):
+    """Its output reaches the cell's log whole, and the failure's one line quotes its end: the
+    cell's reason keeps only the cell's last lines, so a CI log would otherwise say nothing."""
+    from rtstudy.experiments.e2_rt_threads import fragments
+    log = tmp_path / "load.log"
+    log.write_text("[warning] noise\n\nTraceback (most recent call last):\n  File x\n"
+                   "ValueError: the receiver saw 3 of 70 frames\n")
+    tail = fragments.relay(log)
+    assert capsys.readouterr().err == log.read_text()
+    assert tail == ("[warning] noise | Traceback (most recent call last): |   File x | "
+                    "ValueError: the receiver saw 3 of 70 frames")
+    far = {"load_process": {"pid": 1, "exit_code": 1, "ports": {}, "last_lines": tail}}
+    with pytest.raises(RuntimeError, match=r"exit status 1\); its last lines: .*3 of 70") as err:
+        fragments.add_results(far, None, 0, {}, {}, {})
+    assert "\n" not in str(err.value)
+    assert fragments.relay(tmp_path / "absent.log") == ""
+
+
 def test_the_fragment_ports_are_free_and_outside_the_kernels_ephemeral_range(tmp_path):
     """Outgoing connections take their ports from the ephemeral range: the fragments' ports
     come from below it, so nothing on the machine takes one before Holoscan binds it."""

@@ -167,21 +167,28 @@ def load_process(config: dict, ports: dict, record: dict):
     ports) and, where it wrote them, the load process's results (``load``).
     """
     out = Path(tempfile.mkdtemp(prefix="e2-load-")) / "load.json"
+    log = out.with_name("load.log")
     # A real-time dispatcher is the target's process's request, not the loads'.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GXF_EBS_DISPATCHER_")}
-    # HOLOSCAN_UCX_PORTS: the receiver's UCX port (else Holoscan takes 10000 and up).
-    proc = subprocess.Popen([sys.executable, "-m", APP_MODULE, LOAD_WORKER, json.dumps(config),
-                             str(out), *holoscan_args(LOAD_FRAGMENT, ports["driver"],
-                                                      ports["load_worker"])],
-                            env={**env, "HOLOSCAN_UCX_PORTS": str(ports["load_ucx"])},
-                            stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    # HOLOSCAN_UCX_PORTS: the receiver's UCX port (else Holoscan takes 10000 and up). Its output
+    # goes to a file of its own, relayed to the cell's log when it ends, so that a failure's
+    # reason can quote the load process's last lines rather than the cell's.
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", APP_MODULE, LOAD_WORKER,
+                                 json.dumps(config), str(out),
+                                 *holoscan_args(LOAD_FRAGMENT, ports["driver"],
+                                                ports["load_worker"])],
+                                env={**env, "HOLOSCAN_UCX_PORTS": str(ports["load_ucx"])},
+                                stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                preexec_fn=die_with_parent)
     done = threading.Event()
 
     def watch() -> None:
         rc = proc.wait()  # blocked in waitpid, without the GIL
         if rc != 0 and not done.is_set():
+            tail = relay(log)
             print(f"ERROR: the load fragment's process exited with status {rc} before the "
-                  "target's fragment finished; see its lines above", file=sys.stderr, flush=True)
+                  f"target's fragment finished: {tail}", file=sys.stderr, flush=True)
             shutil.rmtree(out.parent, ignore_errors=True)
             os._exit(1)
 
@@ -195,11 +202,19 @@ def load_process(config: dict, ports: dict, record: dict):
         except subprocess.TimeoutExpired:
             end_process(proc)
         record["load_process"] = {"pid": proc.pid, "exit_code": proc.returncode,
-                                  "ports": ports}
+                                  "ports": ports, "last_lines": relay(log)}
         if out.is_file():
             record["load"] = json.loads(out.read_text())
-            out.unlink()
-        out.parent.rmdir()
+        shutil.rmtree(out.parent, ignore_errors=True)
+
+
+def relay(log: Path, lines: int = 4) -> str:
+    """Copy the load process's output (``log``) to this process's stderr, the cell's log, and
+    return its last ``lines`` non-blank lines joined by `` | `` (what a failure quotes)."""
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    return " | ".join([ln for ln in text.splitlines() if ln.strip()][-lines:])
 
 
 def listening(port: int) -> bool:
@@ -283,8 +298,9 @@ def add_results(far: dict, target, start_ns: int, config: dict, summary: dict,
     the cell's ``summary`` (its ``load_ticks``, ``fragment`` and ``messages``) and ``extra``
     (the ``messages`` table); ``start_ns`` is when the driver started (monotonic ns)."""
     if "load" not in far:
+        process = far["load_process"]
         raise RuntimeError(f"the load fragment's process wrote no results (exit status "
-                           f"{far['load_process']['exit_code']}); see run.log")
+                           f"{process['exit_code']}); its last lines: {process['last_lines']}")
     load = far.pop("load")
     extra["messages"] = load.pop("messages")
     summary["load_ticks"] = load.pop("load_ticks")  # the load fragment's operators
