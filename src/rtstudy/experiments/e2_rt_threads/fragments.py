@@ -164,7 +164,8 @@ def load_process(config: dict, ports: dict, record: dict):
     for at most :data:`LOAD_EXIT_S` after the block, then ended. A watch thread ends this
     process if the load process fails first: the driver would otherwise wait for its worker
     until the cell's timeout. On exit ``record`` gets ``load_process`` (pid, exit code,
-    ports) and, where it wrote them, the load process's results (``load``).
+    ports, its output's last lines: :func:`relay`) and, where it wrote them, the load
+    process's results (``load``).
     """
     out = Path(tempfile.mkdtemp(prefix="e2-load-")) / "load.json"
     log = out.with_name("load.log")
