@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shutil
-import shlex
 import signal
 import socket
 import subprocess
@@ -251,10 +250,9 @@ def screenshot_path(name: str, tmp_path: Path) -> Path:
 
 
 # pip's dry-run installs of the locks (tests/test_environment.py). Each reads the index page of
-# every package it pins (about 40 s of CPU), so the first test of a run that holds one starts
-# them (conftest's lock_dry_runs), one after another at the lowest CPU priority, and the module
-# runs last: they use what the tests before it leave idle, and no test waits on them. (All four
-# at once and at normal priority slowed the smoke study beside them by a minute.)
+# every package it pins (about 40 s of CPU; more when several run beside the tests), so the
+# first test of a run that holds one starts them all (conftest's lock_dry_runs) and the module
+# runs last: they download beside the tests before it instead of while a test waits.
 LOCKS = sorted((paths.root() / "requirements").glob("py*.lock"))
 DRY_RUN_TEST = "test_each_lock_installs_on_the_oldest_python_of_its_minor"
 PLATFORMS = [f"--platform=manylinux_2_{g}_x86_64" for g in (35, 34, 28, 17)] + \
@@ -283,11 +281,10 @@ def python_of(minor: str) -> str | None:
 
 def start_dry_runs(folder: Path) -> list[subprocess.Popen]:
     """Per lock with a Python of its minor here, pip's dry-run install of it for the oldest
-    micro version the Makefile accepts, one after another under ``nice -n 19`` in one
-    background shell: each one's output to ``folder/<minor>.log``, its exit status to
-    ``folder/<minor>.rc`` once it ends (written whole: :func:`dry_run_result` reads it
-    without a lock)."""
-    steps = []
+    micro version the Makefile accepts, all started at once (each mostly waits on the index):
+    its output to ``folder/<minor>.log``, its exit status to ``folder/<minor>.rc`` once it ends
+    (written whole: :func:`dry_run_result` reads it without a lock)."""
+    started = []
     for lock in LOCKS:
         minor = lock_version(lock)
         runner = python_of(minor)
@@ -297,11 +294,10 @@ def start_dry_runs(folder: Path) -> list[subprocess.Popen]:
                "--ignore-installed", "--disable-pip-version-check",
                f"--python-version={oldest_micro()[minor]}", "--implementation=cp", *PLATFORMS,
                "--target", str(folder / f"py{minor}"), "-r", str(lock)]
-        out = shlex.quote(str(folder / minor))
-        steps.append(f"nice -n 19 {shlex.join(pip)} > {out}.log 2>&1; echo $? > {out}.part; "
-                     f"mv {out}.part {out}.rc")
-    return [subprocess.Popen(["sh", "-c", "; ".join(steps)], stdin=subprocess.DEVNULL,
-                             start_new_session=True)] if steps else []
+        script = '"$@" > "$0.log" 2>&1; echo $? > "$0.part"; mv "$0.part" "$0.rc"'
+        started.append(subprocess.Popen(["sh", "-c", script, str(folder / minor), *pip],
+                                        stdin=subprocess.DEVNULL, start_new_session=True))
+    return started
 
 
 def dry_run_result(folder: Path, minor: str, timeout: float = 600) -> tuple[int, str] | None:
