@@ -7,15 +7,13 @@ import contextlib
 import os
 import shutil
 import subprocess
-import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
-from helpers import (BIN, DRY_RUN_TEST, MEASURING, REFERENCE_REMOTE, copy_checkout, copy_project,
-                     git_repository, project_env, publish, sh, start_dry_runs)
+from helpers import (BIN, MEASURING, REFERENCE_REMOTE, copy_checkout, copy_project, git_repository,
+                     project_env, publish, sh)
 
 from rtstudy import params, paths
 from rtstudy.machine import host
@@ -47,7 +45,6 @@ SLOW_TESTS = ("test_every_module_imports_on_its_own", "test_the_debian_names_exi
 # worker pulls early). The other worker runs every other module, those that need no smoke
 # data first, so it never waits for the smoke study.
 EXCLUSIVE = ("test_pipeline.py", *TIERS["cells"], "test_explore.py")
-LAST = "test_environment.py"
 
 
 def _module(item) -> str:
@@ -78,10 +75,7 @@ def pytest_collection_modifyitems(items) -> None:
     def rank(item) -> tuple:
         where = _module(item)
         place = _matches(where, EXCLUSIVE)
-        if place is not None:
-            return (0, place)
-        # Last: its pip runs (lock_dry_runs) download beside every module before it.
-        return (3 if where == LAST else 1 + (where in needs_smoke_data), 0)
+        return (0, place) if place is not None else (1 + (where in needs_smoke_data), 0)
 
     items.sort(key=rank)  # stable: each module's tests keep their order
 
@@ -144,30 +138,6 @@ def env5() -> sdk.Environment:
 def devnull():
     with open(os.devnull, "w") as f:
         yield f
-
-
-@pytest.fixture(scope="session", autouse=True)
-def lock_dry_runs(request, tmp_path_factory):
-    """The folder of pip's dry-run installs of the locks (helpers.start_dry_runs), started at
-    the run's first test, on whichever worker gets there first, when the run holds one of
-    tests/test_environment.py's (which runs last); None when it holds none. The worker that
-    started them waits for them at its end (10 minutes at most), so none outlives the run."""
-    if not any(item.name.startswith(DRY_RUN_TEST) for item in request.session.items):
-        yield None
-        return
-    folder, started = shared_dir(tmp_path_factory) / "dry-runs", []
-    with FileLock(f"{folder}.lock"):
-        if not folder.exists():
-            folder.mkdir()
-            started = start_dry_runs(folder)
-    yield folder
-    deadline = time.monotonic() + 600
-    for proc in started:
-        try:
-            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 @pytest.fixture(scope="session")

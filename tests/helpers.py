@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -247,67 +246,3 @@ def screenshot_path(name: str, tmp_path: Path) -> Path:
     """Where a test writes its screenshot ``name`` (see :data:`SCREENSHOTS_ENV`)."""
     folder = os.environ.get(SCREENSHOTS_ENV)
     return (Path(folder) if folder else tmp_path) / name
-
-
-# pip's dry-run installs of the locks (tests/test_environment.py). Each reads the index page of
-# every package it pins (about 40 s of CPU; more when several run beside the tests), so the
-# first test of a run that holds one starts them all (conftest's lock_dry_runs) and the module
-# runs last: they download beside the tests before it instead of while a test waits.
-LOCKS = sorted((paths.root() / "requirements").glob("py*.lock"))
-DRY_RUN_TEST = "test_each_lock_installs_on_the_oldest_python_of_its_minor"
-PLATFORMS = [f"--platform=manylinux_2_{g}_x86_64" for g in (35, 34, 28, 17)] + \
-    ["--platform=manylinux2014_x86_64", "--platform=linux_x86_64", "--platform=any"]
-
-
-def lock_version(lock) -> str:
-    """``3.12`` for ``requirements/py3.12.lock``."""
-    return lock.stem.removeprefix("py")
-
-
-def oldest_micro() -> dict[str, str]:
-    """The Makefile's OLDEST_MICRO: minor → the oldest micro version its lock must install on."""
-    line = re.search(r"^OLDEST_MICRO := (.+)$", (paths.root() / "Makefile").read_text(), re.M)
-    return {".".join(v.split(".")[:2]): v for v in line.group(1).split()}
-
-
-def python_of(minor: str) -> str | None:
-    """A Python of ``minor`` to run pip with (pip judges a package's Requires-Python by the
-    interpreter it runs in, whatever --python-version says): this one, or pyenv's."""
-    if "%d.%d" % sys.version_info[:2] == minor:
-        return sys.executable
-    found = sorted(Path.home().glob(f".pyenv/versions/{minor}.*/bin/python{minor}"))
-    return str(found[-1]) if found else None
-
-
-def start_dry_runs(folder: Path) -> list[subprocess.Popen]:
-    """Per lock with a Python of its minor here, pip's dry-run install of it for the oldest
-    micro version the Makefile accepts, all started at once (each mostly waits on the index):
-    its output to ``folder/<minor>.log``, its exit status to ``folder/<minor>.rc`` once it ends
-    (written whole: :func:`dry_run_result` reads it without a lock)."""
-    started = []
-    for lock in LOCKS:
-        minor = lock_version(lock)
-        runner = python_of(minor)
-        if runner is None:
-            continue
-        pip = [runner, "-m", "pip", "install", "--quiet", "--dry-run", "--no-deps",
-               "--ignore-installed", "--disable-pip-version-check",
-               f"--python-version={oldest_micro()[minor]}", "--implementation=cp", *PLATFORMS,
-               "--target", str(folder / f"py{minor}"), "-r", str(lock)]
-        script = '"$@" > "$0.log" 2>&1; echo $? > "$0.part"; mv "$0.part" "$0.rc"'
-        started.append(subprocess.Popen(["sh", "-c", script, str(folder / minor), *pip],
-                                        stdin=subprocess.DEVNULL, start_new_session=True))
-    return started
-
-
-def dry_run_result(folder: Path, minor: str, timeout: float = 600) -> tuple[int, str] | None:
-    """``(exit status, output)`` of :func:`start_dry_runs`' run for ``minor``, waited for up
-    to ``timeout`` s; None if it was never started (no Python of that minor here)."""
-    if python_of(minor) is None:
-        return None
-    rc, deadline = folder / f"{minor}.rc", time.monotonic() + timeout
-    while not rc.exists():
-        if time.monotonic() > deadline:
-            pytest.fail(f"pip's dry run for Python {minor} did not end within {timeout:.0f} s")
-        time.sleep(0.5)
-    return int(rc.read_text()), (folder / f"{minor}.log").read_text(errors="replace")
