@@ -13,6 +13,7 @@ from rtstudy import params
 from rtstudy.experiments.e2_rt_threads import (conditions, exchange, ladder, plan, plan5, section,
                                                tables)
 from rtstudy.inference.stats import CI
+from rtstudy.report import study
 
 CI95 = CI(0.95)
 
@@ -184,12 +185,15 @@ def test_the_recommendations_say_what_each_change_shows():
     assert recs.loc["SCHED_FIFO", "baseline"] == "nd"
     assert recs.loc["SCHED_FIFO", "late_frames"] == "fewer"
     pinned = recs.loc["operators_pinned"]
-    assert (pinned["baseline"], pinned["typical"], pinned["late_frames"]) == ("head", "lower",
-                                                                            "fewer")
+    assert (pinned["baseline"], pinned["late_frames"]) == ("head", "fewer")
+    assert pinned["iqr_high"] < 1, "typical jitter shown as a ratio with its CI, lower here"
+    assert "typical" not in pinned, "typical jitter has no word (criteria: e2_typical_words)"
+    assert ladder.finding(pinned) == "late frames fewer"
     assert pinned["cpu_ratio"] == pytest.approx(0.5)
     interval = recs.loc["switch_interval"]
     # 25 late frames in 1,200 on each side: a rate ratio of 1 whose CI fits the margin.
-    assert (interval["typical"], interval["late_frames"]) == ("no clear change", "equivalent")
+    assert interval["iqr_low"] < 1 < interval["iqr_high"]
+    assert interval["late_frames"] == "equivalent"
     assert interval["late_ratio"] == pytest.approx(1.0)
     assert 0.5 <= interval["late_ratio_low"] < 1 < interval["late_ratio_high"] <= 2
     assert np.isnan(interval["late_frames_needed"])
@@ -199,8 +203,10 @@ def test_below_three_runs_nothing_is_concluded():
     runs, _ = synthetic_runs()
     few = runs.groupby("label").head(2)
     recs = ladder.recommendations(few, "SCHED_FIFO", CI95)
-    assert set(recs["typical"]) == {"no CI"}
+    assert recs["iqr_low"].isna().all()
     assert set(recs["late_frames"]) <= {"no CI", "too few late frames to compare"}
+    assert {ladder.finding(r) for r in recs.to_dict("records")} <= {
+        "late frames no CI", "late frames not settled"}
 
 
 def test_a_config_whose_ladder_policy_is_not_measured_is_refused():
@@ -224,7 +230,7 @@ def test_holoscan_5_busy_polling_is_a_change_of_its_own_never_pooled_with_sleepi
     recs = ladder.recommendations(both, "SCHED_FIFO", CI95).set_index("change")
     spun = recs.loc["busy_poll"]
     assert (spun["label"], spun["baseline"]) == ("head-busy_poll", "head")
-    assert (spun["typical"], spun["late_frames"]) == ("lower", "more")
+    assert spun["iqr_high"] < 1 and spun["late_frames"] == "more"
     # The plain condition's numbers are what they were without the busy-polling runs.
     assert recs.loc["SCHED_FIFO", "late"] == ladder.recommendations(
         runs, "SCHED_FIFO", CI95).set_index("change").loc["SCHED_FIFO", "late"]
@@ -245,8 +251,8 @@ def test_the_fragment_fix_is_recommended_with_its_message_latency():
                                   CI95, messages)
     by = recs.set_index("change")
     r = by.loc["fragment"]
-    assert (r["label"], r["baseline"], r["typical"], r["late_frames"]) == (
-        "head-fragment", "head", "lower", "fewer")
+    assert (r["label"], r["baseline"], r["late_frames"]) == ("head-fragment", "head", "fewer")
+    assert r["iqr_high"] < 1
     assert r["message_p50_us"] == pytest.approx(688)
     assert r["message_p50_low"] < 688 < r["message_p50_high"]
     assert (r["messages"], r["lost"], r["message_runs"]) == (1200, 1, 5)
@@ -279,7 +285,8 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     assert ladder.over_sessions([one], 0.95) == {}
     over = ladder.over_sessions([one, two], 0.95)
     pinned = over["operators_pinned"]
-    assert pinned["held"] == {"typical": "lower", "late_frames": "not settled"}
+    assert pinned["held"] == {"late_frames": "not settled"}
+    assert pinned["iqr_high"] < 1, "typical jitter pooled as a ratio (no word)"
     assert (pinned["late_base"], pinned["late"]) == (50, 25)
     assert pinned["late_ratio"] == pytest.approx(0.5)
     assert np.isfinite(pinned["late_frames_needed"]) and pinned["late_frames_needed"] > 2400
@@ -287,12 +294,13 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
                                                                          "equivalent": 1}
     # Measured in one session: its pooled words are that session's.
     frag_over = over["fragment"]
-    assert frag_over["held"] == {"typical": "lower", "late_frames": "fewer"}
+    assert frag_over["held"] == {"late_frames": "fewer"}
     assert frag_over["sessions"] == 1
 
     table = tables.recommendation_table(pd.DataFrame(second), ladder.CHANGES, over)
     row = table.set_index("change").loc[ladder.CHANGES["operators_pinned"][0]]
     assert row["pooled over the sessions"].startswith("typical jitter ×")
+    assert "]; late frames ×" in row["pooled over the sessions"]
     assert row["pooled over the sessions"].endswith(": not settled (2 of 2 sessions)")
     assert "pooled over the sessions" not in tables.recommendation_table(
         pd.DataFrame(second), ladder.CHANGES).columns
@@ -302,8 +310,8 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     rows = {a.change: a for a in section.advice(second, over, "SCHED_FIFO")}
     what = {k: v[0] for k, v in ladder.CHANGES.items()}
     pinned_row = rows[what["operators_pinned"]]
-    assert (pinned_row.word, pinned_row.typical_word, pinned_row.sessions) == (
-        "not settled", "lower", 2)
+    assert (pinned_row.word, pinned_row.why, pinned_row.sessions) == ("not settled", "", 2)
+    assert pinned_row.typical.startswith("×")
     assert pinned_row.late == "50 → 25 in " + f"{pinned['frames_base']:,.0f} frames each"
     # Unequal sizes (a fix measured longer, releases a 5.0 clock skipped) are shown as they are.
     assert section._counts({"late_base": 1, "late": 61, "frames_base": 1195,
@@ -315,6 +323,19 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     assert {a.sessions for a in alone} == {1}
     assert {a.change: a.word for a in alone}[what["operators_pinned"]] == \
         {r["change"]: r["late_frames"] for r in second}["operators_pinned"]
+
+
+def test_a_change_with_too_few_late_frames_is_not_settled_yet_with_the_reason():
+    runs, _ = synthetic_runs()
+    rare = runs.assign(late=0)
+    recs = ladder.recommendations(rare, "SCHED_FIFO", CI95).to_dict("records")
+    assert {r["late_frames"] for r in recs} == {"too few late frames to compare"}
+    assert {ladder.finding(r) for r in recs} == {"late frames not settled"}
+    advice = section.advice(recs, {}, "SCHED_FIFO")
+    assert {(a.word, a.why) for a in advice} == {("not settled",
+                                                  "too few late frames to compare")}
+    shown = study.advice_table(advice)
+    assert set(shown["decided"]) == {"not settled (too few late frames to compare)"}
 
 
 # The first re-run check, and the same check on pairs dealt by exchange (exchange.py).
@@ -351,7 +372,7 @@ def test_a_fix_measured_longer_in_one_session_is_dealt_apart_and_its_words_not_c
     alike = exchange.alike_changes(a, b, "SCHED_FIFO", CI95)
     assert alike == {"SCHED_FIFO", "switch_interval"}
     one = exchange.rerun_check(a, runs.iloc[0:0], CFG, CI95)
-    other = (one[0], {**one[1], "operators_pinned": "typical jitter higher; late frames more"})
+    other = (one[0], {**one[1], "operators_pinned": "late frames more"})
     assert exchange.compare(one, other)["differ"] == ["operators_pinned"]
     assert exchange.compare(one, other, alike)["differ"] == []
     assert exchange.compare(one, other, alike)["changes"] == 2
@@ -372,7 +393,7 @@ def test_the_rerun_check_judges_the_ladder_and_the_headline_late_rates_by_name()
         "normal_dedicated: late frames (> 1 ms) per 10 000 at 3 loads/CPU"]
     assert one[0]["SCHED_FIFO: late frames (> 1 ms) per 10 000 at 3 loads/CPU"][0] == \
         pytest.approx(25 / 1200 * 10_000)
-    assert one[1]["operators_pinned"] == "typical jitter lower; late frames fewer"
+    assert one[1]["operators_pinned"] == "late frames fewer"
     same = exchange.compare(one, one)
     assert same == {"misses": [], "differ": [], "judged": 8, "changes": 3, "passed": True}
     # The target alone three times as jittery in a second session: that rung, and it alone.

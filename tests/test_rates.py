@@ -46,6 +46,14 @@ def test_each_word_is_the_margins(low, high, events, expected):
     assert rates.word(rr, margin=(0.5, 2.0), min_events=10) == expected
 
 
+def test_too_few_late_frames_is_a_comparison_not_settled_for_a_reader_choosing():
+    """The recommendation table decides on fewer / equivalent / more; too few late frames to
+    compare is one reason it has not decided yet, as a straddling CI is another."""
+    assert rates.decision(rates.TOO_FEW) == rates.NOT_SETTLED
+    for w in (rates.FEWER, rates.EQUIVALENT, rates.MORE, rates.NOT_SETTLED, rates.NO_CI):
+        assert rates.decision(w) == w
+
+
 def test_the_words_use_the_dated_criteria():
     assert criteria.value("e2_late_ratio_margin") == (0.5, 2.0)
     rr = rates.RateRatio(0.9, 0.7, 1.3, 500, 450, 1e5, 1e5, 1.0, 0.95)

@@ -181,6 +181,14 @@ def word(rr: RateRatio, margin: tuple[float, float] | None = None,
     return str(_words(rr.events_a + rr.events_b, rr.low, rr.high, margin, min_events))
 
 
+def decision(state: str) -> str:
+    """What a :func:`word` decides for a reader choosing what to do: too few late frames is
+    a comparison not yet settled (more frames would settle it), the other words as they are.
+    H2 keeps the difference (every policy with too few late frames: not applicable); the
+    recommendation table and the re-run checks compare decisions."""
+    return NOT_SETTLED if state == TOO_FEW else state
+
+
 def _z(p: float) -> float:
     return float(sps.norm.ppf(p))
 

@@ -123,17 +123,19 @@ class Advice:
         Late frames' rate ratio (after / before) with its CI (``×0.04 [0.03, 0.07]``).
     word : str
         What that ratio decided against its stated margin (``fewer``, ``equivalent``,
-        ``more``, ``not settled``, …).
+        ``more``, ``not settled``, ``no CI``).
     typical : str
-        Typical jitter's ratio with its CI (``×0.70 [0.46, 1.06]``).
-    typical_word : str
-        What that CI shows: ``lower``, ``higher``, ``no clear change`` or ``no CI``.
+        Typical jitter's ratio with its CI (``×0.70 [0.46, 1.06]``): shown, not judged (no
+        margin the budget reaches decides it).
     cost : str
         What it costs besides.
     sessions : int
         How many sessions the numbers pool (1: one session's).
     value : float
         The rate ratio itself (NaN where not compared), for ordering.
+    why : str
+        Why a ``not settled`` is so where it is not the CI (``too few late frames to
+        compare``); empty otherwise.
     """
 
     change: str
@@ -142,10 +144,10 @@ class Advice:
     ratio: str
     word: str
     typical: str
-    typical_word: str
     cost: str
     sessions: int = 1
     value: float = float("nan")
+    why: str = ""
 
 
 @dataclass

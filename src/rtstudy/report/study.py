@@ -40,7 +40,8 @@ def advice_table(advice: list[Advice]) -> pd.DataFrame:
     """The report's "What to do" as a table, one row per change."""
     return pd.DataFrame([{"change": a.change, "against": a.against,
                           "late frames: before → after": a.late, "late-frame ratio": a.ratio,
-                          "decided": a.word, "typical jitter": f"{a.typical}: {a.typical_word}",
+                          "decided": f"{a.word} ({a.why})" if a.why else a.word,
+                          "typical jitter": a.typical,
                           "costs": a.cost}
                          for a in advice])
 

@@ -80,8 +80,11 @@ def late_name(policy: str, load_factor: float, threshold_ms: float) -> str:
 
 
 def finding(r: dict) -> str:
-    """What a :func:`recommendations` row concluded, in words."""
-    return f"typical jitter {r['typical']}; late frames {r['late_frames']}"
+    """What a :func:`recommendations` row decided, in words: its late frames' word against the
+    margin (:func:`rtstudy.inference.rates.decision`). Typical jitter has no word: no margin
+    the budget reaches decides it (``criteria: e2_typical_words``), so it is shown as a ratio
+    with its CI, never as a finding."""
+    return f"late frames {rates.decision(r['late_frames'])}"
 
 
 def _plain(runs: pd.DataFrame, policy: str) -> pd.DataFrame:
@@ -156,7 +159,7 @@ def ladder(runs: pd.DataFrame, floor: pd.DataFrame, policy: str, ci: CI) -> pd.D
 
 def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI, sizes: bool = True) -> dict:
     """``other`` against ``base``: typical jitter, |lateness| P99 and the CPU the loads got as
-    ratios with CIs over runs, late-frame rates side by side, and a word for each."""
+    ratios with CIs over runs, late-frame rates side by side and their ratio's word."""
     a, b = summarize(base, ci), summarize(other, ci)
     iqr = ratio_ci(base["period_iqr_us"], other["period_iqr_us"], ci)
     p99 = ratio_ci(base["lateness_p99_us"], other["lateness_p99_us"], ci)
@@ -167,7 +170,6 @@ def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI, sizes: bool = True
             "dispersion_base": a["dispersion"],
             "iqr_us": b["iqr_us"], "iqr_base_us": a["iqr_us"],
             "iqr_ratio": iqr.value, "iqr_low": iqr.low, "iqr_high": iqr.high,
-            "typical": _direction(iqr.low, iqr.high),
             "p99_ratio": p99.value, "p99_low": p99.low, "p99_high": p99.high,
             "late": b["late"], "late_rate": b["late_rate"], "late_low": b["late_low"],
             "late_high": b["late_high"], "late_base": a["late"],
@@ -200,13 +202,6 @@ def late_part(r: dict) -> judge.Part:
                        "dispersion": r.get("late_phi", np.nan),
                        "df": max(r["runs"] + r["runs_base"] - 2, 0),
                        "frames_needed": r.get("late_frames_needed", np.nan)})
-
-
-def _direction(low: float, high: float) -> str:
-    """A ratio's CI entirely below 1 → lower; above → higher; else none shown (or no CI)."""
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return "no CI"
-    return "lower" if high < 1 else "higher" if low > 1 else "no clear change"
 
 
 def _message_cost(g: pd.DataFrame, messages: pd.DataFrame | None, ci: CI) -> dict:
@@ -323,8 +318,8 @@ def over_sessions(headlines: list[E2Headline], confidence: float) -> dict[str, d
     Returns
     -------
     dict
-        change → ``typical`` and ``late_frames`` (word → in how many sessions, each on its
-        own), ``held`` (each part's word over the pooled sessions), the pooled ``iqr_ratio`` /
+        change → ``late_frames`` (word → in how many sessions, each on its own), ``held``
+        (the late frames' word over the pooled sessions), the pooled ``iqr_ratio`` /
         ``late_ratio`` with their CIs, ``sessions`` (how many measured the change) and ``of``
         (how many sessions there are). Empty with fewer than two sessions.
     """
@@ -340,11 +335,9 @@ def over_sessions(headlines: list[E2Headline], confidence: float) -> dict[str, d
         iqr = rates.pooled_log_ratio([r["iqr_ratio"] for r in rows],
                                      [r["iqr_low"] for r in rows],
                                      [r["iqr_high"] for r in rows], confidence)
-        out[change] = {"typical": Counter(r["typical"] for r in rows),
-                       "late_frames": Counter(r["late_frames"] for r in rows),
+        out[change] = {"late_frames": Counter(r["late_frames"] for r in rows),
                        "sessions": len(rows), "of": len(headlines),
-                       "held": {"typical": _direction(iqr[1], iqr[2]),
-                                "late_frames": late.state},
+                       "held": {"late_frames": late.state},
                        "iqr_ratio": iqr[0], "iqr_low": iqr[1], "iqr_high": iqr[2],
                        "late_ratio": late.value, "late_ratio_low": late.low,
                        "late_ratio_high": late.high, "late": late.counts["events_b"],

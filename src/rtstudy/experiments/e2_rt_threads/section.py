@@ -252,10 +252,9 @@ def pooled_findings(headlines: list[E2Headline], confidence: float) -> dict[str,
         typical = tables.ratio_text(o["iqr_ratio"], o["iqr_low"], o["iqr_high"])
         late = tables.ratio_text(o["late_ratio"], o["late_ratio_low"], o["late_ratio_high"])
         out[f"{change} against {r['baseline']}"] = (
-            f"typical jitter {o['held']['typical']} ({typical}); "
-            f"late frames {o['held']['late_frames']} ({late}; "
+            f"late frames {rates.decision(o['held']['late_frames'])} ({late}; "
             f"{o['late_base']} → {o['late']} late in {o['frames_base']:,.0f} → "
-            f"{o['frames']:,.0f} frames {_over(o['sessions'])})")
+            f"{o['frames']:,.0f} frames {_over(o['sessions'])}); typical jitter {typical}")
     return out
 
 
@@ -265,7 +264,7 @@ def _over(sessions: int) -> str:
 
 
 # The order of the report's "What to do": what helps first, what is undecided last.
-_ORDER = (rates.FEWER, rates.EQUIVALENT, rates.NOT_SETTLED, rates.TOO_FEW, rates.NO_CI, rates.MORE)
+_ORDER = (rates.FEWER, rates.EQUIVALENT, rates.NOT_SETTLED, rates.NO_CI, rates.MORE)
 
 
 def _counts(r: dict) -> str:
@@ -288,19 +287,19 @@ def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
                    else f"{ladder_policy.replace('SCHED_', '')} without it")
         if o:
             late = _counts(o)
-            ratio, word = (o["late_ratio"], o["late_ratio_low"], o["late_ratio_high"]), \
+            ratio, state = (o["late_ratio"], o["late_ratio_low"], o["late_ratio_high"]), \
                 o["held"]["late_frames"]
-            typical = (tables.ratio_text(o["iqr_ratio"], o["iqr_low"], o["iqr_high"]),
-                       o["held"]["typical"])
+            typical = tables.ratio_text(o["iqr_ratio"], o["iqr_low"], o["iqr_high"])
             sessions = o["sessions"]
         else:
             late = _counts(r)
-            ratio, word = (r["late_ratio"], r["late_ratio_low"], r["late_ratio_high"]), \
+            ratio, state = (r["late_ratio"], r["late_ratio_low"], r["late_ratio_high"]), \
                 r["late_frames"]
-            typical = tables.ratio_text(r["iqr_ratio"], r["iqr_low"], r["iqr_high"]), r["typical"]
+            typical = tables.ratio_text(r["iqr_ratio"], r["iqr_low"], r["iqr_high"])
             sessions = 1
-        out.append(Advice(what, against, late, tables.ratio_text(*ratio), word, *typical, cost,
-                          sessions, float(ratio[0])))
+        out.append(Advice(what, against, late, tables.ratio_text(*ratio), rates.decision(state),
+                          typical, cost, sessions, float(ratio[0]),
+                          state if state == rates.TOO_FEW else ""))
     return sorted(out, key=lambda a: (_ORDER.index(a.word) if a.word in _ORDER else len(_ORDER),
                                       a.value if np.isfinite(a.value) else np.inf))
 

@@ -278,7 +278,7 @@ def recommendation_table(recs: pd.DataFrame, changes: dict, over: dict | None = 
         rows.append({"change": what, "against": r["baseline"], "runs": f"{r['runs']} vs "
                      f"{r['runs_base']}",
                      "typical jitter (period IQR)":
-                         f"{ratio_text(r['iqr_ratio'], r['iqr_low'], r['iqr_high'])}: {r['typical']}",
+                         ratio_text(r["iqr_ratio"], r["iqr_low"], r["iqr_high"]),
                      "late per 10 000: before → after": f"{late_rate(base)} → {late_rate(r)}",
                      "late frames: rate ratio":
                          f"{ratio_text(r['late_ratio'], r['late_ratio_low'], r['late_ratio_high'])}"
@@ -288,8 +288,8 @@ def recommendation_table(recs: pd.DataFrame, changes: dict, over: dict | None = 
         o = (over or {}).get(r["change"])
         if o:
             rows[-1]["pooled over the sessions"] = (
-                f"typical jitter {ratio_text(o['iqr_ratio'], o['iqr_low'], o['iqr_high'])}: "
-                f"{o['held']['typical']}; late frames "
+                f"typical jitter {ratio_text(o['iqr_ratio'], o['iqr_low'], o['iqr_high'])}; "
+                "late frames "
                 f"{ratio_text(o['late_ratio'], o['late_ratio_low'], o['late_ratio_high'])}: "
                 f"{o['held']['late_frames']} ({o['sessions']} of {o['of']} sessions)")
     return pd.DataFrame(rows)
