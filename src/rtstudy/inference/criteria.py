@@ -191,11 +191,18 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "after data existed"))),
     Criterion(
         "e2_typical_words", "E2", None, "",
-        "a change's typical jitter (period IQR) is lower / higher when the whole CI of its "
-        "ratio to the baseline lies below / above 1, else no clear change; with sessions, the "
-        "ratio pooled over them (random session effect)",
+        "a change's typical jitter (period IQR) gets no word: it is shown as its ratio to the "
+        "baseline with its CI (with sessions, pooled over them, a random session effect), and "
+        "the recommendation's words rest on late frames; no margin the default profile's 5 "
+        "runs per condition reach decides it (equivalence within [0.5, 2] needs the runs' log "
+        "IQR to spread by at most about 0.3 at 80 % power; on the reference's untuned 4.6 and 5.0 "
+        "hosts of 2026-11-28 it spreads 0.26 and 0.32, the median over conditions)",
         (Change("2026-11-25T07:30Z", "87a59d3", "the recommendation table's words, with one "
-                "session, after data existed"),)),
+                "session, after data existed"),
+         Change("2026-11-29T12:30Z", "e775014", "no word (was lower / higher where the CI "
+                "excludes 1, else no clear change: on untuned 5.0 the words of two exchangeable "
+                "halves of one host's runs differed in 63-87 % of dealt pairs per policy; with a "
+                "[0.5, 2] margin they agreed in 0-16 % on the untuned hosts), after data existed"))),
     Criterion(
         "e2_late_ratio_margin", "H2", (0.5, 2.0), "× (rate ratio)",
         "late frames after a change over before, as a rate ratio with an exact CI for counts "
@@ -213,8 +220,13 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
     Criterion(
         "e2_min_late_events", "H2", 10, "late frames",
         "a rate ratio is judged only where both conditions together had at least this many "
-        "late frames; below, too few to compare (each rate's upper bound is still shown)",
-        (Change("2026-11-27T13:24Z", "c532982", "with the rate ratio, after data existed"),)),
+        "late frames; below, too few to compare (each rate's upper bound is still shown): for "
+        "the recommendation table a comparison not settled, with that reason; for H2, where "
+        "every policy has too few, not applicable",
+        (Change("2026-11-27T13:24Z", "c532982", "with the rate ratio, after data existed"),
+         Change("2026-11-29T12:30Z", "e775014", "the recommendation table's word for too few is "
+                "not settled (was a word of its own, which two halves of one host's runs gave "
+                "and withheld by chance near the threshold), after data existed"))),
     Criterion(
         "e2_rerun_alpha", "re-run", 0.05, "family-wise level",
         "two sessions of a host state differ when any condition both measured (at least "
