@@ -299,7 +299,7 @@ def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
             sessions = 1
         out.append(Advice(what, against, late, tables.ratio_text(*ratio), rates.decision(state),
                           typical, cost, sessions, float(ratio[0]),
-                          state if state == rates.TOO_FEW else ""))
+                          why=state if state == rates.TOO_FEW else ""))
     return sorted(out, key=lambda a: (_ORDER.index(a.word) if a.word in _ORDER else len(_ORDER),
                                       a.value if np.isfinite(a.value) else np.inf))
 
@@ -327,9 +327,11 @@ def compare(h: E2Headline, other: Section, change: str, against: str, confidence
     if min(mine["runs"], theirs["runs"]) < MIN_RUNS:
         rr = replace(rr, low=float("nan"), high=float("nan"))
     iqr = theirs["iqr_us"] / mine["iqr_us"] if mine["iqr_us"] > 0 else np.nan
+    state = rates.word(rr)
     return Advice(change, f"{against}, both with {policy.replace('SCHED_', '')}",
                   f"{mine['late']:,} → {theirs['late']:,} in {mine['frames']:,} → "
                   f"{theirs['frames']:,} frames", tables.ratio_text(rr.value, rr.low, rr.high),
-                  rates.word(rr), f"×{iqr:.2f} (period IQR {mine['iqr_us']:,.0f} → "
-                  f"{theirs['iqr_us']:,.0f} µs)", "no CI across datasets",
-                  "another SDK environment", 1, float(rr.value))
+                  rates.decision(state), typical=f"×{iqr:.2f} (period IQR {mine['iqr_us']:,.0f} "
+                  f"→ {theirs['iqr_us']:,.0f} µs; no CI across datasets)",
+                  cost="another SDK environment", sessions=1, value=float(rr.value),
+                  why=state if state == rates.TOO_FEW else "")
