@@ -50,8 +50,9 @@ def test_too_few_late_frames_is_a_comparison_not_settled_for_a_reader_choosing()
     """The recommendation table decides on fewer / equivalent / more; too few late frames to
     compare is one reason it has not decided yet, as a straddling CI is another."""
     assert rates.decision(rates.TOO_FEW) == rates.NOT_SETTLED
+    assert rates.reason(rates.TOO_FEW) == rates.TOO_FEW
     for w in (rates.FEWER, rates.EQUIVALENT, rates.MORE, rates.NOT_SETTLED, rates.NO_CI):
-        assert rates.decision(w) == w
+        assert (rates.decision(w), rates.reason(w)) == (w, "")
 
 
 def test_the_words_use_the_dated_criteria():

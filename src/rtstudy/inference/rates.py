@@ -189,6 +189,12 @@ def decision(state: str) -> str:
     return NOT_SETTLED if state == TOO_FEW else state
 
 
+def reason(state: str) -> str:
+    """Why :func:`decision` leaves ``state`` not settled where its CI does not say so: the
+    too-few word itself; empty for every other word."""
+    return state if state == TOO_FEW else ""
+
+
 def _z(p: float) -> float:
     return float(sps.norm.ppf(p))
 

@@ -299,7 +299,7 @@ def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
             sessions = 1
         out.append(Advice(what, against, late, tables.ratio_text(*ratio), rates.decision(state),
                           typical, cost, sessions, float(ratio[0]),
-                          why=state if state == rates.TOO_FEW else ""))
+                          why=rates.reason(state)))
     return sorted(out, key=lambda a: (_ORDER.index(a.word) if a.word in _ORDER else len(_ORDER),
                                       a.value if np.isfinite(a.value) else np.inf))
 
@@ -334,4 +334,4 @@ def compare(h: E2Headline, other: Section, change: str, against: str, confidence
                   rates.decision(state), typical=f"×{iqr:.2f} (period IQR {mine['iqr_us']:,.0f} "
                   f"→ {theirs['iqr_us']:,.0f} µs; no CI across datasets)",
                   cost="another SDK environment", sessions=1, value=float(rr.value),
-                  why=state if state == rates.TOO_FEW else "")
+                  why=rates.reason(state))
