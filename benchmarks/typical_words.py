@@ -11,7 +11,10 @@ alike, under three rules for a change's typical jitter (its period IQR's ratio t
 with its CI over runs): the direction where the CI excludes 1 (the old rule), equivalence
 against ``--margin`` (equivalent inside it, lower / higher wholly below / above 1, else not
 settled), and no word (the late frames' word alone, as the recommendation table now decides).
-Prints one Markdown row per host; about 2 minutes per host on 2 vCPUs at 100 draws.
+Prints one Markdown row per host (with the runs' spread: the median over its sessions'
+conditions of at least 3 runs of the standard deviation of log period IQR), then, per host, the
+share of dealt pairs in which each change's words differ under the old rule; about 2 minutes
+per host on 2 vCPUs at 100 draws.
 """
 from __future__ import annotations
 
@@ -50,8 +53,8 @@ def main() -> int:
                  lambda r: f"{direction(r, tuple(args.margin))}; {ladder.finding(r)}",
              "no word (late frames only)": ladder.finding}
     described = data.hosts("default").set_index("host_id")
-    print("| host | " + " | ".join(rules) + " |\n|---|" + "---|" * len(rules))
-    plain = exchange.finding
+    print("| host | log IQR spread | " + " | ".join(rules) + " |\n|---|---|" + "---|" * len(rules))
+    plain, notes = exchange.finding, []
     for host_id, ((_, a), (_, b)) in pairs(args.host or list(described.index), "default"):
         alike = exchange.alike_changes(a.tables["runs"], b.tables["runs"],
                                        cfg["ladder_policy"], ci)
@@ -59,18 +62,30 @@ def main() -> int:
         dealt = [(exchange.deal(a.tables["runs"], b.tables["runs"], rng),
                   exchange.deal(a.tables["floor"], b.tables["floor"], rng))
                  for _ in range(args.draws)]
-        shares = []
-        for rule in rules.values():
+        shares, differ = [], {}
+        for name, rule in rules.items():
             exchange.finding = rule      # what rerun_check names each change's words by
-            agree = sum(all(x.get(k) == y.get(k) for k in alike) for x, y in (
-                (exchange.rerun_check(ra, fa, cfg, ci)[1], exchange.rerun_check(rb, fb, cfg, ci)[1])
-                for (ra, rb), (fa, fb) in dealt))
-            shares.append(agree / args.draws)
+            words = [(exchange.rerun_check(ra, fa, cfg, ci)[1],
+                      exchange.rerun_check(rb, fb, cfg, ci)[1]) for (ra, rb), (fa, fb) in dealt]
+            shares.append(np.mean([all(x.get(k) == y.get(k) for k in alike) for x, y in words]))
+            if name == "direction":
+                differ = {k: np.mean([x.get(k) != y.get(k) for x, y in words]) for k in alike}
         exchange.finding = plain
         row = described.loc[host_id]
-        print(f"| `{host_id}` ({row['state']}, {row['sdk']}) | "
+        print(f"| `{host_id}` ({row['state']}, {row['sdk']}) | {spread(a, b):.2f} | "
               + " | ".join(f"{s:.0%}" for s in shares) + " |", flush=True)
+        notes.append(f"- `{host_id}`, words that differ under the old rule: " + ", ".join(
+            f"{k} {v:.0%}" for k, v in sorted(differ.items())))
+    print("\n" + "\n".join(notes))
     return 0
+
+
+def spread(*sessions) -> float:
+    """The median, over each session's conditions with at least 3 runs, of the standard
+    deviation of the runs' log period IQR."""
+    sds = [np.log(g["period_iqr_us"]).std(ddof=1) for ds in sessions
+           for _, g in ds.tables["runs"].groupby("label") if len(g) >= 3]
+    return float(np.median(sds)) if sds else float("nan")
 
 
 if __name__ == "__main__":
