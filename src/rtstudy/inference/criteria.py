@@ -201,8 +201,9 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "session, after data existed"),
          Change("2026-11-29T12:30Z", "e775014", "no word (was lower / higher where the CI "
                 "excludes 1, else no clear change: on untuned 5.0 the words of two exchangeable "
-                "halves of one host's runs differed in 63-87 % of dealt pairs per policy; with a "
-                "[0.5, 2] margin they agreed in 0-16 % on the untuned hosts), after data existed"))),
+                "halves of one host's runs differed in 66-88 % of dealt pairs per policy; with a "
+                "[0.5, 2] margin they agreed in 0-16 % on the untuned hosts; "
+                "benchmarks/typical_words.py), after data existed"))),
     Criterion(
         "e2_late_ratio_margin", "H2", (0.5, 2.0), "× (rate ratio)",
         "late frames after a change over before, as a rate ratio with an exact CI for counts "
