@@ -8,8 +8,10 @@ did not matter, and how often does the check with power catch a known change?
 share of dealt pairs whose recommendation words all agree, the share the check passes
 (calibration, at least 0.9 wanted) and, for each change injected into one session of the
 dealt pairs (a late-frame rate doubled, a fix's late frames removed, typical jitter ×1.5),
-the share it fails (power, at least 0.8 wanted); written to ``benchmarks/rerun_exchange.json``
-and printed as Markdown. Without it, as before:
+the share it fails (power, at least 0.8 wanted, judged only where a check could catch the
+change: :func:`exchange.powerable`, an exact test at the check's strictest level with power
+0.8 or more on Poisson counts; the others are shown as not powered, with their late frames);
+written to ``benchmarks/rerun_exchange.json`` and printed as Markdown. Without it, as before:
 
 Measures nothing. For every host whose E2 dataset holds two sessions or more
 (:mod:`rtstudy.data.sessions`; ``--host`` picks some), takes its last two (in the reference dataset
@@ -96,8 +98,9 @@ def record(args, configs: dict, ci: CI) -> int:
         out["hosts"][host_id] = {
             "state": row["state"], "sdk": row["sdk"], "sessions": [one, two],
             "minutes": round((time.monotonic() - start) / 60, 1),
-            **{k: r[k] for k in ("words_agree", "calibration", "power", "tests", "targets")},
-            "real_pair": r["observed"]}
+            **{k: r[k] for k in ("words_agree", "calibration", "power", "powerable", "tests",
+                                 "targets")},
+            "met": met(r, out["wanted"]), "real_pair": r["observed"]}
     if not out["hosts"]:
         print("no host here has two sessions of E2 (make new-session, then make study)")
         return 1
@@ -106,18 +109,47 @@ def record(args, configs: dict, ci: CI) -> int:
     return 0
 
 
+def judged(r: dict, injection: str, wanted: float) -> bool:
+    """Whether an injection's power is judged: it changed something, and a check could catch
+    it (typical jitter everywhere is always judged; see :func:`exchange.powerable`)."""
+    best = r["powerable"].get(injection, {"best_power": 1.0})
+    return r["power"][injection] is not None and best is not None and \
+        best["best_power"] >= wanted
+
+
+def met(r: dict, wanted: dict) -> dict[str, bool]:
+    """Each criterion of ``wanted`` met by one host's :func:`calibrate`: the power on every
+    injection judged (:func:`judged`)."""
+    return {"words_agree": r["words_agree"] >= wanted["words_agree"],
+            "calibration": r["calibration"] >= wanted["calibration"],
+            "power": all(r["power"][k] >= wanted["power"] for k in r["power"]
+                         if judged(r, k, wanted["power"]))}
+
+
+def cell(h: dict, injection: str, wanted: float) -> str:
+    """One power in the table: the share, or why it is not judged."""
+    power, best = h["power"][injection], h["powerable"].get(injection)
+    if power is None:
+        return "n/a"
+    if judged(h, injection, wanted):
+        return f"{power:.0%}"
+    return f"{power:.0%} (not powered: {best['late_frames']:.0f} late frames, at best " \
+        f"{best['best_power']:.0%})"
+
+
 def table(out: dict) -> str:
     """The record as the Markdown table docs/benchmarks.md shows."""
     injections = list(next(iter(out["hosts"].values()))["power"])
     lines = ["| host | words agree | calibration | " + " | ".join(f"power: {k}" for k in injections)
-             + " | the real pair |",
-             "|---|---|---|" + "---|" * len(injections) + "---|"]
+             + " | criteria met | the real pair |",
+             "|---|---|---|" + "---|" * len(injections) + "---|---|"]
     for host_id, h in out["hosts"].items():
-        power = [("n/a" if h["power"][k] is None else f"{h['power'][k]:.0%}") for k in injections]
+        power = [cell(h, k, out["wanted"]["power"]) for k in injections]
         pair = "passes" if h["real_pair"]["passed"] else \
             "fails: " + "; ".join(h["real_pair"]["differ"])
         lines.append(f"| `{host_id}` ({h['state']}, {h['sdk']}) | {h['words_agree']:.0%} | "
-                     f"{h['calibration']:.0%} | " + " | ".join(power) + f" | {pair} |")
+                     f"{h['calibration']:.0%} | " + " | ".join(power) +
+                     f" | {', '.join(k for k, ok in h['met'].items() if ok) or 'none'} | {pair} |")
     return "\n".join(lines)
 
 

@@ -12,6 +12,7 @@ import pytest
 from rtstudy import params
 from rtstudy.experiments.e2_rt_threads import (conditions, exchange, ladder, plan, plan5, section,
                                                tables)
+from rtstudy.inference import rates
 from rtstudy.inference.stats import CI
 from rtstudy.report import study
 
@@ -473,16 +474,23 @@ def test_calibrate_reports_calibration_and_power_per_injection():
     assert set(r["power"]) == set(exchange.INJECTIONS) - {"none"}
     assert r["observed"]["passed"] and r["draws"] == 5
     assert all(0 <= x <= 1 for x in [r["words_agree"], r["calibration"], *r["power"].values()])
+    # Whether any check could catch each injection: normal_dedicated's 200 late frames of
+    # 1,200 per session, doubled in the second, at Holm's strictest level.
+    h2 = r["powerable"]["late ×2 at H2's baseline"]
+    assert h2["late_frames"] == pytest.approx(600)
+    assert h2["best_power"] == pytest.approx(
+        rates.exact_test_power(200, 400, 0.5, 0.05 / r["tests"]))
+    assert set(r["powerable"]) == set(exchange.TARGET_OF)
     # No fix measured: nothing to remove, no power to give.
     no_fix = runs[~runs["label"].isin(["si", "pinned"])]
     r = exchange.calibrate({"runs": no_fix, "floor": floor}, {"runs": no_fix, "floor": floor},
                            CFG, CI95, draws=2)
     assert r["power"]["a fix removes its late frames"] is None
+    assert r["powerable"]["a fix removes its late frames"] is None
 
 
 def test_the_power_plan_sizes_each_comparison_from_its_baseline():
     from rtstudy.experiments.e2_rt_threads import power
-    from rtstudy.inference import rates
 
     runs, _ = synthetic_runs()
     cfg = {"ladder_policy": "SCHED_FIFO", "fps": 60, "headline_duration_s": 4}

@@ -170,3 +170,33 @@ def test_the_interval_is_the_exact_binomial_test_inverted(ka, na, kb, nb):
     assert sps.binom.sf(kb - 1, total, p(rr.low)) == pytest.approx(0.025, rel=1e-9)
     assert sps.binom.cdf(kb, total, p(rr.high)) == pytest.approx(0.025, rel=1e-9)
     assert rr.value == pytest.approx((kb / nb) / (ka / na), rel=1e-12)
+
+
+@pytest.mark.parametrize("late_a,ratio,share,alpha", [
+    (33, 2.0, 0.5, 0.05 / 21), (12, 0.0, 0.5, 0.05 / 21), (20, 2.0, 0.6, 0.05 / 13)])
+def test_the_exact_tests_power_is_the_rerun_checks_own_rejection_rate(late_a, ratio, share, alpha):
+    """At its best (Poisson counts, φ = 1: one run per session), the re-run check's late-frame
+    test rejects as often as :func:`rates.exact_test_power` says."""
+    import pandas as pd
+
+    from rtstudy.experiments.e2_rt_threads import exchange
+
+    rng = np.random.default_rng(5)
+    frames_a = 10_000
+    frames_b = frames_a * share / (1 - share)
+    late_b = late_a * ratio * frames_b / frames_a
+    draws = 1000
+    rejected = sum(
+        exchange._late_p(pd.DataFrame({"late": [rng.poisson(late_a)], "n": [frames_a]}),
+                         pd.DataFrame({"late": [rng.poisson(late_b)], "n": [frames_b]})) <= alpha
+        for _ in range(draws))
+    expected = rates.exact_test_power(late_a, late_b, share, alpha)
+    # Within four binomial standard errors of the simulation.
+    assert rejected / draws == pytest.approx(expected, abs=4 * np.sqrt(0.25 / draws) + 1e-9)
+
+
+def test_no_late_frame_expected_gives_no_power():
+    assert rates.exact_test_power(0, 0, 0.5, 0.05) == 0.0
+    # More late frames, more power; a stricter level, less.
+    assert rates.exact_test_power(20, 40, 0.5, 0.01) < rates.exact_test_power(60, 120, 0.5, 0.01)
+    assert rates.exact_test_power(60, 120, 0.5, 0.001) < rates.exact_test_power(60, 120, 0.5, 0.01)

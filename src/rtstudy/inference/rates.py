@@ -318,6 +318,47 @@ def frames_needed(rate_a: float, ratio: float, phi: float = 1.0, confidence: flo
     return float(high)
 
 
+def exact_test_power(late_a: float, late_b: float, share: float, alpha: float) -> float:
+    """The chance that the exact conditional test of two rates (the re-run check's, in
+    :func:`rtstudy.experiments.e2_rt_threads.exchange.session_test`) rejects at level
+    ``alpha``, at its best: Poisson counts (φ = 1) and no other test in its family.
+
+    No check can do better, so where this is below the power wanted, an injection into that
+    condition cannot show whether the check has power (the exchange's ``powerable``).
+    Computed exactly: the total of late frames is Poisson, the second session's share of it
+    binomial, and the test rejects where its two-sided exact p (the check's, φ = 1) is at
+    most ``alpha``.
+
+    Parameters
+    ----------
+    late_a, late_b : float
+        The late frames expected in each session's runs of the condition (≥ 0).
+    share : float
+        The second session's share of the condition's frames (0 < share < 1).
+    alpha : float
+        The level the test must reach, e.g. Holm's strictest, ``e2_rerun_alpha`` / tests.
+
+    Returns
+    -------
+    float
+        The probability of a rejection (0 where no late frame is expected).
+    """
+    mu = late_a + late_b
+    if mu <= 0:
+        return 0.0
+    spread = 8 * np.sqrt(mu) + 10
+    totals = np.arange(max(1, int(mu - spread)), int(mu + spread) + 1)
+    half = alpha / 2
+    # Per total, the test rejects at and below k_lo and at and above k_hi: its two tails
+    # under the null (the frames' share), each at most alpha / 2 (the check's 2 · min(...)).
+    j = sps.binom.ppf(half, totals, share)
+    k_lo = np.where(sps.binom.cdf(j, totals, share) <= half, j, j - 1)
+    k_hi = sps.binom.isf(half, totals, share) + 1
+    p_b = late_b / mu
+    inside = sps.binom.cdf(k_lo, totals, p_b) + sps.binom.sf(k_hi - 1, totals, p_b)
+    return float(min(1.0, (sps.poisson.pmf(totals, mu) * inside).sum()))
+
+
 def frames_to_decide(rr: RateRatio, confidence: float) -> float:
     """Frames per condition for :func:`word` to decide ``rr``, planned for the ratio seen (for
     the margin's lower end where the change had no event) by :func:`frames_needed`; NaN where

@@ -292,6 +292,9 @@ INJECTIONS = ("none", "late ×2 at H2's baseline", "late ×2 at the fixes' basel
 # The injections into one condition: injection → the key of :func:`targets` naming it.
 TARGET_OF = {"late ×2 at H2's baseline": "h2", "late ×2 at the fixes' baseline": "fixes",
              "a fix removes its late frames": "fix"}
+# ... and the rate ratio each makes there between the sessions.
+RATIO_OF = {"late ×2 at H2's baseline": 2.0, "late ×2 at the fixes' baseline": 2.0,
+            "a fix removes its late frames": 0.0}
 
 
 def targets(runs: pd.DataFrame, cfg: dict, ci: CI,
@@ -314,6 +317,47 @@ def targets(runs: pd.DataFrame, cfg: dict, ci: CI,
         labels = [x for x in fixes["label"] if twice is None or x in twice]
         late = runs[runs["label"].isin(labels)].groupby("label")["late"].sum()
         out["fix"] = str(late.idxmax()) if len(late) else None
+    return out
+
+
+def powerable(first: pd.DataFrame, second: pd.DataFrame, where: dict, tests: int,
+              alpha: float | None = None) -> dict[str, dict | None]:
+    """Per injection into one condition (:data:`TARGET_OF`), whether any check could catch it.
+
+    Parameters
+    ----------
+    first, second : DataFrame
+        The two sessions' E2 ``runs``.
+    where : dict
+        :func:`targets`.
+    tests : int
+        The check's tests per pair: its strictest Holm level is ``alpha / tests``.
+    alpha : float, optional
+        The family-wise level (default ``criteria: e2_rerun_alpha``).
+
+    Returns
+    -------
+    dict
+        Injection → None where there is nothing to inject into, else ``late_frames`` (expected
+        in the condition over both sessions once injected: the two sessions' pooled rate at
+        each one's frames, the second's times :data:`RATIO_OF`) and ``best_power``
+        (:func:`rates.exact_test_power` at Holm's strictest level; 0 where a session has fewer than
+        ``MIN_RUNS`` runs of it, which the check does not test).
+    """
+    alpha = criteria.value("e2_rerun_alpha") if alpha is None else alpha
+    out: dict[str, dict | None] = {}
+    for injection, key in TARGET_OF.items():
+        label = where.get(key)
+        a, b = (runs[runs["label"] == label] for runs in (first, second))
+        if label is None or a.empty or b.empty:
+            out[injection] = None
+            continue
+        n_a, n_b = float(a["n"].sum()), float(b["n"].sum())
+        rate = (a["late"].sum() + b["late"].sum()) / (n_a + n_b)
+        late_a, late_b = rate * n_a, rate * n_b * RATIO_OF[injection]
+        best = (rates.exact_test_power(late_a, late_b, n_b / (n_a + n_b), alpha / max(tests, 1))
+                if min(len(a), len(b)) >= MIN_RUNS else 0.0)
+        out[injection] = {"late_frames": round(late_a + late_b, 1), "best_power": best}
     return out
 
 
@@ -354,7 +398,8 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
         changes both sessions measured alike, :func:`alike_changes`);
         ``calibration``: the share of dealt pairs the check passes; ``power``: injection →
         the share of injected pairs it fails (None where the pair has nothing to inject into);
-        ``tests``: the check's tests per pair.
+        ``powerable``: :func:`powerable` (an injection no check could catch shows nothing of
+        this one's power); ``tests``: the check's tests per pair.
     """
     observed = session_test(first["runs"], second["runs"])
     twice = set(first["runs"]["label"]) & set(second["runs"]["label"])
@@ -376,4 +421,5 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
              for k in INJECTIONS if k != "none"}
     return {"observed": observed, "targets": where, "draws": draws,
             "words_agree": agree / draws, "calibration": 1 - failed["none"] / draws,
-            "power": power, "tests": tests}
+            "power": power, "powerable": powerable(first["runs"], second["runs"], where, tests),
+            "tests": tests}
