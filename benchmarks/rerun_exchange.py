@@ -132,7 +132,7 @@ def cell(h: dict, injection: str, wanted: float) -> str:
     if power is None:
         return "n/a"
     if judged(h, injection, wanted):
-        return f"{power:.0%}"
+        return f"{power:.0%}" + (f" (φ {best['phi']:.1f})" if best else "")
     return f"{power:.0%} (not powered: {best['late_frames']:.0f} late frames, at best " \
         f"{best['best_power']:.0%})"
 

@@ -342,7 +342,9 @@ def powerable(first: pd.DataFrame, second: pd.DataFrame, where: dict, tests: int
         in the condition over both sessions once injected: the two sessions' pooled rate at
         each one's frames, the second's times :data:`RATIO_OF`) and ``best_power``
         (:func:`rates.exact_test_power` at Holm's strictest level; 0 where a session has fewer than
-        ``MIN_RUNS`` runs of it, which the check does not test).
+        ``MIN_RUNS`` runs of it, which the check does not test), and ``phi``: the runs'
+        over-dispersion there (:func:`rates.dispersion`), which the check divides the late
+        frames by and this best case does not.
     """
     alpha = criteria.value("e2_rerun_alpha") if alpha is None else alpha
     out: dict[str, dict | None] = {}
@@ -357,7 +359,9 @@ def powerable(first: pd.DataFrame, second: pd.DataFrame, where: dict, tests: int
         late_a, late_b = rate * n_a, rate * n_b * RATIO_OF[injection]
         best = (rates.exact_test_power(late_a, late_b, n_b / (n_a + n_b), alpha / max(tests, 1))
                 if min(len(a), len(b)) >= MIN_RUNS else 0.0)
-        out[injection] = {"late_frames": round(late_a + late_b, 1), "best_power": best}
+        phi = rates.dispersion((a["late"], a["n"]), (b["late"], b["n"]))
+        out[injection] = {"late_frames": round(late_a + late_b, 1), "best_power": best,
+                          "phi": round(phi, 2)}
     return out
 
 
