@@ -41,6 +41,8 @@ from rtstudy.inference.stats import CI
 
 EXPERIMENT = "e2_rt_threads"
 RECORD = Path(__file__).with_name("rerun_exchange.json")
+# The criteria the record judges, as the table names them.
+CRITERIA = {"words_agree": "words agree", "calibration": "calibration", "power": "power"}
 
 
 def main() -> int:
@@ -149,7 +151,7 @@ def table(out: dict) -> str:
             "fails: " + "; ".join(h["real_pair"]["differ"])
         lines.append(f"| `{host_id}` ({h['state']}, {h['sdk']}) | {h['words_agree']:.0%} | "
                      f"{h['calibration']:.0%} | " + " | ".join(power) +
-                     f" | {', '.join(k for k, ok in h['met'].items() if ok) or 'none'} | {pair} |")
+                     f" | {', '.join(CRITERIA[k] for k, ok in h['met'].items() if ok) or 'none'} | {pair} |")
     return "\n".join(lines)
 
 
