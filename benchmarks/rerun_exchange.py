@@ -149,9 +149,9 @@ def table(out: dict) -> str:
         power = [cell(h, k, out["wanted"]["power"]) for k in injections]
         pair = "passes" if h["real_pair"]["passed"] else \
             "fails: " + "; ".join(h["real_pair"]["differ"])
+        met_ = ", ".join(CRITERIA[k] for k, ok in h["met"].items() if ok) or "none"
         lines.append(f"| `{host_id}` ({h['state']}, {h['sdk']}) | {h['words_agree']:.0%} | "
-                     f"{h['calibration']:.0%} | " + " | ".join(power) +
-                     f" | {', '.join(CRITERIA[k] for k, ok in h['met'].items() if ok) or 'none'} | {pair} |")
+                     f"{h['calibration']:.0%} | " + " | ".join(power) + f" | {met_} | {pair} |")
     return "\n".join(lines)
 
 
