@@ -189,3 +189,24 @@ def test_a_host_with_part_of_the_study_shows_what_it_has(measured_project, tmp_p
     (left_out,) = [item for item in study.limitations() if "left out" in item]
     assert "E1, E2, E4" in left_out
     assert study.summary() and study.hosts_blocks() is not None
+
+
+def test_a_rebuilt_sdk_environment_speaks_for_its_version_once():
+    """Two builds of the 5.0 root on one machine state are two host states; the shown host is
+    compared with the newest build only, and another machine state's builds not at all."""
+    from rtstudy.report import sdks
+
+    def state(host_id, built=None, version="4.6.0", machine="vm-a"):
+        fp = {"hostname": machine, "versions": {"holoscan-cu12": "4.6.0"}}
+        if built:
+            fp["sdk"] = {"version": version, "environment": "debian13-root", "built_utc": built}
+        return {"host_id": host_id, "fp": fp, "verdicts": {"H2": host_id}}
+    states = [state("venv"), state("old5", "2026-11-27T13:23:32Z", "5.0.0"),
+              state("new5", "2026-11-29T15:12:44Z", "5.0.0"),
+              state("elsewhere5", "2026-11-30T00:00:00Z", "5.0.0", machine="vm-b")]
+    rows = sdks.groups(states, "venv")
+    assert [(r["host_id"], r["version"]) for r in rows] == [("venv", "4.6.0"), ("new5", "5.0.0")]
+    assert list(sdks.verdict_table(rows).columns) == [
+        "claim", "Holoscan 4.6.0 (venv)", "Holoscan 5.0.0 (Debian 13 root)"]
+    # Shown itself, an older build is still the report's own host; 4.6 is its partner.
+    assert [r["host_id"] for r in sdks.groups(states, "old5")] == ["venv", "old5"]

@@ -32,6 +32,11 @@ def label(fp: dict | None) -> str:
     return f"Holoscan {sdk.version_of(fp)} ({where})"
 
 
+def _built(state: dict) -> str:
+    """When a host state's SDK environment was built (ISO 8601 UTC; empty for the study's venv)."""
+    return (state["fp"].get("sdk") or {}).get("built_utc") or ""
+
+
 def groups(states: list[dict], shown: str) -> list[dict]:
     """The SDK versions measured on the shown host's machine state, in version order.
 
@@ -46,7 +51,8 @@ def groups(states: list[dict], shown: str) -> list[dict]:
     Returns
     -------
     list of dict
-        One per host id of the shown machine state: ``host_id``, ``version``, ``label``,
+        The shown host and, per other SDK version measured on its machine state, the host
+        state of its newest build: ``host_id``, ``version``, ``label``,
         ``verdicts`` (over its sessions where it has several, as the summary judges them);
         sorted by SDK version.
     """
@@ -54,7 +60,17 @@ def groups(states: list[dict], shown: str) -> list[dict]:
     if mine is None:
         return []
     key = machine_state(mine["fp"])
-    same = [st for st in states if st["fp"] and machine_state(st["fp"]) == key]
+    # One environment per version: a root or venv built again is a host state of its own (its
+    # build time is in the fingerprint), and only the newest build speaks for its version.
+    shown_version = sdk.version_of(mine["fp"]) if mine["fp"] else None
+    newest: dict[str, dict] = {}
+    for st in states:
+        if st["fp"] and machine_state(st["fp"]) == key and st is not mine:
+            version = sdk.version_of(st["fp"])
+            if version != shown_version and (
+                    version not in newest or _built(st) > _built(newest[version])):
+                newest[version] = st
+    same = ([mine] if mine["fp"] else []) + list(newest.values())
     rows = [{"host_id": st["host_id"], "version": sdk.version_of(st["fp"]),
              "label": label(st["fp"]),
              "verdicts": {c: st.get("over", {}).get(c, v) for c, v in st["verdicts"].items()}}
