@@ -60,17 +60,14 @@ def groups(states: list[dict], shown: str) -> list[dict]:
     if mine is None:
         return []
     key = machine_state(mine["fp"])
+    same = [st for st in states if st["fp"] and machine_state(st["fp"]) == key]
     # One environment per version: a root or venv built again is a host state of its own (its
-    # build time is in the fingerprint), and only the newest build speaks for its version.
-    shown_version = sdk.version_of(mine["fp"]) if mine["fp"] else None
-    newest: dict[str, dict] = {}
-    for st in states:
-        if st["fp"] and machine_state(st["fp"]) == key and st is not mine:
-            version = sdk.version_of(st["fp"])
-            if version != shown_version and (
-                    version not in newest or _built(st) > _built(newest[version])):
-                newest[version] = st
-    same = ([mine] if mine["fp"] else []) + list(newest.values())
+    # build time is in the fingerprint); the shown host speaks for its version, the newest
+    # build for each other one.
+    by_version = {sdk.version_of(st["fp"]): st for st in sorted(same, key=_built)}
+    if mine["fp"]:
+        by_version[sdk.version_of(mine["fp"])] = mine
+    same = list(by_version.values())
     rows = [{"host_id": st["host_id"], "version": sdk.version_of(st["fp"]),
              "label": label(st["fp"]),
              "verdicts": {c: st.get("over", {}).get(c, v) for c, v in st["verdicts"].items()}}
