@@ -101,6 +101,16 @@ def test_traced_conditions_get_their_repetitions(default_plan):
     assert set(traced) == {f"{p}-lf{max(cfg['load_factors']):g}-native-trace"
                            for p in (cfg["ladder_policy"], "SCHED_DEADLINE")}
     assert all(len(v) == cfg["trace_repetitions"] for v in traced.values())
+    # Holoscan 5.0 traces the wake modes it adds where its plan measures them: the contrast
+    # policies with load operators (H5c), each traced run an untraced condition's label + -trace.
+    top = max(cfg["load_factors"])
+    cells5 = plan5.cells(cells, cfg, lambda f, m: f == top and m == "native")
+    traced5 = labels([c for c in cells5 if c.config.get("trace_s")])
+    assert set(traced5) == {f"{p}-lf{top:g}-native-{w}-trace" for p in cfg["contrast_policies"]
+                            for w in cfg["wake_modes"] if w != conditions.WAKE_DEFAULT}
+    assert all(c.config["wake_mode"] != conditions.WAKE_DEFAULT and c.module == plan5.MODULE
+               for v in traced5.values() for c in v)
+    assert {label.removesuffix("-trace") for label in traced5} <= {c.label for c in cells5}
 
 
 def test_loads_are_pinned_off_the_target_only_where_it_is_pinned():

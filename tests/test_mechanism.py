@@ -13,20 +13,23 @@ from rtstudy.experiments.e2_rt_threads import attribution
 from rtstudy.inference.stats import CI
 
 PERIOD, W, H, O = 10_000_000, 11, 99, 77  # the target's worker, a load (GIL holder), another
-COLUMNS = ["t_ns", "event", "tid", "pid", "comm", "prev_pid", "prev_comm", "prev_state"]
-NAMES = {W: "WorkerThread-1", H: "WorkerThread-2", O: "kworker/1:1", 0: "swapper/1"}
+COLUMNS = ["t_ns", "event", "tid", "pid", "comm", "prev_pid", "prev_comm", "prev_state", "prio"]
+NAMES = {W: "WorkerThread-1", H: "WorkerThread-2", O: "irq/9-acpi", 0: "swapper/1"}
+# The kernel's priorities: the worker SCHED_FIFO 80, the IRQ thread FIFO 50, the load and the
+# idle task normal.
+PRIO = {W: 19, H: 120, O: 49, 0: 120}
 
 
 def waking(t, who, by=0):
-    return (t, "waking", by, who, NAMES[who], -1, "", "")
+    return (t, "waking", by, who, NAMES[who], -1, "", "", PRIO[who])
 
 
 def switch(t, out, into, state="S"):
-    return (t, "switch", out, into, NAMES[into], out, NAMES[out], state)
+    return (t, "switch", out, into, NAMES[into], out, NAMES[out], state, PRIO[into])
 
 
 def gil(t, event, who):
-    return (t, event, who, who, "", -1, "", "")
+    return (t, event, who, who, "", -1, "", "", -1)
 
 
 def release(k):
@@ -42,7 +45,7 @@ def target_frame(k, waits, start):
 
 
 def rows():
-    """Frame 1 is on time (the grid's anchor); frames 2-8 are late, one mechanism each."""
+    """Frame 1 is on time (the grid's anchor); frames 2-9 are late, one mechanism each."""
     r = release
     ev = [switch(5_000_000, W, 0)]
     # 1: on time.
@@ -92,14 +95,19 @@ def rows():
            gil(r(8) + 40_000, "gil_drop", H), switch(r(8) + 100_000, H, 0)]
     ev += frame(8, take + [(1_540_000, waking(0, W, by=O)), (1_550_000, switch(0, 0, W, "R")),
                            (1_560_000, gil(0, "gil_taken", W))], 1_570_000)
+    # 9: woken on time, no CPU for 1.4 ms while the load H, a normal thread, had it: throttled.
+    ev += frame(9, [(0, waking(0, W)), (1_400_000, switch(0, H, W, "R")),
+                    (1_410_000, gil(0, "gil_take", W)), (1_420_000, gil(0, "gil_taken", W))],
+                1_430_000)
     return ev
 
 
 STARTS = [release(0), release(1), release(2) + 2_150_000, release(3) + 5_060_000,
           release(4) + 1_560_000, release(5) + 1_230_000, release(6) + 1_330_000,
-          release(7) + 1_860_000, release(8) + 1_570_000]
+          release(7) + 1_860_000, release(8) + 1_570_000, release(9) + 1_430_000]
 EXPECTED = {2: "gil_holder_preempted", 3: "gil_holder_running", 4: "blocked_not_gil",
-            5: "cpu_wait", 6: "woken_late", 7: "gil_holder_asleep", 8: "gil_handover"}
+            5: "cpu_wait", 6: "woken_late", 7: "gil_holder_asleep", 8: "gil_handover",
+            9: "throttled"}
 
 
 def sidecar(probed=True):
@@ -119,7 +127,7 @@ def attributed(probed=True):
 
 def test_each_mechanism_is_attributed_exactly():
     att = attributed()
-    assert list(att.index) == list(range(1, 9))
+    assert list(att.index) == list(range(1, 10))
     assert att["pattern"].drop(1).to_dict() == EXPECTED
     assert att.loc[1, "lateness_ms"] == 0 and att.loc[1, "gil_wait_ms"] == 0
     assert np.allclose(att[list(attribution.PARTS)].sum(axis=1), att["lateness_ms"])
@@ -140,6 +148,10 @@ def test_each_mechanism_is_attributed_exactly():
     # Frame 7's holder slept holding the GIL until O (not of the app) woke it.
     assert att.loc[7, "holder_woken_by"] == "other tasks (kernel, system)"
     assert att.loc[2, "holder_woken_by"] == att.loc[3, "holder_woken_by"] == ""
+    # A real-time worker kept from its CPU by a normal thread (9), not by a real-time one (5).
+    assert att.loc[9, "displaced"] == loads and att.loc[9, "displaced_normal"]
+    assert att.loc[5, "displaced"] == "other tasks (kernel, system)"
+    assert not att.loc[5, "displaced_normal"]
 
 
 def test_without_gil_probes_a_block_is_not_called_the_gil():
@@ -147,6 +159,7 @@ def test_without_gil_probes_a_block_is_not_called_the_gil():
     assert att["gil_wait_ms"].isna().all() and (att["gil_holder"] == "").all()
     assert att.loc[[2, 3, 4, 7, 8], "pattern"].eq("blocked").all()
     assert att.loc[5, "pattern"] == "cpu_wait" and att.loc[6, "pattern"] == "woken_late"
+    assert att.loc[9, "pattern"] == "throttled"
 
 
 def test_mechanism_summary_counts_late_frames_by_mechanism():
@@ -156,11 +169,11 @@ def test_mechanism_summary_counts_late_frames_by_mechanism():
         loads=6, load_work_model="native", switch_interval_ms=5.0, wake_mode="sleep", fps=60,
         pinned=True)
     (row,) = attribution.mechanism_summary(att, threshold_ms=1.0).to_dict("records")
-    assert (row["frames"], row["late"], row["runs"], row["late_runs"]) == (8, 7, 1, 1)
+    assert (row["frames"], row["late"], row["runs"], row["late_runs"]) == (9, 8, 1, 1)
     assert row["gil_probed"]
     assert {k: row[k] for k in attribution.PATTERNS} == {
         **dict.fromkeys(attribution.PATTERNS, 0), **dict.fromkeys(EXPECTED.values(), 1)}
-    assert row["gil_holder_running_share"] == pytest.approx(1 / 7)
+    assert row["gil_holder_running_share"] == pytest.approx(1 / 8)
     # Above 2 ms only frames 2 and 3 are late.
     (row,) = attribution.mechanism_summary(att, threshold_ms=2.0).to_dict("records")
     assert row["late"] == 2 and row["gil_holder_preempted"] == row["gil_holder_running"] == 1

@@ -38,10 +38,11 @@ SUITE = "trixie"  # Debian 13, glibc 2.41
 MIRROR = "http://deb.debian.org/debian"
 COMPONENTS = "main contrib non-free"  # libcuda1 is non-free; its nvidia-support is contrib
 # What debootstrap installs: Python with venv and headers, a C compiler for the study's
-# native module (rtstudy._native: the load work and the policy read-back), and stress-ng (E2's
-# `process` loads run inside the cell's environment).
+# native module (rtstudy._native: the load work and the policy read-back), stress-ng (E2's
+# `process` loads run inside the cell's environment) and perf (E2's scheduler traces are taken
+# inside the cell's process, rtstudy.apps.trace: 5.0's busy polling traced, H5c).
 BASE_PACKAGES = ("python3", "python3-venv", "python3-dev", "gcc", "libc6-dev", "ca-certificates",
-                 "stress-ng")
+                 "stress-ng", "linux-perf")
 # The CUDA driver library: Holoscan imports libcuda.so.1 at start; Debian's loads without a GPU.
 DRIVER_PACKAGES = ("libcuda1",)
 VENV = "/opt/venv"

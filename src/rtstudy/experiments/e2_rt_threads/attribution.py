@@ -44,6 +44,8 @@ PATTERNS = {
     "gil_handover": "waited for the GIL while it was free (the hand-over's wake-up)",
     "blocked_not_gil": "woken, then blocked on a lock that is not the GIL (Holoscan's own)",
     "blocked": "woken, then blocked on a lock (the GIL or Holoscan's: no GIL probes)",
+    "throttled": "runnable, while the kernel gave its CPU to a thread of a normal policy "
+                 "(real-time throttling, or the fair server's reserve for normal threads)",
     "cpu_wait": "runnable, waiting for a CPU",
     "woken_late": "not woken in time (the timer, or the dispatcher)",
     "running": "running before compute (Holoscan's and Python's path)",
@@ -54,6 +56,9 @@ GIL_SHARE = 0.5
 EARLY_MS = 1.0
 # A traced cell's scheduler events, beside its samples (app.py records them as its "trace" table).
 TRACE_FILE = "trace.parquet"
+# The kernel's priorities (the trace's `prio`): below this, a real-time thread (SCHED_DEADLINE
+# -1, FIFO/RR 0-98); from it, a normal one (100-139; the idle task 120).
+NORMAL_PRIO = 100
 
 
 def attribute_cell(cell: CellData, samples: pd.DataFrame, warmup_frames: int) -> pd.DataFrame:
@@ -81,8 +86,10 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     (woken or preempted), asleep again after it woke (blocked on a lock of the
     app: the GIL or a Holoscan mutex), or running before ``compute`` starts. The
     four durations add up to L_k exactly. Also recorded: who made the final
-    wake-up (the dispatcher, or a timer/another thread) and who had the CPU
-    the worker got.
+    wake-up (the dispatcher, or a timer/another thread), who had the CPU
+    the worker got, and whether that thread ran a normal policy while a real-time
+    worker waited (only the kernel's real-time throttling, or since Linux 6.12 its
+    fair server, gives a runnable real-time thread's CPU to a normal one).
 
     Parameters
     ----------
@@ -106,6 +113,9 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     worker = _Worker.of(ev, target, dispatcher, app_tids)
     if t.size < 2 or worker is None:
         return pd.DataFrame(columns=_COLUMNS)
+    switches = ev[ev["event"] == "switch"]
+    prio = dict(zip(switches["pid"], switches["prio"]))  # each thread's, when it last got a CPU
+    realtime = prio.get(target, NORMAL_PRIO) < NORMAL_PRIO
     # Only frames inside the trace: the grid is fitted on them.
     inside = (t > worker.times[0] + EARLY_MS * 1e6) & (t <= worker.times[-1])
     late = lateness_ns(t, period, grid, inside, kept_releases(samples, warmup_frames, grid))
@@ -116,12 +126,15 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     for k in np.flatnonzero(inside & np.isfinite(late) & (late >= 0)):
         start = int(t[k])
         release = start - int(round(late[k]))
-        spent, waker, displaced, blocked_by = worker.split(release, start)
+        spent, waker, (displaced, by), blocked_by = worker.split(release, start)
         held = gil.during(release, start) if gil else NO_GIL
         row = {"frame": int(k) + warmup_frames, "lateness_ms": (start - release) / 1e6,
                "deviation_ms": (start - int(t[k - 1]) - period) / 1e6 if k else np.nan,
                **{p: v / 1e6 for p, v in spent.items()}, "waker": waker or "already awake",
-               "displaced": displaced or "(already running)", "blocked_by": blocked_by, **held}
+               "displaced": displaced or "(already running)",
+               "displaced_normal": bool(realtime and by is not None
+                                        and prio.get(by, NORMAL_PRIO) >= NORMAL_PRIO),
+               "blocked_by": blocked_by, **held}
         rows.append({**row, "pattern": classify(row, gil is not None)})
     return pd.DataFrame(rows, columns=_COLUMNS)
 
@@ -166,10 +179,12 @@ class _Worker:
                    mine["pid"].tolist(), mine["prev_pid"].tolist(), mine["prev_comm"].tolist(),
                    mine["prev_state"].tolist(), target, dispatcher, app_tids)
 
-    def split(self, release: int, start: int) -> tuple[dict[str, int], str, str, str]:
+    def split(self, release: int, start: int
+              ) -> tuple[dict[str, int], str, tuple[str, int | None], str]:
         """From ``release`` to ``start`` (ns): the time (ns) the worker spent in each of
-        :data:`PARTS`, who made its last wake-up, who had the CPU it last got, and who woke it
-        after it woke and slept again ("" where none did)."""
+        :data:`PARTS`, who made its last wake-up, who had the CPU it last got (its class and
+        thread id; None where it did not get one), and who woke it after it woke and slept
+        again ("" where none did)."""
         first = int(np.searchsorted(self.times, release, side="right"))
         early = int(np.searchsorted(self.times, release - EARLY_MS * 1e6, side="right"))
         state = _state_after(self.kind[first - 1], self.pid[first - 1],
@@ -177,7 +192,7 @@ class _Worker:
         # A wake-up in the moments before the release counts: the timer may fire early.
         woken = "waking" in self.kind[early:first]
         spent = dict.fromkeys(PARTS, 0)
-        now, waker, displaced, blocked_by = release, "", "", ""
+        now, waker, displaced, blocked_by, by = release, "", "", "", None
         for j in range(first, int(np.searchsorted(self.times, start, side="right"))):
             spent[_part(state, woken)] += self.t[j] - now
             now = self.t[j]
@@ -190,15 +205,16 @@ class _Worker:
             else:
                 state = _state_after(self.kind[j], self.pid[j], self.prev_state[j], self.target)
                 if state == "running":
-                    displaced = thread_class(int(self.prev_pid[j]), str(self.prev_comm[j]),
-                                             self.dispatcher, self.app_tids)
+                    by = int(self.prev_pid[j])
+                    displaced = thread_class(by, str(self.prev_comm[j]), self.dispatcher,
+                                             self.app_tids)
         spent[_part(state, woken)] += start - now
-        return spent, waker, displaced, blocked_by
+        return spent, waker, (displaced, by), blocked_by
 
 
 # attribute_run()'s columns.
-_COLUMNS = ["frame", "lateness_ms", "deviation_ms", *PARTS, "waker", "displaced", "blocked_by",
-            *GIL_COLUMNS, "pattern"]
+_COLUMNS = ["frame", "lateness_ms", "deviation_ms", *PARTS, "waker", "displaced",
+            "displaced_normal", "blocked_by", *GIL_COLUMNS, "pattern"]
 
 
 def classify(frame: dict, gil_probed: bool) -> str:
@@ -207,7 +223,8 @@ def classify(frame: dict, gil_probed: bool) -> str:
     The GIL decides when the worker waited for it at least :data:`GIL_SHARE` of the
     frame's lateness: then what its holders did over that wait, whichever took longest
     (preempted, running, asleep, or none held it). Otherwise the largest of
-    :data:`PARTS`; a block that is not a GIL wait is another lock where the GIL was probed.
+    :data:`PARTS`; a block that is not a GIL wait is another lock where the GIL was probed;
+    a CPU wait is throttling where the thread that had the CPU ran a normal policy.
     """
     late = frame["lateness_ms"]
     if gil_probed and late > 0 and frame["gil_wait_ms"] >= GIL_SHARE * late:
@@ -219,7 +236,9 @@ def classify(frame: dict, gil_probed: bool) -> str:
     part = max(PARTS, key=lambda p: frame[p])
     if part == "blocked_ms":
         return "blocked_not_gil" if gil_probed else "blocked"
-    return {"wake_ms": "woken_late", "cpu_wait_ms": "cpu_wait", "running_ms": "running"}[part]
+    if part == "cpu_wait_ms":
+        return "throttled" if frame.get("displaced_normal") else "cpu_wait"
+    return {"wake_ms": "woken_late", "running_ms": "running"}[part]
 
 
 def _state_after(event: str, pid: int, prev_state, target: int) -> str:

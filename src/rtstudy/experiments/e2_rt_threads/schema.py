@@ -106,6 +106,9 @@ SCHEMA = {
         "displaced": ("str", "", "who had the CPU the worker last got before its compute: "
                       "`idle`, `dispatcher`, `the app's own threads (loads)`, `stress-ng`, "
                       "`other tasks (kernel, system)`, or `(already running)`"),
+        "displaced_normal": ("bool", "", "whether that thread ran a normal policy while the "
+                             "worker, a real-time thread, waited for its CPU: the kernel's "
+                             "real-time throttling (or its fair server) at work"),
         "blocked_by": ("str", "", "who woke the worker after it woke and slept again (a lock), "
                        "in the classes of `displaced`; empty when it did not"),
         "gil_wait_ms": ("float", "ms", "of the lateness, the worker's wait for the GIL (from "
@@ -122,8 +125,8 @@ SCHEMA = {
                             "lock it held the GIL across), in the classes of `displaced`; empty "
                             "when none slept"),
         "pattern": ("str", "", "the frame's mechanism (attribution.PATTERNS): the GIL's holder "
-                    "preempted, running or asleep, a hand-over, another lock, a CPU wait, a "
-                    "late wake-up or running"),
+                    "preempted, running or asleep, a hand-over, another lock, throttling, a CPU "
+                    "wait, a late wake-up or running"),
         **_CONDITION}),
     "traces": ("one row per traced run (left out of every statistic: tracing costs the run "
                "time)", {
