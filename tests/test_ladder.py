@@ -11,8 +11,8 @@ import pytest
 
 from rtstudy import params
 from rtstudy.experiments.e2_rt_threads import (conditions, exchange, ladder, plan, plan5, section,
-                                               tables)
-from rtstudy.inference import rates
+                                               tables, verdicts)
+from rtstudy.inference import judge, rates
 from rtstudy.inference.stats import CI
 from rtstudy.report import study
 
@@ -245,6 +245,52 @@ def test_holoscan_5_busy_polling_is_a_change_of_its_own_never_pooled_with_sleepi
     # The plain condition's numbers are what they were without the busy-polling runs.
     assert recs.loc["SCHED_FIFO", "late"] == ladder.recommendations(
         runs, "SCHED_FIFO", CI95).set_index("change").loc["SCHED_FIFO", "late"]
+    # H5c reads the same row: more late frames, so busy polling hurts here.
+    h5c = verdicts.h5c_parts(recs.reset_index().to_dict("records"))
+    assert verdicts.h5c_combine(h5c)[0] == judge.Verdict.HURTS
+
+
+def spin_row(late_base, late, iqr, low, high, runs=5, frames=1200):
+    """A busy_poll recommendations row: its late frames against sleeping wake-up's, its IQR
+    ratio with CI; the rate ratio and its CI from the counts spread over ``runs`` runs."""
+    def spread(n):  # the late frames over the runs, as evenly as they go
+        return [n // runs + (i < n % runs) for i in range(runs)]
+    rr = rates.rate_ratio(spread(late_base), [frames] * runs, spread(late), [frames] * runs,
+                          confidence=0.95)
+    return {"change": "busy_poll", "runs": runs, "runs_base": runs, "iqr_ratio": iqr,
+            "iqr_low": low, "iqr_high": high, "late_ratio": rr.value,
+            "late_ratio_low": rr.low, "late_ratio_high": rr.high, "late_base": late_base,
+            "frames_base": frames * runs, "late": late, "frames": frames * runs,
+            "late_phi": 1.0, "late_frames_needed": np.nan}
+
+
+@pytest.mark.parametrize("row, word", [
+    # No late frame either way and the jitter cut far past the margin: helps (the shielded case).
+    (spin_row(0, 0, 0.16, 0.12, 0.22), judge.Verdict.HELPS),
+    # No late frame either way, the cut's whole CI short of the margin: no clear gain.
+    (spin_row(0, 1, 0.8, 0.6, 0.95), judge.Verdict.NO_GAIN),
+    # Many more late frames, whatever the jitter does: hurts (the untuned case).
+    (spin_row(2, 120, 0.5, 0.3, 0.8), judge.Verdict.HURTS),
+    # Far fewer late frames: helps.
+    (spin_row(200, 10, 1.0, 0.8, 1.2), judge.Verdict.HELPS),
+    # Too few late frames to compare and a cut that straddles the margin: not settled.
+    (spin_row(0, 2, 0.5, 0.2, 0.9), judge.NOT_SETTLED),
+])
+def test_h5c_busy_polling_helps_hurts_or_is_not_settled_by_its_margin(row, word):
+    verdict, why = verdicts.h5c_combine(verdicts.h5c_parts([row]))
+    assert verdict == word
+    if word == judge.NOT_SETTLED:
+        assert "straddles" in why and "too few late frames" in why
+
+
+def test_h5c_is_not_testable_without_busy_polling_and_pools_over_sessions():
+    assert verdicts.h5c_combine(verdicts.h5c_parts([]))[0] == judge.NOT_TESTABLE
+    # Each session's cut straddles the margin; the two sessions pooled settle it.
+    one = verdicts.h5c_parts([spin_row(0, 0, 0.3, 0.1, 0.55)])
+    two = verdicts.h5c_parts([spin_row(0, 0, 0.31, 0.11, 0.56)])
+    assert verdicts.h5c_combine(one)[0] == verdicts.h5c_combine(two)[0] == judge.NOT_SETTLED
+    pooled = judge.pool_by_name([one, two], 0.95)
+    assert verdicts.h5c_combine(pooled)[0] == judge.Verdict.HELPS
 
 
 def test_the_fragment_fix_is_recommended_with_its_message_latency():

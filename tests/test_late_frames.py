@@ -258,10 +258,11 @@ def test_attribution_releases_a_deadline_frame_one_period_after_the_previous():
     w = 11
     starts = [50_000, 10_050_000, 20_350_000, 30_350_000]
     trace = pd.DataFrame(
-        [(s - 100_000, "waking", 99, w, "", -1, "", "") for s in starts]
-        + [(s - 90_000, "switch", 99, w, "", 99, "load", "R") for s in starts]
-        + [(s + 100_000, "switch", w, 99, "load", w, "", "S") for s in starts],
-        columns=["t_ns", "event", "tid", "pid", "comm", "prev_pid", "prev_comm", "prev_state"])
+        [(s - 100_000, "waking", 99, w, "", -1, "", "", -1) for s in starts]
+        + [(s - 90_000, "switch", 99, w, "", 99, "load", "R", -1) for s in starts]
+        + [(s + 100_000, "switch", w, 99, "load", w, "", "S", 120) for s in starts],
+        columns=["t_ns", "event", "tid", "pid", "comm", "prev_pid", "prev_comm", "prev_state",
+                 "prio"])
     sidecar = {"summary": {"threads": [{"tid": w, "comm": "w"}]},
                "operators": {"target": {"sched": {"tid": w}}},
                "requested": {"config": {"period_ns": 10_000_000, "policy": "SCHED_DEADLINE"}}}

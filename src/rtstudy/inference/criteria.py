@@ -328,6 +328,19 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         (Change("2026-11-28T15:10Z", "ab5159d", "set with E5, before any E5 data was recorded (after "
                 "probes on one VM had shown how a few conditions end)"),)),
     Criterion(
+        "h5c_min_jitter_reduction", "H5c", 0.5, "fraction",
+        "Holoscan 5.0's busy polling (WakeMode.BUSY_POLL) against sleeping wake-up, the contrast "
+        "policy at the headline point: it hurts when its late frames are more (the rate-ratio "
+        "words of e2_late_ratio_margin); it helps when they are fewer, or when they are "
+        "equivalent or too few to compare (each rate's upper bound shown) and its typical "
+        "jitter (period IQR) is cut by at least this much (the whole CI of 1 − the IQR ratio "
+        "at or above it: H2's std margin, a halving, which the default profile's 5 runs reach "
+        "for an effect this large); no clear gain when its late frames are not more and the "
+        "cut's whole CI lies below it; else not settled. Its late frames' mechanism is read from "
+        "traced runs (attribution.PATTERNS), beside the verdict, not in it",
+        (Change("2026-11-29T19:31Z", "7e24221", "set with the traced busy-poll runs, before "
+                "they were measured; after the untraced busy-poll data of the reference existed"),)),
+    Criterion(
         "verdict_words", "every claim", None, "",
         "a claim this host cannot test (a condition not measured, no isolated CPU) is not "
         "testable here, with the reason; one whose CI straddles its edge (or has none, below "

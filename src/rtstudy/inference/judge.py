@@ -46,6 +46,11 @@ class Verdict(str, Enum):
     # A claim decided by an equality, with no estimate (H5a, H5b): it holds or it fails.
     HOLDS = "holds"
     FAILS = "fails"
+    # A change the study judges for a reader choosing it (H5c, busy polling): it helps, it hurts,
+    # or neither by the criterion's margin.
+    HELPS = "helps"
+    HURTS = "hurts"
+    NO_GAIN = "no clear gain"
 
     # The word itself wherever it is printed, on every Python the study supports.
     __str__ = str.__str__

@@ -86,10 +86,8 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     (woken or preempted), asleep again after it woke (blocked on a lock of the
     app: the GIL or a Holoscan mutex), or running before ``compute`` starts. The
     four durations add up to L_k exactly. Also recorded: who made the final
-    wake-up (the dispatcher, or a timer/another thread), who had the CPU
-    the worker got, and whether that thread ran a normal policy while a real-time
-    worker waited (only the kernel's real-time throttling, or since Linux 6.12 its
-    fair server, gives a runnable real-time thread's CPU to a normal one).
+    wake-up (the dispatcher, a timer or another thread), who had the CPU the
+    worker got, and whether it was a normal thread (:func:`_normal_threads`).
 
     Parameters
     ----------
@@ -104,25 +102,21 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
     """
     target, dispatcher, app_tids = _threads(sidecar)
     config = sidecar["requested"]["config"]
-    period = config["period_ns"]
+    period = config["period_ns"]  # ns
     t = samples.sort_values("frame")["t_start_ns"].to_numpy()[warmup_frames:]
     grid = release_grid(config.get("policy"), samples.columns)
     ev = trace.sort_values("t_ns", kind="stable")
     gil = Gil(ev, target, dispatcher, app_tids) if sidecar["summary"].get(
         "trace", {}).get("gil", {}).get("probed") else None
-    worker = _Worker.of(ev, target, dispatcher, app_tids)
+    worker, normal = _Worker.of(ev, target, dispatcher, app_tids), _normal_threads(ev, target)
     if t.size < 2 or worker is None:
         return pd.DataFrame(columns=_COLUMNS)
-    switches = ev[ev["event"] == "switch"]
-    prio = dict(zip(switches["pid"], switches["prio"]))  # each thread's, when it last got a CPU
-    realtime = prio.get(target, NORMAL_PRIO) < NORMAL_PRIO
     # Only frames inside the trace: the grid is fitted on them.
     inside = (t > worker.times[0] + EARLY_MS * 1e6) & (t <= worker.times[-1])
     late = lateness_ns(t, period, grid, inside, kept_releases(samples, warmup_frames, grid))
     rows = []
-    # A frame that started before its release has no delay to split. Only SCHED_DEADLINE's
-    # frames can: their release is one period after the previous start, and the kernel's own
-    # period boundary may come sooner.
+    # A frame that started before its release has no delay to split (only SCHED_DEADLINE's can:
+    # their release is one period after the previous start; the kernel's may come sooner).
     for k in np.flatnonzero(inside & np.isfinite(late) & (late >= 0)):
         start = int(t[k])
         release = start - int(round(late[k]))
@@ -131,12 +125,22 @@ def attribute_run(trace: pd.DataFrame, samples: pd.DataFrame, sidecar: dict,
         row = {"frame": int(k) + warmup_frames, "lateness_ms": (start - release) / 1e6,
                "deviation_ms": (start - int(t[k - 1]) - period) / 1e6 if k else np.nan,
                **{p: v / 1e6 for p, v in spent.items()}, "waker": waker or "already awake",
-               "displaced": displaced or "(already running)",
-               "displaced_normal": bool(realtime and by is not None
-                                        and prio.get(by, NORMAL_PRIO) >= NORMAL_PRIO),
+               "displaced": displaced or "(already running)", "displaced_normal": by in normal,
                "blocked_by": blocked_by, **held}
         rows.append({**row, "pattern": classify(row, gil is not None)})
     return pd.DataFrame(rows, columns=_COLUMNS)
+
+
+def _normal_threads(ev: pd.DataFrame, target: int) -> set[int]:
+    """The threads of the trace ``ev`` that ran a normal policy (the idle task too), by the
+    priority they last got a CPU with; none where the ``target`` is not real-time. Only the
+    kernel's real-time throttling (since Linux 6.12 its fair server) gives a runnable
+    real-time thread's CPU to one of them."""
+    switches = ev[ev["event"] == "switch"]
+    prio = dict(zip(switches["pid"], switches["prio"]))
+    if prio.get(target, NORMAL_PRIO) >= NORMAL_PRIO:
+        return set()
+    return {int(pid) for pid, p in prio.items() if p >= NORMAL_PRIO}
 
 
 def _threads(sidecar: dict) -> tuple[int | None, int | None, set[int]]:

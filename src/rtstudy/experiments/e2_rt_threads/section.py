@@ -15,6 +15,7 @@ from rtstudy.experiments.e2_rt_threads import (analysis, contrasts, figures, lad
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.conditions import PLAIN, one_off_plain
 from rtstudy.experiments.e2_rt_threads.headline import E2Headline
+from rtstudy.experiments.e2_rt_threads.plan5 import TRACE_SUFFIX
 from rtstudy.inference import criteria, rates
 from rtstudy.inference.stats import CI, MIN_RUNS
 from rtstudy.policies import RT_POLICIES, SCHED_FIFO
@@ -88,7 +89,8 @@ def _words(h: E2Headline, cfg: dict, ci: CI):
                    rate=tables.late_rate, iqr=tables.iqr, message_cost=tables.message_cost,
                    flow=published.FLOW_BENCHMARKING.cite(),
                    margin=criteria.value("e2_late_ratio_margin"),
-                   min_events=criteria.value("e2_min_late_events"))
+                   min_events=criteria.value("e2_min_late_events"),
+                   h5c_cut=criteria.value("h5c_min_jitter_reduction"))
 
 
 def _ladder_blocks(h: E2Headline, words, over, runs: pd.DataFrame, floor: pd.DataFrame, cfg: dict,
@@ -163,15 +165,23 @@ def _attribution_blocks(h: E2Headline, words, att: pd.DataFrame, no_trace: str, 
 
 
 def _verdicts(h: E2Headline, words) -> list[Verdict]:
-    """H2 on late frames, and its control without contention."""
+    """H2 on late frames, its control without contention, and H5c (Holoscan 5.0's busy
+    polling, with its traced late frames' mechanism beside it)."""
     zero_runs = [min(r["n_runs"], r["n_runs_normal"]) for r in h.zero["rows"]]
+    spin = verdicts.h5c_parts(h.recommendations)
+    h5c, why = verdicts.h5c_combine(spin)
+    traced = next((m for m in h.mechanism
+                   if m["label"].endswith(f"-{verdicts.BUSY_POLL}{TRACE_SUFFIX}")), None)
     return [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h.verdict),
                     h.verdict["verdict"], int(h.verdict.get("runs", 0)),
                     words("criterion"), tuple(h.verdict["parts"]), verdicts.h2_combine),
             Verdict(f"{HYPOTHESIS} control", words("control_claim"),
                     words("control", z=h.zero), h.zero["verdict"],
                     int(min(zero_runs, default=0)), words("control_criterion"),
-                    tuple(h.zero["parts"]), verdicts.null_combine)]
+                    tuple(h.zero["parts"]), verdicts.null_combine),
+            Verdict("H5c", words("h5c_claim"), words("h5c", parts=spin, why=why, traced=traced),
+                    h5c, min((p.runs for p in spin), default=0), words("h5c_criterion"),
+                    tuple(spin), verdicts.h5c_combine)]
 
 
 def _h2_quantities(h: E2Headline, red: pd.DataFrame, cfg: dict) -> list[Quantity]:

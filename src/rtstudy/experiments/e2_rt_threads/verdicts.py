@@ -1,9 +1,12 @@
 """E2's verdicts on H2: the seeds' std reading (:func:`h2_std`), the verdict on late frames
 (:func:`h2_verdict`, combined by :func:`h2_combine`) and the control without contention
-(:func:`null_verdict`, combined by :func:`null_combine`), each a :mod:`rtstudy.inference.judge`
-verdict; :func:`.analysis.headline` gives them to the report.
+(:func:`null_verdict`, combined by :func:`null_combine`), and H5c, when Holoscan 5.0's busy
+polling helps (:func:`h5c_parts`, combined by :func:`h5c_combine`), each a
+:mod:`rtstudy.inference.judge` verdict; :func:`.analysis.headline` gives them to the report.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -21,6 +24,9 @@ MIN_REDUCTION = criteria.value("h2_min_reduction")
 CONTROL_FLOOR_MULTIPLE = criteria.value("h2_control_floor_multiple")
 # A policy's std reduction against the baseline, judged by MIN_REDUCTION (h2_std()).
 CUT = judge.Rule(judge.AT_LEAST, MIN_REDUCTION)
+# H5c: busy polling's typical jitter cut (1 − its period IQR ratio to sleeping wake-up).
+H5C_CUT = judge.Rule(judge.AT_LEAST, criteria.value("h5c_min_jitter_reduction"))
+BUSY_POLL = "busy_poll"  # its recommendations row (ladder.FIXES)
 
 
 def h2_std(red: pd.DataFrame) -> dict:
@@ -90,6 +96,41 @@ def h2_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
         return judge.Verdict.NOT_REPRODUCED, aside.lstrip("; ")
     return judge.Verdict.PARTLY, ("not fewer " + ", ".join(p.name for p in judged
                                                           if p.name not in fewer) + aside)
+
+
+def h5c_parts(recs: list[dict]) -> list[judge.Part]:
+    """H5c's parts from the recommendations (:func:`.ladder.recommendations`): busy polling's
+    late frames against sleeping wake-up (a rate part) and its typical jitter's cut, 1 − the
+    period IQR ratio (:data:`H5C_CUT`); none where busy polling was not measured (4.x)."""
+    row = next((r for r in recs if r.get("change") == BUSY_POLL), None)
+    if row is None:
+        return []
+    runs = int(min(row["runs"], row["runs_base"]))
+    return [replace(late_part(row), name="busy polling's late frames"),
+            judge.Part("busy polling's typical jitter cut", H5C_CUT, 1 - row["iqr_ratio"],
+                       1 - row["iqr_high"], 1 - row["iqr_low"], runs)]
+
+
+def h5c_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
+    """H5c's verdict (``criteria: h5c_min_jitter_reduction``): hurts when busy polling's late
+    frames are more; helps when they are fewer, or equivalent or too few to compare with the
+    typical jitter cut by the margin; no clear gain when they are not more and the cut falls
+    short of it; else not settled. Not testable here without busy polling (Holoscan 4.x)."""
+    if not parts:
+        return judge.NOT_TESTABLE, "busy polling is Holoscan 5.0's: not measured in this environment"
+    late, cut = parts
+    rare = "too few late frames to compare" if late.state == rates.TOO_FEW else ""
+    if late.state == rates.MORE:
+        return judge.Verdict.HURTS, "late frames more"
+    if late.state == rates.FEWER:
+        return judge.Verdict.HELPS, "late frames fewer"
+    if late.state in (rates.EQUIVALENT, rates.TOO_FEW) and cut.decided:
+        said = "typical jitter cut by the margin" if cut.state == judge.SHOWN else \
+            "typical jitter not cut by the margin"
+        return (judge.Verdict.HELPS if cut.state == judge.SHOWN else judge.Verdict.NO_GAIN,
+                f"{said}; late frames {late.state}")
+    judged = [p for p in parts if p.state != rates.TOO_FEW]
+    return judge.NOT_SETTLED, "; ".join(filter(None, [judge.unsettled_why(judged), rare]))
 
 
 def h2_verdict(recs: list[dict]) -> dict:
