@@ -128,7 +128,7 @@ def h5c_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
         said = "typical jitter cut by the margin" if cut.state == judge.SHOWN else \
             "typical jitter not cut by the margin"
         return (judge.Verdict.HELPS if cut.state == judge.SHOWN else judge.Verdict.NO_GAIN,
-                f"{said}; late frames {late.state}")
+                f"{said}; {rare or 'late frames ' + late.state}")
     judged = [p for p in parts if p.state != rates.TOO_FEW]
     return judge.NOT_SETTLED, "; ".join(filter(None, [judge.unsettled_why(judged), rare]))
 
