@@ -304,14 +304,15 @@ def test_attribution_splits_a_synthetic_trace_exactly():
     period, w, load = 10_000_000, 11, 99
     starts = [50_000, 10_060_000, 21_500_000, 30_050_000]
 
+    # Every thread of a normal policy (kernel priority 120): no CPU wait is throttling.
     def waking(t, ctx):
-        return (t, "waking", ctx, w, "", -1, "", "")
+        return (t, "waking", ctx, w, "", -1, "", "", 120)
 
     def switch_in(t, prev=load):
-        return (t, "switch", prev, w, "", prev, "load", "R")
+        return (t, "switch", prev, w, "", prev, "load", "R", 120)
 
     def switch_out(t, state="S"):
-        return (t, "switch", w, load, "load", w, "", state)
+        return (t, "switch", w, load, "load", w, "", state, 120)
 
     rows = [switch_out(5_000_000),
             waking(10_040_000, load), switch_in(10_045_000), switch_out(10_070_000),
@@ -319,7 +320,7 @@ def test_attribution_splits_a_synthetic_trace_exactly():
             waking(21_400_000, load), switch_in(21_450_000), switch_out(21_510_000),
             waking(29_990_000, load), switch_in(30_000_000), switch_out(30_100_000)]
     trace = pd.DataFrame(rows, columns=["t_ns", "event", "tid", "pid", "comm", "prev_pid",
-                                        "prev_comm", "prev_state"])
+                                        "prev_comm", "prev_state", "prio"])
     sc = {"summary": {"threads": [{"tid": 22, "comm": "dispatcher"}, {"tid": w, "comm": "w"},
                                   {"tid": load, "comm": "load"}]},
           "operators": {"target": {"sched": {"tid": w}}},

@@ -139,9 +139,10 @@ def _attribution_table(attributed: list[tuple[pd.DataFrame, dict]]) -> pd.DataFr
     """The ``attribution`` table from each traced run's attributed frames and its condition."""
     if not attributed:
         return pd.DataFrame()
-    # int and float: a traced run with no complete chain adds an empty (object) frame.
+    # int, float and bool: a traced run with no complete chain adds an empty (object) frame.
     return stack(attributed).astype(
-        {"frame": int, **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS, *GIL_TIMES]}})
+        {"frame": int, "displaced_normal": bool,
+         **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS, *GIL_TIMES]}})
 
 
 def message_latency(messages: pd.DataFrame, warmup_frames: int, frames: int) -> dict:
