@@ -267,7 +267,7 @@ def spin_row(late_base, late, iqr, low, high, runs=5, frames=1200):
 @pytest.mark.parametrize("row, word", [
     # No late frame either way and the jitter cut far past the margin: helps (the shielded case).
     (spin_row(0, 0, 0.16, 0.12, 0.22), judge.Verdict.HELPS),
-    # Too few late frames to compare (0 → 1), the cut's whole CI short of the margin: no clear gain.
+    # Too few late frames to compare (0 → 1), the cut short of the margin: no clear gain.
     (spin_row(0, 1, 0.8, 0.6, 0.95), judge.Verdict.NO_GAIN),
     # Many more late frames, whatever the jitter does: hurts (the untuned case).
     (spin_row(2, 120, 0.5, 0.3, 0.8), judge.Verdict.HURTS),
