@@ -59,6 +59,17 @@ def test_e1_falls_back_to_unpinned_when_the_threads_do_not_fit():
     assert all(not r.cpus for c in e1_plan.plan(cfg, FP, configs()) for r in c.realtime)
 
 
+def test_e1_on_a_shield_with_throttling_kept_is_refused_before_measuring_with_the_fix():
+    # The shield's CPU is a root domain of its own: with throttling on, the kernel refused E1's
+    # reservations there at lane start (a tuned study with --rt-throttling keep, 2026-11-29).
+    kept = {**copy.deepcopy(FP), "sched": {"rt_runtime_us": 950000, "rt_period_us": 1_000_000}}
+    cfg = configs()["e1_async_buffer"]
+    problems = e1_plan.host_problems(cfg, kept)
+    assert len(problems) == 1 and "shielded with real-time throttling on" in problems[0]
+    assert "1.25 CPUs" in problems[0] and "without --rt-throttling keep" in problems[0]
+    assert e1_plan.host_problems(cfg, FP) == [] and e1_plan.host_problems(cfg, UNTUNED) == []
+
+
 def test_e2_pins_its_targets_and_floor_to_the_shield_and_the_seeds_as_they_do():
     cfg = configs()["e2_rt_threads"]
     for cell in e2_plan.plan(cfg, FP, configs()):

@@ -252,8 +252,8 @@ def format_plan(p: Plan) -> str:
     lines += [f"  {c}" for c in p.commands] or ["  nothing to change"]
     if p.rt_throttling == "keep":
         lines += ["", "real-time throttling kept: kernel.sched_rt_runtime_us stays as it is, so "
-                  "SCHED_DEADLINE threads run unpinned (--rt-throttling lift, the default, "
-                  "sets it to -1)"]
+                  "the shield admits SCHED_DEADLINE as a root domain of its own: E1 refuses to "
+                  "run (--rt-throttling lift, the default, sets it to -1)"]
     if p.shield:
         lines += ["", f"shield method: {p.shield} ({SHIELD_WORDS[p.shield]}); runtime shielding "
                   "cannot stop the scheduler tick, RCU callbacks or per-CPU kernel threads on the "

@@ -103,6 +103,22 @@ def host_problems(cfg: dict, fp: dict) -> list[str]:
     problems = []
     if "deadline" not in cfg["policies"]:
         return problems
+    shielded = (fp.get("isolation") or {}).get("shield")
+    if shielded and fp["sched"]["rt_runtime_us"] >= 0:
+        need = max(bandwidth(cfg, s, v) for s in cfg["scenarios"] for v in cfg["periods_ms"])
+        # Measured on a 2-CPU VM (2026-11-29, Holoscan 5.0, a cpuset shield with throttling
+        # kept): 20 of 26 cells were refused at lane start. A shield's CPUs are a root domain
+        # of their own, and with throttling on the kernel admits DEADLINE bandwidth per root
+        # domain (less the fair server's reservation since Linux 6.12), not per host.
+        problems.append(
+            "e1_async_buffer: this host is shielded with real-time throttling on "
+            f"(sched_rt_runtime_us {fp['sched']['rt_runtime_us']}): the shield's CPUs are a "
+            "root domain of their own, whose SCHED_DEADLINE admission refuses E1's reservations "
+            f"({need:.2f} CPUs at the shortest periods); shield it with throttling lifted "
+            "(`rtstudy host study` without --rt-throttling keep), or measure the other "
+            "experiments only (`rtstudy host study --rt-throttling keep -- dvc repro "
+            "e2_rt_threads`)")
+        return problems
     limit = host_limit(fp)
     for scenario in cfg["scenarios"]:
         for varied in cfg["periods_ms"]:
