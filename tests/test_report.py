@@ -11,7 +11,7 @@ from helpers import copy_project, screenshot_path, venv_datasets
 from rtstudy.inference.stats import CI
 from rtstudy.report import browser
 from rtstudy.report.render import add_toc
-from rtstudy.report.section import Section
+from rtstudy.report.section import Advice, Section
 from rtstudy.report.study import Study
 
 # ---------------------------------------------------------------------------
@@ -71,6 +71,31 @@ def test_the_summary_states_the_report_confidence_level():
     s = study(FP)
     s.ci = CI(0.9)
     assert "this study (90 % CI)" in s.summary() and "95" not in s.summary()
+
+
+def test_a_change_a_claim_judges_says_where_it_helped_by_the_host_states_tuning():
+    s = study(FP)
+    lifted = copy.deepcopy(FP)
+    lifted["sched"]["rt_runtime_us"] = -1
+    shield = {"cpus": [1], "housekeeping": [0], "irq_default": [0]}
+
+    def state(fp, verdict, over=None, shielded=None):
+        return {"host_id": f"vm-{verdict}", "fp": fp, "shield": shielded, "verdicts": {"H5c": verdict, "H2": "reproduced"},
+                "over": over or {}}
+    s.host_states = lambda: [state(FP, "hurts"), state(FP, "not settled", {"H5c": "hurts"}),
+                             state(lifted, "helps", shielded=shield),
+                             state(FP, "not testable here"), state(None, "helps")]
+    when = s.when("H5c")
+    # Over its sessions where it has them; the untestable and the unrecorded states left out.
+    assert when.startswith("H5c's verdict over the host states with data: **hurts** on 2 "
+                           "untuned, RT throttling on; **helps** on 1 shielded, RT throttling "
+                           "lifted")
+    assert s.when("H9") == ""
+    busy = Advice("busy-poll", "sleeping", "0 → 61", "n/a", "more", "×0.78", "a CPU", claim="H5c")
+    s.sections["x"].advice = lambda: [busy]
+    front = s.front()
+    assert "When it helps: " + when in front[0].text
+    assert front[1].make()["when it helps"].tolist() == [when]
 
 
 def test_table_of_contents_links_every_main_section():

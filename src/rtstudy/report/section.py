@@ -136,6 +136,12 @@ class Advice:
     why : str
         Why a ``not settled`` is so where it is not the CI (``too few late frames to
         compare``); empty otherwise.
+    claim : str
+        The claim whose verdicts say when the change helps (``H5c`` for busy polling); empty
+        where none does.
+    when : str
+        That claim's verdicts over every host state with data, grouped by the host's tuning
+        (:meth:`rtstudy.report.study_hosts.StudyHosts.when`); empty until the study fills it.
     """
 
     change: str
@@ -148,6 +154,8 @@ class Advice:
     sessions: int = 1
     value: float = float("nan")
     why: str = ""
+    claim: str = ""
+    when: str = ""
 
 
 @dataclass

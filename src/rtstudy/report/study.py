@@ -11,7 +11,7 @@ over every host and in ``report/metrics.json`` are its parts in ``study_sessions
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
@@ -42,7 +42,8 @@ def advice_table(advice: list[Advice]) -> pd.DataFrame:
                           "late frames: before → after": a.late, "late-frame ratio": a.ratio,
                           "decided": f"{a.word} ({a.why})" if a.why else a.word,
                           "typical jitter": a.typical,
-                          "costs": a.cost}
+                          "costs": a.cost,
+                          **({"when it helps": a.when} if any(b.when for b in advice) else {})}
                          for a in advice])
 
 
@@ -139,6 +140,7 @@ class Study(StudySessions, StudyHosts, StudyMetrics):
         frames, its CI and what that decided; then each experiment's notes and the glossary."""
         advice = [a for s in self.sections.values() for a in s.advice()]
         advice += self.sdk_advice({a.change for a in advice})
+        advice = [replace(a, when=self.when(a.claim)) if a.claim else a for a in advice]
         notes = [n for n in (s.notes() for s in self.sections.values()) if n]
         scope = "; ".join(s.scope for s in self.sections.values() if s.scope)
         return [Markdown(words("what_to_do", advice=advice, ci=self.ci, scope=scope)),

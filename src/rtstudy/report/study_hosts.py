@@ -16,7 +16,7 @@ import pandas as pd
 from rtstudy import data, paths, registry
 from rtstudy.data import sessions
 from rtstudy.data.io import DataError, completed_cells, read_host
-from rtstudy.inference import records
+from rtstudy.inference import judge, records
 from rtstudy.machine import host, shield
 from rtstudy.measure.harness import git_state
 from rtstudy.report import figures, sdks
@@ -151,6 +151,25 @@ class StudyHosts:
             out += [replace(a, against=f"{a.against}; {r['label']}")
                     for s in theirs.values() for a in s.advice() if a.change not in known]
         return out
+
+    def when(self, claim: str) -> str:
+        """``claim``'s verdicts over every host state with data (over its sessions where it has
+        several), grouped by verdict, each with how many states and their tuning (untuned,
+        shielded, isolated at boot; RT throttling on or lifted): where a change helps and
+        where it hurts. Empty where no state could test it."""
+        groups: dict[str, dict[str, int]] = {}
+        for st in self.host_states():
+            verdict = st["over"].get(claim, st["verdicts"].get(claim))
+            if verdict in (None, judge.NOT_TESTABLE) or not st["fp"]:
+                continue
+            fp = st["fp"]
+            tuning = ("shielded" if st["shield"] else "isolated at boot"
+                      if (fp.get("isolation") or {}).get("isolated") else "untuned")
+            lifted = (fp.get("sched") or {}).get("rt_runtime_us") == -1
+            key = words("when_state", tuning=tuning, lifted=lifted)
+            groups.setdefault(verdict, {}).setdefault(key, 0)
+            groups[verdict][key] += 1
+        return words("when", claim=claim, groups=groups) if groups else ""
 
     def described(self) -> pd.DataFrame:
         """:func:`rtstudy.data.hosts` of the profile, indexed by host id (read once)."""

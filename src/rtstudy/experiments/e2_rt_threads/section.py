@@ -307,9 +307,10 @@ def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
                 r["late_frames"]
             typical = tables.ratio_text(r["iqr_ratio"], r["iqr_low"], r["iqr_high"])
             sessions = 1
+        # Whether busy polling helps depends on the host's tuning: H5c's verdicts say where.
         out.append(Advice(what, against, late, tables.ratio_text(*ratio), rates.decision(state),
-                          typical, cost, sessions, float(ratio[0]),
-                          why=rates.reason(state)))
+                          typical, cost, sessions, float(ratio[0]), why=rates.reason(state),
+                          claim="H5c" if r["change"] == verdicts.BUSY_POLL else ""))
     return sorted(out, key=lambda a: (_ORDER.index(a.word) if a.word in _ORDER else len(_ORDER),
                                       a.value if np.isfinite(a.value) else np.inf))
 
