@@ -88,8 +88,8 @@ def test_a_change_a_claim_judges_says_where_it_helped_by_the_host_states_tuning(
     when = s.when("H5c")
     # Over its sessions where it has them; the untestable and the unrecorded states left out.
     assert when.startswith("H5c's verdict over the host states with data: **hurts** on 2 "
-                           "untuned, RT throttling on; **helps** on 1 shielded, RT throttling "
-                           "lifted")
+                           "untuned with RT throttling on; **helps** on 1 shielded with RT "
+                           "throttling lifted")
     assert s.when("H9") == ""
     busy = Advice("busy-poll", "sleeping", "0 → 61", "n/a", "more", "×0.78", "a CPU", claim="H5c")
     s.sections["x"].advice = lambda: [busy]
