@@ -80,8 +80,8 @@ def test_a_change_a_claim_judges_says_where_it_helped_by_the_host_states_tuning(
     shield = {"cpus": [1], "housekeeping": [0], "irq_default": [0]}
 
     def state(fp, verdict, over=None, shielded=None):
-        return {"host_id": f"vm-{verdict}", "fp": fp, "shield": shielded, "verdicts": {"H5c": verdict, "H2": "reproduced"},
-                "over": over or {}}
+        return {"host_id": f"vm-{verdict}", "fp": fp, "shield": shielded,
+                "verdicts": {"H5c": verdict, "H2": "reproduced"}, "over": over or {}}
     s.host_states = lambda: [state(FP, "hurts"), state(FP, "not settled", {"H5c": "hurts"}),
                              state(lifted, "helps", shielded=shield),
                              state(FP, "not testable here"), state(None, "helps")]

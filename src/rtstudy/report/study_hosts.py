@@ -163,10 +163,9 @@ class StudyHosts:
             if verdict in (None, judge.NOT_TESTABLE) or not st["fp"]:
                 continue
             fp = st["fp"]
-            tuning = ("shielded" if st["shield"] else "isolated at boot"
-                      if (fp.get("isolation") or {}).get("isolated") else "untuned")
-            lifted = (fp.get("sched") or {}).get("rt_runtime_us") == -1
-            key = words("when_state", tuning=tuning, lifted=lifted)
+            key = words("when_state", shielded=bool(st["shield"]),
+                        isolated=bool((fp.get("isolation") or {}).get("isolated")),
+                        lifted=(fp.get("sched") or {}).get("rt_runtime_us") == -1)
             groups.setdefault(verdict, {}).setdefault(key, 0)
             groups[verdict][key] += 1
         return words("when", claim=claim, groups=groups) if groups else ""
