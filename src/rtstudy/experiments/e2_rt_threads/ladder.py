@@ -37,12 +37,14 @@ RUNGS = (
     ("operators_pinned", "+ load operators on other CPUs"),
     ("operators", "+ load operators free to use its CPU"),
 )
+# Holoscan 5.0's busy polling, a fix whose row H5c judges (verdicts.h5c_parts).
+BUSY_POLL = "busy_poll"
 # The fixes at the headline point: key → the factor level that differs from it.
 FIXES = {
     "operators_pinned": {"load_placement": "operators_pinned"},
     "dispatcher_pinned": {"dispatcher": "fifo_pinned"},
     "switch_interval": {"switch_interval_ms": "shorter"},
-    "busy_poll": {"wake_mode": "busy_poll"},
+    BUSY_POLL: {"wake_mode": BUSY_POLL},
     "fragment": {"load_placement": "fragment"},
 }
 # What a reader does for each change, and what it costs beside what the table measures.
@@ -58,7 +60,7 @@ CHANGES = {
                           "a priority-99 thread on that CPU"),
     "switch_interval": ("a shorter GIL switch interval (sys.setswitchinterval)",
                         "more GIL hand-overs in every Python thread"),
-    "busy_poll": ("Holoscan 5.0: the operator's thread busy-polls between frames "
+    BUSY_POLL: ("Holoscan 5.0: the operator's thread busy-polls between frames "
                   "(WakeMode.BUSY_POLL)", "a CPU spinning at the operator's priority"),
     "fragment": ("put the operator in a Holoscan fragment of its own (a distributed "
                  "application: the other operators in a second process, sharing no GIL with it)",

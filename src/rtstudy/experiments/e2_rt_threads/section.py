@@ -25,6 +25,7 @@ from rtstudy.report.section import (RATE_UNIT, Advice, Figure, LazyMarkdown, Mar
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E2"
 HYPOTHESIS = "H2"
+H5C = "H5c"  # Holoscan 5.0's busy polling: its verdict, and the claim its advice row names
 
 
 def traced_runs(ds: Dataset) -> dict[str, int]:
@@ -179,7 +180,7 @@ def _verdicts(h: E2Headline, words) -> list[Verdict]:
                     words("control", z=h.zero), h.zero["verdict"],
                     int(min(zero_runs, default=0)), words("control_criterion"),
                     tuple(h.zero["parts"]), verdicts.null_combine),
-            Verdict("H5c", words("h5c_claim"), words("h5c", parts=spin, why=why, traced=traced),
+            Verdict(H5C, words("h5c_claim"), words("h5c", parts=spin, why=why, traced=traced),
                     h5c, min((p.runs for p in spin), default=0), words("h5c_criterion"),
                     tuple(spin), verdicts.h5c_combine)]
 
@@ -310,7 +311,7 @@ def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
         # Whether busy polling helps depends on the host's tuning: H5c's verdicts say where.
         out.append(Advice(what, against, late, tables.ratio_text(*ratio), rates.decision(state),
                           typical, cost, sessions, float(ratio[0]), why=rates.reason(state),
-                          claim="H5c" if r["change"] == verdicts.BUSY_POLL else ""))
+                          claim=H5C if r["change"] == verdicts.BUSY_POLL else ""))
     return sorted(out, key=lambda a: (_ORDER.index(a.word) if a.word in _ORDER else len(_ORDER),
                                       a.value if np.isfinite(a.value) else np.inf))
 

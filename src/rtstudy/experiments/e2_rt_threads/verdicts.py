@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads.conditions import BASELINE
-from rtstudy.experiments.e2_rt_threads.ladder import late_part
+from rtstudy.experiments.e2_rt_threads.ladder import BUSY_POLL, late_part
 from rtstudy.inference import criteria, judge, rates
 from rtstudy.inference.stats import MIN_RUNS
 from rtstudy.policies import RT_POLICIES
@@ -26,7 +26,6 @@ CONTROL_FLOOR_MULTIPLE = criteria.value("h2_control_floor_multiple")
 CUT = judge.Rule(judge.AT_LEAST, MIN_REDUCTION)
 # H5c: busy polling's typical jitter cut (1 − its period IQR ratio to sleeping wake-up).
 H5C_CUT = judge.Rule(judge.AT_LEAST, criteria.value("h5c_min_jitter_reduction"))
-BUSY_POLL = "busy_poll"  # its recommendations row (ladder.FIXES)
 
 
 def h2_std(red: pd.DataFrame) -> dict:
