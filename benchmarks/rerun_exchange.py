@@ -4,13 +4,14 @@ did not matter, and how often does the check with power catch a known change?
     .venv/bin/python benchmarks/rerun_exchange.py [--profile default] [--draws 1000] [--seed 0]
         [--host HOST ...] [--record]
 
-``--record`` judges the check with power instead (:func:`exchange.calibrate`): per host, the
+``--record`` judges the check with power instead (:func:`recheck.calibrate`): per host, the
 share of dealt pairs whose recommendation words all agree, the share the check passes
 (calibration, at least 0.9 wanted) and, for each change injected into one session of the
 dealt pairs (a late-frame rate doubled, a fix's late frames removed, typical jitter ×1.5),
 the share it fails (power, at least 0.8 wanted, judged only where a check could catch the
-change: :func:`exchange.powerable`, an exact test at the check's strictest level with power
-0.8 or more on Poisson counts; the others are shown as not powered, with their late frames);
+change: :func:`recheck.powerable`, an exact test at the check's strictest level with power
+0.8 or more on the late frames divided by the pair's φ; the others are shown as not powered,
+with their late frames);
 written to ``benchmarks/rerun_exchange.json`` and printed as Markdown. Without it, as before:
 
 Measures nothing. For every host whose E2 dataset holds two sessions or more
@@ -36,7 +37,8 @@ import numpy as np
 
 from rtstudy import data, params
 from rtstudy.data import sessions
-from rtstudy.experiments.e2_rt_threads.exchange import calibrate, exchange_test
+from rtstudy.experiments.e2_rt_threads.exchange import exchange_test
+from rtstudy.experiments.e2_rt_threads.recheck import calibrate
 from rtstudy.inference.stats import CI
 
 EXPERIMENT = "e2_rt_threads"
@@ -113,7 +115,7 @@ def record(args, configs: dict, ci: CI) -> int:
 
 def judged(r: dict, injection: str, wanted: float) -> bool:
     """Whether an injection's power is judged: it changed something, and a check could catch
-    it (typical jitter everywhere is always judged; see :func:`exchange.powerable`)."""
+    it (typical jitter everywhere is always judged; see :func:`recheck.powerable`)."""
     best = r["powerable"].get(injection, {"best_power": 1.0})
     return r["power"][injection] is not None and best is not None and \
         best["best_power"] >= wanted

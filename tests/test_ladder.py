@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from rtstudy import params
-from rtstudy.experiments.e2_rt_threads import (conditions, exchange, ladder, plan, plan5, section,
-                                               tables, verdicts)
+from rtstudy.experiments.e2_rt_threads import (conditions, exchange, ladder, plan, plan5, recheck,
+                                               section, tables, verdicts)
 from rtstudy.inference import judge, rates
 from rtstudy.inference.stats import CI
 from rtstudy.report import study
@@ -483,51 +483,89 @@ def test_exchange_tells_sessions_that_differ_from_sessions_dealt_at_random():
 
 def test_the_rerun_check_with_power_names_the_conditions_two_sessions_differ_in():
     runs, _ = synthetic_runs()
-    same = exchange.session_test(runs, runs, alpha=0.05)
-    # 7 conditions × 2 quantities, and every condition's typical jitter at once.
-    assert same == {"tests": 15, "differ": [], "passed": True}
+    same = recheck.session_test(runs, runs, alpha=0.05)
+    # 7 conditions × 2 quantities, and every condition's typical jitter at once; the late frames
+    # of the 4 conditions without one could never reject, and Tarone's rule sets them aside.
+    assert same == {"tests": 11, "set_aside": 4, "phi": 1.0, "differ": [], "passed": True}
     # normal_dedicated with 4× its late frames; the pinned loads twice as jittery.
     nd, pinned = runs["label"] == "nd", runs["label"] == "pinned"
     changed = runs.assign(late=np.where(nd, runs["late"] * 4, runs["late"]),
                           period_iqr_us=np.where(pinned, runs["period_iqr_us"] * 2,
                                                  runs["period_iqr_us"]))
-    r = exchange.session_test(runs, changed, alpha=0.05)
+    r = recheck.session_test(runs, changed, alpha=0.05)
     assert sorted(r["differ"]) == ["every condition: typical jitter", "nd: late frames",
                                    "pinned: typical jitter"]
     assert not r["passed"]
     # Every condition 3 % more jittery: too little for one condition's 5 runs, not for all.
-    wider = exchange.session_test(runs, runs.assign(period_iqr_us=runs["period_iqr_us"] * 1.03),
+    wider = recheck.session_test(runs, runs.assign(period_iqr_us=runs["period_iqr_us"] * 1.03),
                                   alpha=0.05)
     assert wider["differ"] == ["every condition: typical jitter"]
     # Fewer than 3 runs of a condition in either session: not tested.
-    assert exchange.session_test(runs, runs.groupby("label").head(2), alpha=0.05)["tests"] == 0
+    assert recheck.session_test(runs, runs.groupby("label").head(2), alpha=0.05)["tests"] == 0
+
+
+def test_tarone_counts_only_the_tests_that_could_reach_their_level():
+    # Two continuous tests (least p 0), late-frame tests with too few, some and many late frames.
+    least = np.array([0.0, 0.0, 0.5, 0.01, 1e-6])
+    # K = 1 and 2: more tests than K could reach 0.05 / K; K = 3: three can reach 0.0167.
+    assert recheck._tarone(least, 0.05).tolist() == [True, True, False, True, True]
+    assert recheck._tarone(np.zeros(4), 0.05).all()
+
+
+def test_the_rerun_check_pools_one_dispersion_over_the_pair():
+    runs, _ = synthetic_runs()
+    # One condition's runs far more dispersed than Poisson in the second session.
+    wild = runs.assign(late=np.where(runs["label"] == "head", [0, 0, 0, 0, 25] * 7, runs["late"]))
+    r = recheck.session_test(runs, wild, alpha=0.05)
+    pairs = [(x["late"], x["n"]) for s in (runs, wild) for _, x in s.groupby("label")
+             if x["late"].sum()]
+    assert r["phi"] == pytest.approx(rates.dispersion(*pairs))
+    assert r["phi"] > 2
+
+
+def test_the_rerun_check_keeps_its_level_on_pairs_without_a_session_effect():
+    """Two sessions drawn from one model (gamma-Poisson late frames, log-normal IQR): the
+    check fails about as often as its family-wise level allows, or less."""
+    rng = np.random.default_rng(11)
+    runs, _ = synthetic_runs()
+    mean = runs.groupby("label")["late"].transform("mean").to_numpy()
+
+    def session() -> pd.DataFrame:
+        rate = rng.gamma(2.0, np.maximum(mean, 1e-9) / 2.0)
+        return runs.assign(late=rng.poisson(rate),
+                           period_iqr_us=runs["period_iqr_us"] * rng.lognormal(0, 0.05, len(runs)))
+
+    draws = 200
+    failed = sum(not recheck.session_test(session(), session(), alpha=0.05)["passed"]
+                 for _ in range(draws))
+    assert failed / draws <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / draws)
 
 
 def test_injections_change_only_what_they_name():
     runs, _ = synthetic_runs()
-    where = exchange.targets(runs, CFG, CI95)
+    where = recheck.targets(runs, CFG, CI95)
     assert where == {"h2": "nd", "fixes": "head", "fix": "si"}
     # A fix that one session of the pair measured (the rotation) is no target to remove.
-    assert exchange.targets(runs, CFG, CI95, twice=set(runs["label"]) - {"si"})["fix"] == "pinned"
-    assert exchange.targets(runs, CFG, CI95, twice={"nd", "head"})["fix"] is None
+    assert recheck.targets(runs, CFG, CI95, twice=set(runs["label"]) - {"si"})["fix"] == "pinned"
+    assert recheck.targets(runs, CFG, CI95, twice={"nd", "head"})["fix"] is None
     rng = np.random.default_rng(0)
-    doubled = exchange.inject(runs, "late ×2 at H2's baseline", where, rng)
+    doubled = recheck.inject(runs, "late ×2 at H2's baseline", where, rng)
     nd = runs["label"] == "nd"
     assert (doubled.loc[nd, "late"] >= runs.loc[nd, "late"]).all()
     assert doubled.loc[nd, "late"].sum() > runs.loc[nd, "late"].sum()
     assert doubled.loc[~nd].equals(runs.loc[~nd])
-    removed = exchange.inject(runs, "a fix removes its late frames", where, rng)
+    removed = recheck.inject(runs, "a fix removes its late frames", where, rng)
     assert (removed.loc[runs["label"] == "si", "late"] == 0).all()
-    assert exchange.inject(runs, "typical jitter ×1.5", where, rng)["period_iqr_us"].tolist() == \
+    assert recheck.inject(runs, "typical jitter ×1.5", where, rng)["period_iqr_us"].tolist() == \
         pytest.approx((runs["period_iqr_us"] * 1.5).tolist())
-    assert exchange.inject(runs, "none", where, rng).equals(runs)
+    assert recheck.inject(runs, "none", where, rng).equals(runs)
 
 
 def test_calibrate_reports_calibration_and_power_per_injection():
     runs, floor = synthetic_runs()
     pair = {"runs": runs, "floor": floor}
-    r = exchange.calibrate(pair, pair, CFG, CI95, draws=5, seed=1)
-    assert set(r["power"]) == set(exchange.INJECTIONS) - {"none"}
+    r = recheck.calibrate(pair, pair, CFG, CI95, draws=5, seed=1)
+    assert set(r["power"]) == set(recheck.INJECTIONS) - {"none"}
     assert r["observed"]["passed"] and r["draws"] == 5
     assert all(0 <= x <= 1 for x in [r["words_agree"], r["calibration"], *r["power"].values()])
     # Whether any check could catch each injection: normal_dedicated's 200 late frames of
@@ -536,10 +574,14 @@ def test_calibrate_reports_calibration_and_power_per_injection():
     assert h2["late_frames"] == pytest.approx(600)
     assert h2["best_power"] == pytest.approx(
         rates.exact_test_power(200, 400, 0.5, 0.05 / r["tests"]))
-    assert set(r["powerable"]) == set(exchange.TARGET_OF)
+    assert set(r["powerable"]) == set(recheck.TARGET_OF)
+    # Runs twice as dispersed as Poisson carry half the late frames' information.
+    where = recheck.targets(runs, CFG, CI95)
+    h2 = recheck.powerable(runs, runs, where, 11, phi=2.0, alpha=0.05)["late ×2 at H2's baseline"]
+    assert h2["best_power"] == pytest.approx(rates.exact_test_power(100, 200, 0.5, 0.05 / 11))
     # No fix measured: nothing to remove, no power to give.
     no_fix = runs[~runs["label"].isin(["si", "pinned"])]
-    r = exchange.calibrate({"runs": no_fix, "floor": floor}, {"runs": no_fix, "floor": floor},
+    r = recheck.calibrate({"runs": no_fix, "floor": floor}, {"runs": no_fix, "floor": floor},
                            CFG, CI95, draws=2)
     assert r["power"]["a fix removes its late frames"] is None
     assert r["powerable"]["a fix removes its late frames"] is None

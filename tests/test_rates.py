@@ -179,7 +179,7 @@ def test_the_exact_tests_power_is_the_rerun_checks_own_rejection_rate(late_a, ra
     test rejects as often as :func:`rates.exact_test_power` says."""
     import pandas as pd
 
-    from rtstudy.experiments.e2_rt_threads import exchange
+    from rtstudy.experiments.e2_rt_threads import recheck
 
     rng = np.random.default_rng(5)
     frames_a = 10_000
@@ -187,7 +187,7 @@ def test_the_exact_tests_power_is_the_rerun_checks_own_rejection_rate(late_a, ra
     late_b = late_a * ratio * frames_b / frames_a
     draws = 1000
     rejected = sum(
-        exchange._late_p(pd.DataFrame({"late": [rng.poisson(late_a)], "n": [frames_a]}),
+        recheck._late_p(pd.DataFrame({"late": [rng.poisson(late_a)], "n": [frames_a]}),
                          pd.DataFrame({"late": [rng.poisson(late_b)], "n": [frames_b]})) <= alpha
         for _ in range(draws))
     expected = rates.exact_test_power(late_a, late_b, share, alpha)
