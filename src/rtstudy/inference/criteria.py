@@ -232,14 +232,15 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "e2_rerun_alpha", "re-run", 0.05, "family-wise level",
         "two sessions of a host state differ when any condition both measured (at least "
         "min_runs runs each) differs between them at this family-wise level (Holm over two "
-        "tests per condition: its late frames as a quasi-Poisson rate ratio, its typical "
-        "jitter by Welch's t on the runs' log period IQR; and one of the conditions' mean "
-        "shift in log period IQR together); calibrated by exchange and by "
+        "tests per condition: its late frames as a quasi-Poisson rate ratio with one φ for "
+        "the pair, its typical jitter by Welch's t on the runs' log period IQR; and one of the "
+        "conditions' mean shift in log period IQR together; a late-frame test that cannot "
+        "reach its level set aside by Tarone's rule); calibrated by exchange and by "
         "injected changes (benchmarks/rerun_exchange.py --record: pass at least 90 % of "
         "unchanged pairs, fail at least 80 % of changed ones wherever a check could: an exact "
-        "test of the changed condition alone at the strictest Holm level would, on Poisson "
-        "counts, at least 80 % of the time; the others are reported as not powered, with "
-        "their late frames)",
+        "test of the changed condition alone at the strictest Holm level would, on its late "
+        "frames divided by the pair's φ, at least 80 % of the time; the others are reported "
+        "as not powered, with their late frames)",
         (Change("2026-11-28T04:28Z", "2f78edc", "replaces 'every quantity inside the other "
                 "session's CI', which no dealt pair passed; after the reference sessions "
                 "existed, before the sessions it is meant to judge"),
@@ -248,7 +249,11 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "before it judged a session"),
          Change("2026-11-29T15:19Z", "5b12aa0", "its power judged only on the changes a check "
                 "could catch (a doubling of 5 late frames no test shows); after the reference "
-                "sessions existed, before the sessions it is meant to judge"))),
+                "sessions existed, before the sessions it is meant to judge"),
+         Change("2026-11-29T22:48Z", "74f4f6b", "one φ pooled over the pair's conditions "
+                "instead of one per condition, Tarone's rule, and 'could catch' judged on the "
+                "late frames divided by φ; after the four fresh sessions it judges existed and "
+                "had failed its power on the untuned states"))),
     Criterion(
         "e2_decided_share", "E2", 0.5, "fraction",
         "a run's std is decided by a few frames when its 2 most extreme periods carry more "
