@@ -148,12 +148,13 @@ def test_a_second_session_can_settle_what_one_left_open_and_a_disagreeing_one_ca
     assert all(p.level == "sessions" and p.runs == 3 for p in three)
 
 
-def late(change, base, after, frames=1200, runs=5):
+def late(change, base, after, frames=1200, runs=5, frames_after=None):
     """A rate part from a recommendations-like row: late frames before and after."""
     from rtstudy.experiments.e2_rt_threads import analysis as e2
 
+    frames_after = frames if frames_after is None else frames_after
     rr = rates.rate_ratio([base // runs] * runs, [frames // runs] * runs,
-                          [after // runs] * runs, [frames // runs] * runs, 0.95)
+                          [after // runs] * runs, [frames_after // runs] * runs, 0.95)
     return e2.late_part({"change": change, "late_ratio": rr.value, "late_ratio_low": rr.low,
                          "late_ratio_high": rr.high, "runs": runs, "runs_base": runs,
                          "late_base": rr.events_a, "frames_base": rr.exposure_a,
@@ -173,6 +174,12 @@ def test_h2_is_judged_on_late_frames_and_pooled_as_counts():
     verdict, why = e2.h2_combine([late("SCHED_FIFO", 5, 0), late("SCHED_RR", 0, 0)])
     assert verdict == judge.NOT_APPLICABLE and "did not reach the target" in why
     assert why.startswith("5 of 1,200 normal_dedicated frames late")
+    # A baseline late 5 times, a policy 12 times in 12× the frames: not a comparison H2 makes.
+    few = late("SCHED_FIFO", 5, 60, frames_after=12_000)
+    assert few.state == rates.NOT_SETTLED
+    assert e2.h2_combine([few])[0] == judge.NOT_APPLICABLE
+    # ... but a policy decidedly later than a baseline that was hardly ever late is judged.
+    assert e2.h2_combine([late("SCHED_FIFO", 5, 100)])[0] == "not reproduced"
     # 20 → 10 late in 1 200 frames straddles; more sessions like it, pooled, decide.
     session = [late("SCHED_FIFO", 20, 10)]
     assert e2.h2_combine(session)[0] == judge.NOT_SETTLED

@@ -22,6 +22,8 @@ from rtstudy.policies import RT_POLICIES
 MIN_REDUCTION = criteria.value("h2_min_reduction")
 # The H2 control's equivalence margin: this many times the floor's std without contention.
 CONTROL_FLOOR_MULTIPLE = criteria.value("h2_control_floor_multiple")
+# Fewer late frames than this at the baseline and H2 is not applicable (h2_combine()).
+MIN_LATE = criteria.value("e2_min_late_events")
 # A policy's std reduction against the baseline, judged by MIN_REDUCTION (h2_std()).
 CUT = judge.Rule(judge.AT_LEAST, MIN_REDUCTION)
 # H5c: busy polling's typical jitter cut (1 − its period IQR ratio to sleeping wake-up).
@@ -74,17 +76,18 @@ def h2_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
     """H2's verdict from each real-time policy's late-frame rate ratio against the baseline
     (:func:`.ladder.late_part`): reproduced when every policy judged gives *fewer*, not reproduced
     when none does (each *equivalent* or *more*), partly reproduced when some do; not settled
-    while a ratio's CI straddles; not applicable when no policy can be compared because the
-    baseline was hardly ever late (fewer than ``e2_min_late_events`` late frames in both
-    together): the contention did not reach the target, so no policy had anything to cut."""
+    while a ratio's CI straddles; not applicable when the baseline itself was late in fewer
+    than ``e2_min_late_events`` frames and no policy had decidedly more: the contention did not
+    reach the target, so no policy had anything to cut (fewer than that, and no policy could
+    show *fewer*)."""
     states = {p.name: p.state for p in parts}
+    base = parts[0].counts if parts else {}
     rare = [n for n, w in states.items() if w == rates.TOO_FEW]
-    if not parts or len(rare) == len(parts):
-        base = parts[0].counts if parts else {}
+    judged = [p for p in parts if p.state != rates.TOO_FEW]
+    if not judged or (base["events_a"] < MIN_LATE and rates.MORE not in states.values()):
         return (judge.NOT_APPLICABLE, (f"{base['events_a']} of {base['exposure_a']:,.0f} "
                                        f"{BASELINE} frames late: " if base else "") +
                 "the contention did not reach the target often enough to compare a policy")
-    judged = [p for p in parts if p.state != rates.TOO_FEW]
     aside = f"; too few late frames to compare {', '.join(rare)}" if rare else ""
     if not all(p.decided for p in judged):
         return judge.NOT_SETTLED, judge.unsettled_why(judged) + aside
