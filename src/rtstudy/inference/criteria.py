@@ -223,11 +223,15 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "a rate ratio is judged only where both conditions together had at least this many "
         "late frames; below, too few to compare (each rate's upper bound is still shown): for "
         "the recommendation table a comparison not settled, with that reason; for H2, where "
-        "every policy has too few, not applicable",
+        "the baseline itself had fewer and no policy decidedly more, not applicable",
         (Change("2026-11-27T13:24Z", "c532982", "with the rate ratio, after data existed"),
          Change("2026-11-29T12:30Z", "e775014", "the recommendation table's word for too few is "
                 "not settled (was a word of its own, which two halves of one host's runs gave "
-                "and withheld by chance near the threshold), after data existed"))),
+                "and withheld by chance near the threshold), after data existed"),
+         Change("2026-11-29T22:51Z", "1f20971", "H2 not applicable where the baseline had "
+                "fewer (was: where every policy had too few together with it, so a baseline "
+                "never late beside a policy's long runs read not settled); as methods.md said, "
+                "after the sessions it judges existed"))),
     Criterion(
         "e2_rerun_alpha", "re-run", 0.05, "family-wise level",
         "two sessions of a host state differ when any condition both measured (at least "
