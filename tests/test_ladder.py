@@ -11,7 +11,7 @@ import pytest
 
 from rtstudy import params
 from rtstudy.experiments.e2_rt_threads import (conditions, exchange, ladder, plan, plan5, recheck,
-                                               section, tables, verdicts)
+                                               rotation, section, tables, verdicts)
 from rtstudy.inference import judge, rates
 from rtstudy.inference.stats import CI
 from rtstudy.report import study
@@ -76,15 +76,33 @@ def test_the_fixes_rotate_over_a_host_states_sessions(default_plan):
     cfg, _ = default_plan
     cfg = {**cfg, "fixes": ["operators_pinned", "dispatcher_pinned", "switch_interval"],
            "fixes_per_session": 2}
-    turns = [plan.session_fixes(cfg, i) for i in range(3)]
-    assert turns == [["operators_pinned", "dispatcher_pinned"],
-                     ["switch_interval", "operators_pinned"],
-                     ["dispatcher_pinned", "switch_interval"]]
-    assert plan.session_fixes({**cfg, "fixes_per_session": 0}, 5) == cfg["fixes"]
+
+    def planned(closed: list, current: list | None = None) -> list[dict]:
+        """A session's plan.json cells, given what the host state's sessions planned."""
+        cells = plan.plan(cfg, host(), {params.SESSION: {"closed": closed, "current": current}})
+        return [{"label": c.label, "config": c.config} for c in cells]
+
+    first = planned([])
+    second = planned([first])
+    third = planned([first, second])
+    assert [rotation.fixes_measured(cfg, s) for s in (first, second, third)] == [
+        {"operators_pinned", "dispatcher_pinned"}, {"switch_interval", "operators_pinned"},
+        {"dispatcher_pinned", "switch_interval"}]
+    # A session that has begun keeps its fixes, whatever sessions were merged in meanwhile.
+    assert rotation.fixes_measured(cfg, planned([first, second, third], current=second)) == \
+        {"switch_interval", "operators_pinned"}
+    # A clone holding only another clone's session starts where that one left off.
+    assert rotation.session_fixes(cfg, {"closed": [second]}) == ["dispatcher_pinned",
+                                                             "operators_pinned"]
+    assert rotation.session_fixes({**cfg, "fixes_per_session": 0}, {"closed": [first]}) == \
+        cfg["fixes"]
+    # The third plans the ladder's pinned loads too, shorter than a fix: not a fix measured.
+    assert any(c["label"].endswith("-operators_pinned") for c in third)
     head = f"{cfg['ladder_policy']}-lf{max(cfg['load_factors']):g}-native"
     sized = cfg["warmup_frames"] + int(cfg["fix_duration_s"] * cfg["fps"])
-    second = labels(plan.plan({**cfg, "fixes_per_session": 1}, host(),
-                              {params.SESSION: {"index": 1}}))
+    one = {**cfg, "fixes_per_session": 1}
+    first = [{"label": c.label, "config": c.config} for c in plan.plan(one, host(), {})]
+    second = labels(plan.plan(one, host(), {params.SESSION: {"closed": [first]}}))
     assert f"{head}-dfifo_pinned" in second and f"{head}-si{cfg['switch_interval_ms']:g}" \
         not in second
     # The pinned loads stay a ladder rung of the headline's length when not the session's fix.

@@ -61,6 +61,16 @@ def test_a_datasets_closed_sessions_number_the_next_one(tmp_path):
     (d / SESSIONS_DIR / "half-copied").mkdir()  # no plan: not a session
     fake_dataset(d, "2026-11-28T09:00:00Z")  # the current one is not closed
     assert sessions.closed(d) == 2
+    # What each planned, for a plan that chooses by it (E2's rotating fixes).
+    (d / PLAN_FILE).write_text(json.dumps({"cells": [{"label": "now", "config": {}}]}))
+    (d / SESSIONS_DIR / "2026-11-26T134823Z" / PLAN_FILE).write_text("{damaged")
+    planned = sessions.plans(d)
+    assert planned["current"] == [{"label": "now", "config": {}}]
+    assert len(planned["closed"]) == 2 and [] in planned["closed"]
+
+
+def test_before_a_hosts_first_session_nothing_was_planned(tmp_path):
+    assert sessions.plans(tmp_path / "none") == {"closed": [], "current": None}
 
 
 def test_cells_from_before_sessions_get_a_dated_name(tmp_path):

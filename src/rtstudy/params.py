@@ -26,8 +26,9 @@ __all__ = ["PROFILES", "ParamError", "REPORT", "CPUS", "SDK", "SESSION", "groups
 REPORT = "report"
 CPUS = "cpus"
 SDK = "sdk"
-# Not a group: the key under which a measuring stage hands its plan the session's place among
-# the host state's sessions, {"index": sessions closed before it} (E2's fixes rotate by it).
+# Not a group: the key under which a measuring stage hands its plan what the host state's
+# sessions planned (rtstudy.data.sessions.plans: the closed ones' cells and the current one's),
+# by which E2's fixes rotate.
 SESSION = "session"
 
 # Where every experiment places its threads (rtstudy.machine.placement): read by every measuring

@@ -87,7 +87,7 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal", configs: di
         shared = placement.overlap(configs[params.CPUS])
         if shared:
             print(f"{name}: warning: {shared}", file=stream, flush=True)
-        session = {params.SESSION: {"index": sessions.closed(directory)}}
+        session = {params.SESSION: sessions.plans(directory)}
         outcomes += run_sweep(exp.plan.plan(cfg, fp, {**configs, **session}), directory,
                               SweepContext.from_fingerprint(fp, cfg["profile"], where, env),
                               cfg["order_seed"], progress=stream)

@@ -79,9 +79,23 @@ def _closed_plans(directory: Path) -> list[Path]:
     return sorted((Path(directory) / SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))
 
 
+def plans(directory: Path) -> dict:
+    """What each session of a dataset folder planned, by which a plan may choose what a new
+    session measures (E2's rotating fixes): ``closed``, each closed session's plan cells
+    (by name: oldest first), and ``current``, the current session's (None before it began).
+    A damaged plan counts as one with no cell."""
+    def cells(plan: Path) -> list[dict]:
+        try:
+            return list(json.loads(plan.read_text()).get("cells", []))
+        except (OSError, json.JSONDecodeError, AttributeError):
+            return []
+    current = Path(directory) / PLAN_FILE
+    return {"closed": [cells(p) for p in _closed_plans(directory)],
+            "current": cells(current) if current.is_file() else None}
+
+
 def closed(directory: Path) -> int:
-    """How many closed sessions a dataset folder holds: the current session's index (0 for a
-    host state's first), by which a plan may rotate what each session measures."""
+    """How many closed sessions a dataset folder holds (0 for a host state's first)."""
     return len(_closed_plans(directory))
 
 

@@ -23,9 +23,10 @@ which work model. ``design: focused`` (the default profile) runs
   ``ladder_policy``: the loads pinned off the target's CPU, a FIFO dispatcher pinned to a
   housekeeping CPU (``fifo_pinned``), a shorter GIL switch interval, the target in a
   Holoscan distributed fragment of its own (``fragment``: the loads in another process).
-  They rotate over sessions (:func:`session_fixes`): each session of a host state measures
-  the next ``fixes_per_session``, and those and their baseline run ``fix_repetitions`` ×
-  ``fix_duration_s``, the size a late-frame rate ratio needs (:mod:`.power`);
+  They rotate over sessions (:func:`.rotation.session_fixes`): each new session of a host
+  state measures the ``fixes_per_session`` its sessions measured least, and those and their
+  baseline run ``fix_repetitions`` × ``fix_duration_s``, the size a late-frame rate ratio
+  needs (:mod:`.power`);
 - ``trace_repetitions`` traced runs of the headline point's operator-load conditions of
   every real-time policy (and of the seeds' real-time topologies whose target has a thread
   of its own, the one the trace can follow).
@@ -46,6 +47,7 @@ from pathlib import Path
 
 from rtstudy import params
 from rtstudy.experiments.e2_rt_threads import plan5
+from rtstudy.experiments.e2_rt_threads.rotation import session_fixes
 from rtstudy.experiments.e2_rt_threads.conditions import (
     PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS, is_plain)
 from rtstudy.machine import placement
@@ -100,19 +102,6 @@ def target_cpus(cfg: dict, fp: dict, where: placement.Placement, policy: str,
     if topology != "dedicated":
         return (fp["cpu"]["online"][0],)
     return (where.rt_cpu,)
-
-
-def session_fixes(cfg: dict, index: int) -> list[str]:
-    """The fixes the session numbered ``index`` of a host state measures (0: its first).
-
-    Each session takes the next ``fixes_per_session`` of ``fixes`` in turn, so sessions add
-    answers instead of repeating thin ones; every fix when ``fixes_per_session`` is 0 or
-    covers them all.
-    """
-    fixes, k = list(cfg["fixes"]), cfg["fixes_per_session"]
-    if not k or k >= len(fixes):
-        return fixes
-    return [fixes[(index * k + i) % len(fixes)] for i in range(k)]
 
 
 def host_problems(cfg: dict, fp: dict) -> list[str]:
@@ -308,8 +297,7 @@ def plan(cfg: dict, fp: dict, configs: dict) -> list[Cell]:
     # The parts of the design in this order: a condition two parts share is planned once, by
     # the first, at that part's length (each part's function says which it comes before).
     # Holoscan 5.0's app runs none of the fixes (plan5): its headline point keeps the ladder's size.
-    _fixes(p, [] if sdk.api_of(fp) == 5 else
-           session_fixes(cfg, configs.get(params.SESSION, {}).get("index", 0)))
+    _fixes(p, [] if sdk.api_of(fp) == 5 else session_fixes(cfg, configs.get(params.SESSION, {})))
     if cfg["ladder"]:
         _ladder(p)
     _policy_grid(p, full)

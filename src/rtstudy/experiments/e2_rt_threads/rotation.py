@@ -1,0 +1,48 @@
+"""Which fixes a session of a host state measures: the default profile has time for one fix
+per session at the size a late-frame rate ratio needs, so the fixes rotate over sessions
+(``params.yaml``: ``fixes``, ``fixes_per_session``), chosen from what the host state's sessions
+planned (:func:`rtstudy.data.sessions.plans`), wherever they were measured.
+"""
+from __future__ import annotations
+
+
+# Each fix as a cell's configuration shows it: the key and value _fixes() gives it (None: any).
+FIX_FACTORS = {"operators_pinned": ("load_placement", "operators_pinned"),
+               "dispatcher_pinned": ("dispatcher", "fifo_pinned"),
+               "switch_interval": ("switch_interval_ms", None),
+               "fragment": ("load_placement", "fragment")}
+
+
+def fixes_measured(cfg: dict, cells: list[dict]) -> set[str]:
+    """The fixes a session's plan (its ``plan.json`` cells) measured as its fixes: a cell with
+    the fix's factor at the fixes' size (``fix_duration_s``). The pinned loads of the ladder
+    run shorter, so they do not count."""
+    sized = cfg["warmup_frames"] + int(cfg["fix_duration_s"] * cfg["fps"])
+    found = set()
+    for cell in cells:
+        config = cell.get("config", {})
+        if config.get("frames") != sized:
+            continue
+        found |= {fix for fix, (key, value) in FIX_FACTORS.items()
+                  if key in config and value in (None, config[key])}
+    return found
+
+
+def session_fixes(cfg: dict, session: dict) -> list[str]:
+    """The fixes a session of a host state measures.
+
+    Every fix when ``fixes_per_session`` is 0 or covers them all. Else a session that has
+    begun keeps the fixes its plan measures (``session["current"]``), and a new one takes the
+    ``fixes_per_session`` fixes the closed sessions (``session["closed"]``) measured least
+    often, in ``fixes``' order among equals: sessions add answers instead of repeating thin
+    ones, whichever clone measured them, and a session merged from another clone keeps its
+    own (:func:`rtstudy.data.sessions.plans`).
+    """
+    fixes, k = list(cfg["fixes"]), cfg["fixes_per_session"]
+    if not k or k >= len(fixes):
+        return fixes
+    began = fixes_measured(cfg, session.get("current") or [])
+    if began:
+        return [f for f in fixes if f in began]
+    done = [fixes_measured(cfg, cells) for cells in session.get("closed", [])]
+    return sorted(fixes, key=lambda f: (sum(f in d for d in done), fixes.index(f)))[:k]
