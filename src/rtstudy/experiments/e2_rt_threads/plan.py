@@ -47,9 +47,9 @@ from pathlib import Path
 
 from rtstudy import params
 from rtstudy.experiments.e2_rt_threads import plan5
-from rtstudy.experiments.e2_rt_threads.rotation import session_fixes
 from rtstudy.experiments.e2_rt_threads.conditions import (
     PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS, is_plain)
+from rtstudy.experiments.e2_rt_threads.rotation import session_fixes
 from rtstudy.machine import placement
 from rtstudy.machine.sysdeps import which
 from rtstudy.measure.harness import Cell, with_drift_check
