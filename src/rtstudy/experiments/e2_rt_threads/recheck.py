@@ -11,12 +11,13 @@ Two choices give it the power its data allow:
 
 - **One over-dispersion φ for the pair**, pooled over every condition's runs in both sessions,
   as a quasi-Poisson model of the whole pair has. φ from one condition's 2 × 5 runs has 8
-  degrees of freedom and swings widely; a change that doubles a rate also doubles its runs'
-  spread and would widen its own test.
+  degrees of freedom and swings widely; a change that doubles a rate also raises its own
+  runs' φ (their spread grows with the rate), and would widen its own test.
 - **Tarone's rule for discrete tests** (Tarone 1990, "A modified Bonferroni method for discrete
   data", Biometrics 46:515-522): a late-frame test whose smallest possible p (every late frame in
   one session) cannot reach its level is set aside before Holm's procedure counts the family. Its
-  total of late frames, which the exact test conditions on, decides that, so the level holds.
+  total of late frames, which the exact test conditions on, decides that, not its p; with φ
+  estimated the level is approximate, and the calibration below measures it.
 
 :func:`calibrate` measures it on a recorded pair: how often it passes pairs dealt at random
 (:func:`.exchange.deal`: no session effect, its calibration) and fails pairs with a known change
