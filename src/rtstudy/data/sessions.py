@@ -25,7 +25,7 @@ import shutil
 from pathlib import Path
 
 from rtstudy import data, params, paths, registry
-from rtstudy.data.io import DataError, Dataset
+from rtstudy.data.io import DataError, Dataset, read_plan
 from rtstudy.paths import PLAN_FILE, SESSIONS_DIR, SIDECAR_FILE
 
 
@@ -83,15 +83,15 @@ def plans(directory: Path) -> dict:
     """What each session of a dataset folder planned, by which a plan may choose what a new
     session measures (E2's rotating fixes): ``closed``, each closed session's plan cells
     (by name: oldest first), and ``current``, the current session's (None before it began).
-    A damaged plan counts as one with no cell."""
-    def cells(plan: Path) -> list[dict]:
+    A damaged plan counts as one with no cell (the loaders name it)."""
+    def cells(folder: Path) -> list[dict]:
         try:
-            return list(json.loads(plan.read_text()).get("cells", []))
-        except (OSError, json.JSONDecodeError, AttributeError):
+            return read_plan(folder)["cells"]
+        except DataError:
             return []
-    current = Path(directory) / PLAN_FILE
-    return {"closed": [cells(p) for p in _closed_plans(directory)],
-            "current": cells(current) if current.is_file() else None}
+    current = Path(directory)
+    return {"closed": [cells(p.parent) for p in _closed_plans(directory)],
+            "current": cells(current) if (current / PLAN_FILE).is_file() else None}
 
 
 def closed(directory: Path) -> int:

@@ -49,7 +49,7 @@ from rtstudy import params
 from rtstudy.experiments.e2_rt_threads import plan5
 from rtstudy.experiments.e2_rt_threads.conditions import (
     PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS, is_plain)
-from rtstudy.experiments.e2_rt_threads.rotation import session_fixes
+from rtstudy.experiments.e2_rt_threads.rotation import FIX_FACTORS, fix_frames, session_fixes
 from rtstudy.machine import placement
 from rtstudy.machine.sysdeps import which
 from rtstudy.measure.harness import Cell, with_drift_check
@@ -149,7 +149,7 @@ class _Planner:
         self.p_ns = period_ns(cfg["fps"])
         self.frames = cfg["warmup_frames"] + int(cfg["duration_s"] * cfg["fps"])
         self.long_frames = cfg["warmup_frames"] + int(cfg["headline_duration_s"] * cfg["fps"])
-        self.fix_frames = cfg["warmup_frames"] + int(cfg["fix_duration_s"] * cfg["fps"])
+        self.fix_frames = fix_frames(cfg)
         self.top = max(cfg["load_factors"])
         models = cfg["load_work_models"]
         self.native = "native" if "native" in models else models[0]
@@ -319,15 +319,15 @@ def _fixes(p: _Planner, fixes: list[str]) -> None:
     First, so that the conditions the ladder and the grid share with them (the headline point,
     the pinned loads) run the fixes' size.
     """
-    fix_factors = {"operators_pinned": {"placement": "operators_pinned"},
-                   "dispatcher_pinned": {"dispatcher": "fifo_pinned"},
-                   "switch_interval": {"switch_interval_ms": p.cfg["switch_interval_ms"]},
-                   "fragment": {"placement": "fragment"}}
     rt = p.cfg["ladder_policy"]
     if fixes:
         p.holoscan(rt, p.top, p.native, fix=True)  # their baseline
     for fix in fixes:
-        p.holoscan(rt, p.top, p.native, fix=True, **fix_factors[fix])
+        key, value = FIX_FACTORS[fix]
+        # The planner names the cell's load_placement "placement"; the switch interval is cfg's.
+        p.holoscan(rt, p.top, p.native, fix=True, **{
+            "placement" if key == "load_placement" else key:
+            p.cfg["switch_interval_ms"] if value is None else value})
 
 
 def _ladder(p: _Planner) -> None:

@@ -6,18 +6,24 @@ planned (:func:`rtstudy.data.sessions.plans`), wherever they were measured.
 from __future__ import annotations
 
 
-# Each fix as a cell's configuration shows it: the key and value _fixes() gives it (None: any).
+# Each fix as a cell's configuration shows it, the one factor it changes from the headline
+# point: key → value (None: the switch interval params.yaml gives; plan._fixes() plans them).
 FIX_FACTORS = {"operators_pinned": ("load_placement", "operators_pinned"),
                "dispatcher_pinned": ("dispatcher", "fifo_pinned"),
                "switch_interval": ("switch_interval_ms", None),
                "fragment": ("load_placement", "fragment")}
 
 
+def fix_frames(cfg: dict) -> int:
+    """Frames in a run of a fix or its baseline: the warm-up and ``fix_duration_s``."""
+    return cfg["warmup_frames"] + int(cfg["fix_duration_s"] * cfg["fps"])
+
+
 def fixes_measured(cfg: dict, cells: list[dict]) -> set[str]:
     """The fixes a session's plan (its ``plan.json`` cells) measured as its fixes: a cell with
-    the fix's factor at the fixes' size (``fix_duration_s``). The pinned loads of the ladder
-    run shorter, so they do not count."""
-    sized = cfg["warmup_frames"] + int(cfg["fix_duration_s"] * cfg["fps"])
+    the fix's factor (any switch interval) at the fixes' size (``fix_duration_s``). The
+    pinned loads of the ladder run shorter, so they do not count."""
+    sized = fix_frames(cfg)
     found = set()
     for cell in cells:
         config = cell.get("config", {})
