@@ -579,6 +579,24 @@ def test_injections_change_only_what_they_name():
     assert recheck.inject(runs, "none", where, rng).equals(runs)
 
 
+def test_a_doubling_has_the_mean_and_variance_of_a_doubled_quasi_poisson_rate():
+    """Late ×2 adds an independent run's worth at the given rate and φ: a run of μ = 10 late
+    frames and φ = 2 ends with mean 2μ and variance 2φμ (its own count doubled: 4φμ + μ)."""
+    rng = np.random.default_rng(5)
+    size, mu, phi = 40_000, 10.0, 2.0
+    own = recheck._overdispersed(np.full(size, mu), phi, rng)
+    assert own.mean() == pytest.approx(mu, rel=0.02)
+    assert own.var() == pytest.approx(phi * mu, rel=0.05)
+    runs = pd.DataFrame({"label": "nd", "late": own, "n": 1000, "period_iqr_us": 1.0})
+    doubled = recheck.inject(runs, "late ×2 at H2's baseline", {"h2": "nd"}, rng,
+                             rate={"nd": mu / 1000}, phi=phi)["late"]
+    assert doubled.mean() == pytest.approx(2 * mu, rel=0.02)
+    assert doubled.var() == pytest.approx(2 * phi * mu, rel=0.05)
+    # Poisson counts (φ = 1) stay Poisson.
+    poisson = recheck._overdispersed(np.full(size, mu), 1.0, rng)
+    assert poisson.var() == pytest.approx(mu, rel=0.05)
+
+
 def test_calibrate_reports_calibration_and_power_per_injection():
     runs, floor = synthetic_runs()
     pair = {"runs": runs, "floor": floor}

@@ -239,27 +239,54 @@ def powerable(first: pd.DataFrame, second: pd.DataFrame, where: dict, tests: int
     return out
 
 
-def inject(runs: pd.DataFrame, injection: str, where: dict, rng: np.random.Generator
-           ) -> pd.DataFrame:
-    """``runs`` with ``injection`` (:data:`INJECTIONS`) done to it: late ×2 adds to each run as
-    many late frames again, drawn binomially at the run's own rate; a fix removing its late
-    frames sets them to 0; typical jitter ×1.5 scales every run's period IQR.
+def _overdispersed(mu: np.ndarray, phi: float, rng: np.random.Generator) -> np.ndarray:
+    """Counts of mean ``mu`` and variance ``phi * mu`` (gamma-Poisson; Poisson at φ ≤ 1)."""
+    mu = np.maximum(np.asarray(mu, dtype=float), 0.0)
+    if phi <= 1:
+        return rng.poisson(mu)
+    return rng.poisson(rng.gamma(np.maximum(mu / (phi - 1), 1e-300), phi - 1))
 
-    The doubling is noisier than a doubled rate: on Poisson counts of mean μ per run it gives
-    variance 5μ where Poisson(2μ) has 2μ (the run's own count is doubled, then drawn again), so
-    the power it shows is a lower bound on the check's against a real doubling."""
+
+def inject(runs: pd.DataFrame, injection: str, where: dict, rng: np.random.Generator,
+           rate: dict[str, float] | None = None, phi: float = 1.0) -> pd.DataFrame:
+    """``runs`` with ``injection`` (:data:`INJECTIONS`) done to it.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        One session's E2 ``runs``.
+    injection : str
+        One of :data:`INJECTIONS`; ``where`` (:func:`targets`) names its condition.
+    rng : Generator
+    rate : dict, optional
+        Label → the condition's late frames per frame, known apart from ``runs`` (in
+        :func:`calibrate`, over both recorded sessions); default: its rate in ``runs``.
+    phi : float
+        The over-dispersion of a run's late frames (the pair's φ).
+
+    Returns
+    -------
+    DataFrame
+        Late ×2: each run of the condition gains as many late frames as a second, independent
+        run of its frames would hold (mean μ = rate × frames, variance φμ), so its count has
+        the mean and variance of a quasi-Poisson count at twice the rate (2μ, 2φμ). Adding a
+        run's own count again would give variance 4φμ + μ and understate the power. A fix
+        removing its late frames sets them to 0; typical jitter ×1.5 scales every run's
+        period IQR.
+    """
     out = runs.copy()
     key = TARGET_OF.get(injection)
     if injection == "typical jitter ×1.5":
         out["period_iqr_us"] = out["period_iqr_us"] * 1.5
     elif key and where.get(key) is not None:
-        rows = out["label"] == where[key]
+        label = where[key]
+        rows = out["label"] == label
         if key == "fix":
             out.loc[rows, "late"] = 0
         else:
             late, n = out.loc[rows, "late"].to_numpy(), out.loc[rows, "n"].to_numpy()
-            extra = rng.binomial(np.maximum(n - late, 0), np.where(n > 0, late / n, 0.0))
-            out.loc[rows, "late"] = np.minimum(late + extra, n)
+            per_frame = (rate or {}).get(label, late.sum() / max(n.sum(), 1))
+            out.loc[rows, "late"] = np.minimum(late + _overdispersed(per_frame * n, phi, rng), n)
     return out
 
 
@@ -286,6 +313,11 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
     twice = set(first["runs"]["label"]) & set(second["runs"]["label"])
     where = targets(pd.concat([first["runs"], second["runs"]]), cfg, ci, twice)
     alike = alike_changes(first["runs"], second["runs"], cfg["ladder_policy"], ci)
+    # What a doubling adds is drawn at the recorded pair's rate, the same in every draw: a
+    # dealt session's own rate would make it track that session's count.
+    recorded = pd.concat([first["runs"], second["runs"]]).groupby("label")[["late", "n"]].sum()
+    rate = {label: float(recorded.loc[label, "late"] / recorded.loc[label, "n"])
+            for label in where.values() if label is not None and recorded.loc[label, "n"] > 0}
     rng = np.random.default_rng(seed)
     failed = {k: 0 for k in INJECTIONS}
     agree, tests = 0, observed["tests"]
@@ -297,7 +329,7 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
         agree += not words["differ"]
         for injection in INJECTIONS:
             failed[injection] += not session_test(
-                runs_a, inject(runs_b, injection, where, rng))["passed"]
+                runs_a, inject(runs_b, injection, where, rng, rate, observed["phi"]))["passed"]
     power = {k: (None if k in TARGET_OF and where[TARGET_OF[k]] is None else failed[k] / draws)
              for k in INJECTIONS if k != "none"}
     return {"observed": observed, "targets": where, "draws": draws,
