@@ -212,7 +212,6 @@ def test_the_affinity_shield_moves_only_our_process_and_reverts_exactly(tmp_path
     plan = tuning.plan(str(CPU), shield="affinity")
     assert plan.shield == "affinity" and any("tuna isolate" in c for c in plan.commands)
     housekeeping = [c for c in ONLINE if c != CPU]
-    child = None
     try:
         steps = tuning.apply(plan, revert_file=revert_file, yes=True, tasks=[sleeper.pid],
                              service=no_services)

@@ -116,7 +116,7 @@ def host_problems(cfg: dict, fp: dict) -> list[str]:
             "e1_async_buffer: this host is shielded with real-time throttling on "
             f"(sched_rt_runtime_us {fp['sched']['rt_runtime_us']}): the shield's CPUs are a "
             "root domain of their own, whose SCHED_DEADLINE admission refused E1's reservations "
-            f"({need:.2f} CPUs at the shortest periods) on a 2-CPU host; shield it with throttling lifted "
+            f"({need:.2f} CPUs at the shortest periods); shield it with throttling lifted "
             "(`rtstudy host study` without --rt-throttling keep), or measure the other "
             "experiments only (`rtstudy host study --rt-throttling keep -- dvc repro "
             "e2_rt_threads`)")

@@ -331,7 +331,6 @@ def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
                    if label != single and (app, single) in steady.index)
     if ("ops", single) in steady.index and ("ping", single) in steady.index:
         ordering = ordering and steady[("ping", single)] > steady[("ops", single)]
-    states = [p["state"] for p in parts]
     reps = int(runs.groupby(["app", "scheduler_label"])["repetition"].nunique().min())
     out = {"ordering": ordering, "parts": parts, "runs": reps, "close_ratio": CLOSE_RATIO,
            "n": published.N,
