@@ -385,7 +385,9 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     rows = {a.change: a for a in section.advice(second, over, "SCHED_FIFO")}
     what = {k: v[0] for k, v in ladder.CHANGES.items()}
     pinned_row = rows[what["operators_pinned"]]
-    assert (pinned_row.word, pinned_row.why, pinned_row.sessions) == ("not settled", "", 2)
+    assert (pinned_row.word, pinned_row.sessions) == ("not settled", 2)
+    assert pinned_row.why == (f"about {pinned['late_frames_needed']:,.0f} frames per condition "
+                              f"would settle it ({pinned['frames']:,.0f} so far)")
     assert pinned_row.typical.startswith("×")
     assert pinned_row.late == "50 → 25 in " + f"{pinned['frames_base']:,.0f} frames each"
     # Unequal sizes (a fix measured longer, releases a 5.0 clock skipped) are shown as they are.
@@ -398,6 +400,36 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     assert {a.sessions for a in alone} == {1}
     assert {a.change: a.word for a in alone}[what["operators_pinned"]] == \
         {r["change"]: r["late_frames"] for r in second}["operators_pinned"]
+
+
+def test_a_fix_only_an_earlier_session_measured_stays_in_what_to_do():
+    """The fixes rotate: the latest session did not measure pinning the loads off, the one
+    before did. "What to do" and the pooled findings still give its answer, from that session."""
+    runs, _ = synthetic_runs()
+    first = ladder.recommendations(runs, "SCHED_FIFO", CI95).to_dict("records")
+    second = ladder.recommendations(runs[runs["label"] != "pinned"], "SCHED_FIFO",
+                                    CI95).to_dict("records")
+    assert "operators_pinned" not in {r["change"] for r in second}
+    heads = [SimpleNamespace(recommendations=first), SimpleNamespace(recommendations=second)]
+    over = ladder.over_sessions(heads, 0.95)
+    what = ladder.CHANGES["operators_pinned"][0]
+    rows = {a.change: a for a in section.advice(second, over, "SCHED_FIFO", heads)}
+    mine = next(r for r in first if r["change"] == "operators_pinned")
+    assert rows[what].sessions == 1 and rows[what].word == rates.decision(mine["late_frames"])
+    assert what not in {a.change for a in section.advice(second, over, "SCHED_FIFO")}
+    found = section.pooled_findings(heads, 0.95)
+    assert any(k.startswith("operators_pinned against ") for k in found)
+    assert len(found) == len({r["change"] for r in first + second})
+
+
+def test_a_fix_not_settled_says_what_would_settle_it_and_why_its_size_fell_short():
+    pooled = {"late_frames_needed": 95_000.0, "frames": 28_790, "frames_base": 28_790,
+              "late_ratio": 0.74}
+    assert section._to_settle(pooled, "fix") == (
+        "about 95,000 frames per condition would settle it (28,790 so far); the plan sizes a "
+        "fix to decide a change at the margin's edge, ×0.5, and ×0.74 is nearer 1")
+    assert section._to_settle(pooled, "policy").endswith("(28,790 so far)")
+    assert section._to_settle({**pooled, "late_frames_needed": np.nan}, "fix") == ""
 
 
 def test_a_change_with_too_few_late_frames_is_not_settled_yet_with_the_reason():

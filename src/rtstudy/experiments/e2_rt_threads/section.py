@@ -56,7 +56,8 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         # Made when shown: the report sets the host's other sessions after this is built.
         return ladder.over_sessions(section.session_headlines(), ci.confidence)
 
-    section.advice = lambda: advice(h.recommendations, over(), h.ladder_policy)
+    section.advice = lambda: advice(h.recommendations, over(), h.ladder_policy,
+                                    section.session_headlines())
     section.notes = lambda: words("advice")
     section.scope = words("scope")
     section.compare = partial(compare, h, confidence=ci.confidence)
@@ -254,19 +255,46 @@ def pooled_findings(headlines: list[E2Headline], confidence: float) -> dict[str,
     """Each change's finding over the sessions pooled (:func:`.ladder.over_sessions`), named
     as :attr:`Section.findings` names them, with the pooled ratios' CIs."""
     over = ladder.over_sessions(headlines, confidence)
-    latest = {r["change"]: r for r in (headlines[-1].recommendations if headlines else [])}
+    latest = headlines[-1].recommendations if headlines else []
     out = {}
-    for change, o in over.items():
-        r = latest.get(change) or next(r for h in reversed(headlines)
-                                       for r in h.recommendations
-                                       if r["change"] == change)
+    for r in _rows([r for r in latest if r["change"] in over], headlines, over):
+        o = over[r["change"]]
         typical = tables.ratio_text(o["iqr_ratio"], o["iqr_low"], o["iqr_high"])
         late = tables.ratio_text(o["late_ratio"], o["late_ratio_low"], o["late_ratio_high"])
-        out[f"{change} against {r['baseline']}"] = (
+        settle = _to_settle(o, r["kind"])
+        out[f"{r['change']} against {r['baseline']}"] = (
             f"late frames {rates.decision(o['held']['late_frames'])} ({late}; "
             f"{o['late_base']} → {o['late']} late in {o['frames_base']:,.0f} → "
-            f"{o['frames']:,.0f} frames {_over(o['sessions'])}); typical jitter {typical}")
+            f"{o['frames']:,.0f} frames {_over(o['sessions'])}{'; ' + settle if settle else ''}"
+            f"); typical jitter {typical}")
     return out
+
+
+def _rows(recs: list[dict], headlines: list[E2Headline], over: dict) -> list[dict]:
+    """``recs`` (the latest session's changes), then each change only earlier sessions
+    measured, as its newest session measured it: the fixes rotate, one per session, so the
+    host's answer on the others lies in the sessions before (pooled in ``over``)."""
+    shown = {r["change"] for r in recs}
+    earlier: dict[str, dict] = {}
+    for h in headlines:  # oldest first: a change's newest row is kept
+        earlier.update({r["change"]: r for r in h.recommendations
+                        if r["change"] not in shown and r["change"] in over})
+    return [*recs, *earlier.values()]
+
+
+def _to_settle(r: dict, kind: str) -> str:
+    """For a rate ratio not settled by its CI, about how many frames per condition would
+    settle it at the ratio seen (``late_frames_needed``), and for a fix why the plan's size
+    fell short: it sizes each fix to decide a halving, the margin's edge; empty otherwise."""
+    need = r.get("late_frames_needed", np.nan)
+    if not np.isfinite(need):
+        return ""
+    halving = criteria.value("e2_late_ratio_margin")[0]
+    have = min(r["frames"], r["frames_base"])
+    why = (f"; the plan sizes a fix to decide a change at the margin's edge, ×{halving:g}, and "
+           f"×{r['late_ratio']:.2f} is nearer 1" if kind == "fix"
+           and halving < r["late_ratio"] < 1 / halving else "")
+    return f"about {need:,.0f} frames per condition would settle it ({have:,.0f} so far){why}"
 
 
 def _over(sessions: int) -> str:
@@ -285,12 +313,14 @@ def _counts(r: dict) -> str:
     return f"{int(r['late_base']):,} → {int(r['late']):,} in {frames}"
 
 
-def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
+def advice(recs: list[dict], over: dict, ladder_policy: str,
+           headlines: list[E2Headline] = ()) -> list[Advice]:
     """Each change measured at the headline point as a row of the report's "What to do":
     pooled over the sessions where ``over`` (:func:`.ladder.over_sessions`) has it, else the
-    latest session's; what helps first."""
+    latest session's (``recs``); with the changes only earlier ``headlines`` measured (the
+    rotated fixes); what helps first."""
     out = []
-    for r in recs:
+    for r in _rows(recs, list(headlines), over):
         o = over.get(r["change"])
         what, cost = ladder.CHANGES.get(r["change"], (r["change"], ""))
         cost = "; ".join(part for part in (cost, tables.message_cost(r)) if part)
@@ -308,9 +338,11 @@ def advice(recs: list[dict], over: dict, ladder_policy: str) -> list[Advice]:
                 r["late_frames"]
             typical = tables.ratio_text(r["iqr_ratio"], r["iqr_low"], r["iqr_high"])
             sessions = 1
+        settle = _to_settle(o or r, r["kind"]) if state == rates.NOT_SETTLED else ""
         # Whether busy polling helps depends on the host's tuning: H5c's verdicts say where.
         out.append(Advice(what, against, late, tables.ratio_text(*ratio), rates.decision(state),
-                          typical, cost, sessions, float(ratio[0]), why=rates.reason(state),
+                          typical, cost, sessions, float(ratio[0]),
+                          why=rates.reason(state) or settle,
                           claim=H5C if r["change"] == verdicts.BUSY_POLL else ""))
     return sorted(out, key=lambda a: (_ORDER.index(a.word) if a.word in _ORDER else len(_ORDER),
                                       a.value if np.isfinite(a.value) else np.inf))
