@@ -422,6 +422,21 @@ def test_a_fix_only_an_earlier_session_measured_stays_in_what_to_do():
     assert len(found) == len({r["change"] for r in first + second})
 
 
+def test_what_to_do_gives_each_change_a_line_of_its_own():
+    from rtstudy.report.section import Advice
+
+    def row(change: str, word: str, when: str = "") -> Advice:
+        return Advice(change, "FIFO without it", "9 → 1", "×0.1 [0.0, 0.5]", word, "×1.0", "",
+                      when=when)
+
+    advice = [row("a", "fewer", when="on 2 hosts"), row("b", "fewer"), row("c", "more"),
+              row("d", "more"), row("e", "not settled"), row("f", "not settled")]
+    lines = study.words("what_to_do", advice=advice, ci=CI95, scope="").splitlines()
+    assert [x[:7] for x in lines if x[:2] in ("1.", "2.")] == ["1. **a*", "2. **b*"]
+    assert sum(x.startswith("- **Avoid** ") for x in lines) == 2
+    assert sum(x.startswith("- **Not settled yet**: ") for x in lines) == 2
+
+
 def test_a_fix_not_settled_says_what_would_settle_it_and_why_its_size_fell_short():
     pooled = {"late_frames_needed": 95_000.0, "frames": 28_790, "frames_base": 28_790,
               "late_ratio": 0.74}
