@@ -257,7 +257,11 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
          Change("2026-11-29T22:48Z", "74f4f6b", "one φ pooled over the pair's conditions "
                 "instead of one per condition, Tarone's rule, and 'could catch' judged on the "
                 "late frames divided by φ; after the four fresh sessions it judges existed and "
-                "had failed its power on the untuned states"))),
+                "had failed its power on the untuned states"),
+         Change("2026-11-30T00:44Z", "6d71005", "its power measured with an injected doubling "
+                "that has a doubled quasi-Poisson rate's variance (2φμ; it added each run's own "
+                "count again, 5μ on Poisson counts); the check unchanged; after the sessions it "
+                "judged existed and had failed its power on untuned 4.6"))),
     Criterion(
         "e2_decided_share", "E2", 0.5, "fraction",
         "a run's std is decided by a few frames when its 2 most extreme periods carry more "

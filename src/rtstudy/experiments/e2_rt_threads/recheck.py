@@ -311,11 +311,12 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
     """
     observed = session_test(first["runs"], second["runs"])
     twice = set(first["runs"]["label"]) & set(second["runs"]["label"])
-    where = targets(pd.concat([first["runs"], second["runs"]]), cfg, ci, twice)
+    both = pd.concat([first["runs"], second["runs"]])
+    where = targets(both, cfg, ci, twice)
     alike = alike_changes(first["runs"], second["runs"], cfg["ladder_policy"], ci)
     # What a doubling adds is drawn at the recorded pair's rate, the same in every draw: a
     # dealt session's own rate would make it track that session's count.
-    recorded = pd.concat([first["runs"], second["runs"]]).groupby("label")[["late", "n"]].sum()
+    recorded = both.groupby("label")[["late", "n"]].sum()
     rate = {label: float(recorded.loc[label, "late"] / recorded.loc[label, "n"])
             for label in where.values() if label is not None and recorded.loc[label, "n"] > 0}
     rng = np.random.default_rng(seed)
