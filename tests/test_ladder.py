@@ -481,23 +481,39 @@ def test_dealing_keeps_every_condition_its_runs_and_each_session_its_sizes():
 
 
 def test_a_fix_measured_longer_in_one_session_is_dealt_apart_and_its_words_not_compared():
-    # Session a measured the operators_pinned fix as its rotating fix (48 s runs); session b
-    # the same label for the grid only (4 s runs): not exchangeable, not the same design.
+    # Session a measured the operators_pinned fix as its rotating fix (48 s runs, and its
+    # baseline too), session b the switch interval; b has the pinned loads for the ladder only
+    # (4 s runs): not exchangeable, not the same design.
     runs, _ = synthetic_runs()
     runs = runs.assign(duration_s=4.0)
     a, b = runs.iloc[::2].copy(), runs.iloc[1::2].copy()
-    a.loc[a["label"] == "pinned", "duration_s"] = 48.0
+    a.loc[a["label"].isin(["pinned", "head"]), "duration_s"] = 48.0
+    b.loc[b["label"].isin(["si", "head"]), "duration_s"] = 48.0
     for seed in range(5):
         da, db = exchange.deal(a, b, np.random.default_rng(seed))
         assert (da.loc[da["label"] == "pinned", "duration_s"] == 48).all()
         assert (db.loc[db["label"] == "pinned", "duration_s"] == 4).all()
     alike = exchange.alike_changes(a, b, "SCHED_FIFO", CI95)
-    assert alike == {"SCHED_FIFO", "switch_interval"}
+    assert alike == {"SCHED_FIFO"}
     one = exchange.rerun_check(a, runs.iloc[0:0], CFG, CI95)
+    assert set(one[1]) == {"SCHED_FIFO", "operators_pinned"}
     other = (one[0], {**one[1], "operators_pinned": "late frames more"})
     assert exchange.compare(one, other)["differ"] == ["operators_pinned"]
     assert exchange.compare(one, other, alike)["differ"] == []
-    assert exchange.compare(one, other, alike)["changes"] == 2
+    assert exchange.compare(one, other, alike)["changes"] == 1
+
+
+def test_a_fix_gets_a_word_only_where_it_ran_as_long_as_its_baseline():
+    # The ladder's pinned-loads rung (4 s) beside a baseline sized for another fix (48 s): the
+    # ladder's numbers, no recommendation row; at one length, a row.
+    runs, _ = synthetic_runs()
+    runs = runs.assign(duration_s=4.0)
+    assert "operators_pinned" in set(ladder.recommendations(runs, "SCHED_FIFO", CI95)["change"])
+    runs.loc[runs["label"].isin(["head", "si"]), "duration_s"] = 48.0
+    recs = ladder.recommendations(runs, "SCHED_FIFO", CI95)
+    assert set(recs["change"]) == {"SCHED_FIFO", "switch_interval"}
+    rungs = ladder.ladder(runs, runs.iloc[0:0], "SCHED_FIFO", CI95)
+    assert "operators_pinned" in set(rungs["rung"])
     # Without run lengths (older tables), every run of a label is dealt together.
     assert exchange.run_lengths(runs.drop(columns="duration_s")) == {}
 

@@ -229,7 +229,8 @@ def _message_cost(g: pd.DataFrame, messages: pd.DataFrame | None, ci: CI) -> dic
 def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
                     messages: pd.DataFrame | None = None, sizes: bool = True) -> pd.DataFrame:
     """At the headline point: each real-time policy against ``normal_dedicated``, then each
-    fix against the ladder policy's headline condition (:func:`_compare`'s columns).
+    fix against the ladder policy's headline condition where both ran one length
+    (:func:`_one_length`), with :func:`_compare`'s columns.
 
     Parameters
     ----------
@@ -272,9 +273,23 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
     for fix, level in FIXES.items():
         (column, value), = level.items()
         g = _fix_runs(mine, column, value)
-        if len(g) and len(head):
+        if len(g) and len(head) and _one_length(g, head):
             rows.append(_change_row(fix, "fix", g, head, ci, sizes, messages))
     return pd.DataFrame(rows)
+
+
+def _one_length(fix: pd.DataFrame, base: pd.DataFrame) -> bool:
+    """Whether a fix's runs and its baseline's ran one length (their median measured span, in
+    whole seconds), as the plan sizes a fix and its baseline together (``fix_duration_s``).
+
+    The ladder's pinned-loads rung is one fix's condition, run at the ladder's length beside
+    a baseline sized for the session's rotating fix: a session that did not choose that fix
+    gives the ladder its numbers, not the table a word (on the reference's 1,195 frames the
+    word was fewer in one session and not settled in the next: ``criteria:
+    e2_late_ratio_margin``). Datasets without ``duration_s`` are taken as one length."""
+    if "duration_s" not in fix or "duration_s" not in base:
+        return True
+    return round(fix["duration_s"].median()) == round(base["duration_s"].median())
 
 
 def _fix_runs(mine: pd.DataFrame, column: str, value) -> pd.DataFrame:
