@@ -217,7 +217,11 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
          Change("2026-11-27T18:01Z", "9ffb688", "H2's verdict: each real-time policy against "
                 "normal_dedicated at the headline point (every one fewer: reproduced, none: not "
                 "reproduced, some: partly; every one with too few late frames: not "
-                "applicable, no contention reached the target), after data existed"))),
+                "applicable, no contention reached the target), after data existed"),
+         Change("2026-11-30T03:14Z", "22ffc49", "a fix judged in a session only where it and "
+                "its baseline ran one length (was: also the ladder's 4 s pinned-loads rung "
+                "beside a baseline sized for another fix, which dealt pairs of untuned 4.6's "
+                "newest two sessions worded alike in 38 of 100); after the sessions it judges existed"))),
     Criterion(
         "e2_min_late_events", "H2", 10, "late frames",
         "a rate ratio is judged only where both conditions together had at least this many "
