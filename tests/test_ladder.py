@@ -268,6 +268,17 @@ def test_holoscan_5_busy_polling_is_a_change_of_its_own_never_pooled_with_sleepi
     assert verdicts.h5c_combine(h5c)[0] == judge.Verdict.HURTS
 
 
+def test_a_ratio_from_no_late_frames_shows_its_lower_bound():
+    # 0 → 59 late frames: the ratio is infinite, its CI's lower bound is what it says.
+    rr = rates.rate_ratio(np.array([0] * 5), np.array([239] * 5), np.array([12] * 5),
+                          np.array([247] * 5), 0.95)
+    assert np.isposinf(rr.value) and np.isfinite(rr.low) and rr.low > 1
+    assert tables.ratio_text(rr.value, rr.low, rr.high) == \
+        f"×∞ [{rr.low:.2f}, ∞]"
+    assert tables.ratio_text(np.nan, np.nan, np.nan) == "n/a"
+    assert tables.ratio_text(0.5, 0.25, 1.0) == "×0.50 [0.25, 1.00]"
+
+
 def spin_row(late_base, late, iqr, low, high, runs=5, frames=1200):
     """A busy_poll recommendations row: its late frames against sleeping wake-up's, its IQR
     ratio with CI; the rate ratio and its CI from the counts spread over ``runs`` runs."""

@@ -222,7 +222,10 @@ def _ratio(x: float) -> str:
 
 
 def ratio_text(value: float, low: float, high: float) -> str:
-    """A ratio with its CI as ×value [low, high]; n/a without a value."""
+    """A ratio with its CI as ×value [low, high]; n/a without a value. A rate that was 0
+    before has an infinite ratio but a finite lower bound: ×∞ [low, ∞]."""
+    if np.isposinf(value) and np.isfinite(low):
+        return f"×∞ [{_ratio(low)}, ∞]"
     if not np.isfinite(value):
         return "n/a"
     return f"×{_ratio(value)}" + (f" [{_ratio(low)}, {_ratio(high)}]" if np.isfinite(low)
