@@ -197,3 +197,20 @@ def test_figures_are_written_in_the_formats_named_and_a_wrong_name_stops_the_rep
         err = capsys.readouterr().err
         assert named in err and "RTSTUDY_FIGURE_FORMATS" in err and "nothing was rendered" in err
         assert _tree(project / "report") == before
+
+
+@pytest.mark.parametrize("limits, labels", [
+    ((3, 80), ["5", "10", "20", "50"]),
+    ((1, 1e4), ["1", "10", "100", "1000", "10000"]),
+])
+def test_a_log_axis_is_labelled_in_plain_numbers_without_its_minor_ticks(limits, labels):
+    fig, ax = plt.subplots()
+    ax.set_xscale("log")
+    ax.set_xlim(*limits)
+    figstyle.log_axis(ax)
+    fig.canvas.draw()
+    shown = [t.get_text() for t in ax.get_xticklabels() if limits[0] <= t.get_position()[0]
+             <= limits[1]]
+    assert shown == labels
+    assert not any(t.get_text() for t in ax.get_xticklabels(minor=True))
+    plt.close(fig)

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from matplotlib import ticker
 import seaborn as sns
 
 from rtstudy import paths
@@ -36,6 +37,17 @@ def style() -> None:
         "axes.spines.top": False, "axes.spines.right": False,
         "axes.titleweight": "bold", "legend.frameon": False,
     })
+
+
+def log_axis(ax: plt.Axes, which: str = "x") -> None:
+    """Label a log axis in plain numbers: 1, 2 and 5 per decade where it spans two decades or
+    less, else each decade. Matplotlib labels a span under a decade at its minor ticks (2×10¹,
+    3×10¹ …), which overlap."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    low, high = ax.get_xlim() if which == "x" else ax.get_ylim()
+    axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0) if high <= 100 * low else (1.0,)))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
 
 
 def formats() -> tuple[str, ...]:

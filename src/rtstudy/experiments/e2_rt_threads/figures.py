@@ -12,7 +12,7 @@ from rtstudy.experiments.e2_rt_threads.conditions import (PLAIN, SWITCH_INTERVAL
 from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS, POLICY_NAMES
 from rtstudy.inference.stats import CI, MIN_RUNS, over_runs
 from rtstudy.policies import short
-from rtstudy.report.figstyle import PALETTE, save, style
+from rtstudy.report.figstyle import PALETTE, log_axis, save, style
 
 POLICY_ORDER = list(POLICY_NAMES)
 
@@ -123,6 +123,7 @@ def _typical_and_late_axes(rows: list[dict], colors: list[str], runs: pd.DataFra
         ax.grid(axis="x", lw=0.3, alpha=0.5)
     axes[0].set_yticks(np.arange(len(rows)), names, fontsize="small")
     axes[0].invert_yaxis()
+    log_axis(axes[0])
     return fig, axes
 
 

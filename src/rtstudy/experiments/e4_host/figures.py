@@ -41,9 +41,12 @@ def e4_ladder(stats: pd.DataFrame, directory: Path | None = None) -> plt.Figure:
     jitter = stats[stats["kind"] == "jitter"].sort_values(["load", "cpu"])
     steps = ["p50", "p99", "p99.9", "p99.99", "max"]
     fig, ax = plt.subplots(figsize=(5.6, 3.6), layout="constrained")
-    for k, (_, r) in enumerate(jitter.iterrows()):
-        ax.plot(steps, [r[s] for s in steps], marker="o", ms=4, color=PALETTE[k % len(PALETTE)],
-                label=f"CPU {int(r['cpu'])}, {r['load']}")
+    # One color per CPU and load, a line per run; the legend names each group once.
+    for k, ((load, cpu), g) in enumerate(jitter.groupby(["load", "cpu"], sort=False)):
+        for j, (_, r) in enumerate(g.iterrows()):
+            ax.plot(steps, [r[s] for s in steps], marker="o", ms=3, lw=1, alpha=0.8,
+                    color=PALETTE[k % len(PALETTE)],
+                    label=f"CPU {int(cpu)}, {load} ({len(g)} runs)" if j == 0 else None)
     for name, values, ls in (("published, untuned core", published.LADDER_NS["untuned"], "--"),
                              ("published, tuned core", published.LADDER_NS["tuned"], ":")):
         ax.plot(steps[:3] + ["max"], [values[s] for s in ("p50", "p99", "p99.9", "max")],
