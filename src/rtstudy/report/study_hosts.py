@@ -240,11 +240,13 @@ class StudyHosts:
             return st["verdicts"].get(claim, "—")
 
         claims = list(dict.fromkeys(c for st in states for c in st["verdicts"]))
-        # One row per host state, named by its label (CPU model, state, SDK): a reader's words.
+        # One row per host state, named by its label (CPU model, state, SDK): a reader's words;
+        # the shown one first, then by label, so one machine's states sit together.
         verdicts = pd.DataFrame([{"host state": st["label"] + (" (shown)" if st["host_id"] ==
                                                                self.host_id else ""),
                                   **{claim: verdict(st, claim) for claim in claims}}
-                                 for st in states])
+                                 for st in sorted(states, key=lambda st: (
+                                     st["host_id"] != self.host_id, st["label"]))])
         blocks = [Markdown(words("hosts", hosts=hosts, profile=self.profile,
                                  shown_label=self.label()))]
         if hosts:
