@@ -38,14 +38,15 @@ __all__ = ["Study", "advice_table", "build_sections", "data_fingerprint", "first
 
 def advice_table(advice: list[Advice]) -> pd.DataFrame:
     """The report's "What to do" as a table, one row per change (a "when it helps" column
-    where any change has one)."""
+    where any change has one; a table cell shows its words as they are, so without the
+    list's bold)."""
     when = any(a.when for a in advice)
     return pd.DataFrame([{"change": a.change, "against": a.against,
                           "late frames: before → after": a.late, "late-frame ratio": a.ratio,
                           "decided": f"{a.word} ({a.why})" if a.why else a.word,
                           "typical jitter": a.typical,
                           "costs": a.cost,
-                          **({"when it helps": a.when} if when else {})}
+                          **({"when it helps": a.when.replace("**", "")} if when else {})}
                          for a in advice])
 
 
