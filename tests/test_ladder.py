@@ -273,8 +273,7 @@ def test_a_ratio_from_no_late_frames_shows_its_lower_bound():
     rr = rates.rate_ratio(np.array([0] * 5), np.array([239] * 5), np.array([12] * 5),
                           np.array([247] * 5), 0.95)
     assert np.isposinf(rr.value) and np.isfinite(rr.low) and rr.low > 1
-    assert tables.ratio_text(rr.value, rr.low, rr.high) == \
-        f"×∞ [{rr.low:.2f}, ∞]"
+    assert tables.ratio_text(rr.value, rr.low, rr.high) == f"×∞ [{rr.low:.2f}, ∞]"
     assert tables.ratio_text(np.nan, np.nan, np.nan) == "n/a"
     assert tables.ratio_text(0.5, 0.25, 1.0) == "×0.50 [0.25, 1.00]"
 
@@ -512,6 +511,8 @@ def test_a_fix_measured_longer_in_one_session_is_dealt_apart_and_its_words_not_c
     assert exchange.compare(one, other)["differ"] == ["operators_pinned"]
     assert exchange.compare(one, other, alike)["differ"] == []
     assert exchange.compare(one, other, alike)["changes"] == 1
+    # Without run lengths (older tables), every run of a label is dealt together.
+    assert exchange.run_lengths(runs.drop(columns="duration_s")) == {}
 
 
 def test_a_fix_gets_a_word_only_where_it_ran_as_long_as_its_baseline():
@@ -525,8 +526,6 @@ def test_a_fix_gets_a_word_only_where_it_ran_as_long_as_its_baseline():
     assert set(recs["change"]) == {"SCHED_FIFO", "switch_interval"}
     rungs = ladder.ladder(runs, runs.iloc[0:0], "SCHED_FIFO", CI95)
     assert "operators_pinned" in set(rungs["rung"])
-    # Without run lengths (older tables), every run of a label is dealt together.
-    assert exchange.run_lengths(runs.drop(columns="duration_s")) == {}
 
 
 def test_the_rerun_check_judges_the_ladder_and_the_headline_late_rates_by_name():

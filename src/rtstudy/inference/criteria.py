@@ -221,7 +221,8 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
          Change("2026-11-30T03:14Z", "22ffc49", "a fix judged in a session only where it and "
                 "its baseline ran one length (was: also the ladder's 4 s pinned-loads rung "
                 "beside a baseline sized for another fix, which dealt pairs of untuned 4.6's "
-                "newest two sessions worded alike in 38 of 100); after the sessions it judges existed"))),
+                "newest two sessions worded alike in 38 of 100); after the sessions it judges "
+                "existed"))),
     Criterion(
         "e2_min_late_events", "H2", 10, "late frames",
         "a rate ratio is judged only where both conditions together had at least this many "

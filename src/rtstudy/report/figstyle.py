@@ -45,7 +45,8 @@ def log_axis(ax: plt.Axes, which: str = "x") -> None:
     3×10¹ …), which overlap."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     low, high = ax.get_xlim() if which == "x" else ax.get_ylim()
-    axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0) if high <= 100 * low else (1.0,)))
+    subs = (1.0, 2.0, 5.0) if high <= 100 * low else (1.0,)
+    axis.set_major_locator(ticker.LogLocator(subs=subs))
     axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(ticker.NullFormatter())
 
