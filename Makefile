@@ -49,7 +49,7 @@ $(error $(VENV) holds Python $(VENV_VERSION), but PYTHON=$(PYTHON) is Python $(P
 endif
 endif
 
-.PHONY: study study-tuned new-session test test-fast setup sysdeps sdk report screenshots profile push pull publish-reference lab lock lock-all clean-venv help
+.PHONY: study study-tuned new-session test test-fast setup syscheck sysdeps sdk report screenshots profile push pull publish-reference lab lock lock-all clean-venv help
 
 help:
 	@echo "make study          set up, then run the whole study into report/report.html (dvc repro)"
@@ -59,6 +59,8 @@ help:
 	@echo "                    RT_THROTTLING=keep leaves sched_rt_runtime_us as it is, default lift: -1)"
 	@echo "make new-session    close the measured sessions (kept in data/raw/.../sessions/): the next"
 	@echo "                    make study measures every cell again, as another session beside them"
+	@echo "make sysdeps        as root: install the system tools make study uses (FOR=test: and make test's);"
+	@echo "                    make study and make test only check, and ask before installing"
 	@echo "make test           set up, then run every test (real Holoscan runs at smoke size)"
 	@echo "make test-fast      the pure-logic tests only (no measuring, pipeline, server, network)"
 	@echo "make sdk            build the environments of the Holoscan versions that need one (5.0.0's root; the seed profile's 3.5.0 venv)"
@@ -72,7 +74,7 @@ help:
 	@echo "make lock-all       re-resolve the lock of every supported Python: $(SUPPORTED)"
 	@echo "PYTHON=python3.X    the Python to use (supported: $(SUPPORTED)); VENV=DIR its venv (default .venv)"
 
-setup: $(STAMP) sysdeps
+setup: $(STAMP) syscheck
 
 $(STAMP): $(LOCK) pyproject.toml setup.py src/rtstudy/_native.c src/rtstudy/sdks/kernelspec.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -82,12 +84,18 @@ $(STAMP): $(LOCK) pyproject.toml setup.py src/rtstudy/_native.c src/rtstudy/sdks
 	@touch $@
 
 # System tools by distribution (rtstudy.machine.sysdeps): what the measurements use; `make test` adds
-# what only the tests use (chromium, sshd). A target-specific value reaches the target's
-# prerequisites, so `make test` -> setup -> sysdeps installs both sets.
+# what only the tests use (chromium, sshd). Installing them changes the machine, so only `make
+# sysdeps` (as root) installs; `make study` and `make test` check (a target-specific value reaches
+# the target's prerequisites: test -> setup -> syscheck checks both sets). Where a tool is missing
+# they ask on a terminal; otherwise `make study` stops before measuring (SYSDEPS=skip goes on
+# without, SYSDEPS=install installs without asking) and `make test` goes on (its tests skip).
 SYSDEPS_FOR = study
 test: SYSDEPS_FOR = test
-sysdeps: $(STAMP)
+FOR ?= study
+syscheck: $(STAMP)
 	@$(BIN)/python -m rtstudy.machine.sysdeps --for $(SYSDEPS_FOR)
+sysdeps: $(STAMP)
+	@$(BIN)/python -m rtstudy.machine.sysdeps --for $(FOR) --install
 
 # Holoscan versions whose wheels need a newer glibc than the host's run in a Debian 13 root
 # (rtstudy.sdks.sdkroot), a 4.x version other than the venv's (3.5.0) in a venv of its own

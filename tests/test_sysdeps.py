@@ -4,6 +4,7 @@ missing tool costs (and the report's words for it), and the split between `make 
 with a runner that records commands; the Debian names are checked against this host's apt."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -224,7 +225,8 @@ def test_a_perf_that_does_not_run_is_missing_and_e2_plans_no_trace(tmp_path, mon
     write_plan(tmp_path, cells, context, cfg["order_seed"])
     ds = Dataset(tmp_path, {"traces": pd.DataFrame()})
     traces = e2_section.traced_runs(ds)
-    assert traces == {"planned": 0, "measured": 0}
+    assert traces == {"planned": 0, "measured": 0, "unavailable": 0, "conditions": [],
+                      "reasons": []}
     text = render(e2_section.FOLDER, "no_trace", cfg=cfg, traces=traces)
     assert "its plan holds no traced run" in text and "had no working perf" in text
     _executable(bin_dir, "perf", 0)
@@ -232,13 +234,29 @@ def test_a_perf_that_does_not_run_is_missing_and_e2_plans_no_trace(tmp_path, mon
     assert [c for c in e2_plan.plan(cfg, fingerprint, {}) if c.config.get("trace_s")]
 
 
+NONE_LOST = {"unavailable": 0, "conditions": [], "reasons": []}
+LOST = {"unavailable": 2, "conditions": ["SCHED_FIFO-lf3-native-busy_poll-trace"],
+        "reasons": ["perf script could not read the trace back (exit 255): incompatible file "
+                    "format"]}
+
+
 @pytest.mark.parametrize("trace_seconds, traces, words", [
-    (0, {"planned": 0, "measured": 0}, "`e2_rt_threads.trace_seconds` is 0"),
-    (0.5, {"planned": 3, "measured": 1}, "2 of its 3 traced runs are not measured yet"),
+    (0, {"planned": 0, "measured": 0, **NONE_LOST}, "`e2_rt_threads.trace_seconds` is 0"),
+    (0.5, {"planned": 3, "measured": 1, **NONE_LOST}, "2 of its 3 traced runs are not measured yet"),
+    (0.5, {"planned": 3, "measured": 3, **LOST}, "2 of its 3 traced runs have no trace: perf "
+     "script could not read the trace back (exit 255): incompatible file format"),
 ])
 def test_the_other_reasons_for_no_trace(trace_seconds, traces, words):
     cfg = {**params.stage_config("e2_rt_threads", "smoke"), "trace_seconds": trace_seconds}
     assert words in render(e2_section.FOLDER, "no_trace", cfg=cfg, traces=traces)
+
+
+def test_traced_runs_without_their_trace_are_named_with_why_and_how_to_get_them():
+    text = render(e2_section.FOLDER, "traces_missing", traces={"planned": 3, "measured": 3,
+                                                                **LOST})
+    assert text.startswith("2 of E2's 3 traced runs have no scheduler trace "
+                           "(SCHED_FIFO-lf3-native-busy_poll)")
+    assert "incompatible file format" in text and "run `make study`" in text
 
 
 def test_e4_words_name_the_floor_and_loads_the_data_holds():
@@ -274,3 +292,84 @@ def test_the_debian_names_exist_in_this_hosts_archive(tool):
                                  env=dict(os.environ, LC_ALL="C")).stdout
             candidate = re.search(r"Candidate: (\S+)", out)
             assert candidate and candidate.group(1) != "(none)", f"{package}: {out!r}"
+
+
+def _only_missing(monkeypatch, missing: set[str]) -> list[list[str]]:
+    """Every tool installed but ``missing``; the install commands that would run, recorded."""
+    monkeypatch.setattr(sysdeps, "which", lambda tool: None if tool in missing else f"/x/{tool}")
+    ran: list[list[str]] = []
+    monkeypatch.setattr(sysdeps, "install_missing", lambda tools, distro: ran.append(
+        [t.name for t in tools]) or [])
+    return ran
+
+
+@pytest.mark.parametrize("purpose, consent, code", [
+    ("study", "", 2), ("study", "skip", 0), ("test", "", 0)])
+def test_make_study_and_make_test_install_nothing_unasked(monkeypatch, capsys, purpose, consent,
+                                                         code):
+    """Without a terminal nobody can be asked: nothing is installed; `make study` stops before
+    measuring with both ways on, `make test` goes on (its tests skip)."""
+    ran = _only_missing(monkeypatch, {"perf"})
+    monkeypatch.setenv(sysdeps.CONSENT_ENV, consent)
+    assert sysdeps.main(["--for", purpose]) == code
+    assert ran == []
+    out = capsys.readouterr()
+    assert "perf is missing: E2's kernel scheduler traces are lost" in out.out
+    if code:
+        assert "make study stops here, before measuring anything: perf missing" in out.err
+        assert "make sysdeps" in out.err and "make study SYSDEPS=skip" in out.err
+
+
+def test_an_install_is_asked_for_or_agreed_to(monkeypatch):
+    if os.geteuid() != 0 or sysdeps.detect().manager is None:
+        pytest.skip("installs only as root, with a package manager this study knows")
+    ran = _only_missing(monkeypatch, {"perf"})
+    monkeypatch.delenv(sysdeps.CONSENT_ENV, raising=False)
+    assert sysdeps.main(["--for", "study", "--install"]) == 0  # make sysdeps
+    monkeypatch.setenv(sysdeps.CONSENT_ENV, "install")
+    assert sysdeps.main(["--for", "study"]) == 0
+    monkeypatch.setenv(sysdeps.CONSENT_ENV, "no")
+    assert sysdeps.main(["--for", "study"]) == 2
+    assert ran == [["perf"], ["perf"]]
+
+
+def _unit_root(tmp_path: Path) -> Path:
+    """A copy of a system's unit folders with one service that wants to start at boot."""
+    root = tmp_path / "sys"
+    (root / "etc/systemd/system").mkdir(parents=True)
+    units = root / "lib/systemd/system"
+    units.mkdir(parents=True)
+    (units / "rtstudy-probe.service").write_text(
+        "[Unit]\nDescription=a unit a package enables\n[Service]\nExecStart=/bin/true\n"
+        "[Install]\nWantedBy=multi-user.target\n")
+    return root
+
+
+@pytest.mark.skipif(shutil.which("systemctl") is None, reason="no systemctl")
+def test_a_unit_an_install_enabled_is_disabled_again_and_one_enabled_before_stays(tmp_path):
+    root = _unit_root(tmp_path)
+    before = sysdeps.enabled_units(root)
+    assert "rtstudy-probe.service" not in before
+    # What a package's install script does (Debian's openssh-server: ssh.service).
+    subprocess.run(["systemctl", f"--root={root}", "enable", "rtstudy-probe.service"],
+                   check=True, capture_output=True)
+    assert "rtstudy-probe.service" in sysdeps.enabled_units(root)
+    assert sysdeps.disable_new(before, root) == ["rtstudy-probe.service"]
+    assert "rtstudy-probe.service" not in sysdeps.enabled_units(root)
+    assert not list((root / "etc/systemd/system").rglob("rtstudy-probe.service"))
+    # Enabled before the install (the user's own choice): left as it is.
+    subprocess.run(["systemctl", f"--root={root}", "enable", "rtstudy-probe.service"],
+                   check=True, capture_output=True)
+    assert sysdeps.disable_new(sysdeps.enabled_units(root), root) == []
+    assert "rtstudy-probe.service" in sysdeps.enabled_units(root)
+
+
+@pytest.mark.skipif(not sysdeps.RECORD.is_file(), reason="`make sysdeps` never installed here")
+def test_the_units_the_last_install_enabled_are_not_enabled_now():
+    """On this machine, for real: what `make sysdeps` installed (openssh-server, in CI) left no
+    unit enabled for the next boot."""
+    record = json.loads(sysdeps.RECORD.read_text())
+    enabled = sysdeps.enabled_units()
+    assert not set(record["units_disabled_again"]) & enabled
+    if "sshd" in record["tools"] and "sshd" not in record["still_missing"]:
+        assert not {u for u in enabled if u.startswith(("ssh.", "sshd."))}, enabled

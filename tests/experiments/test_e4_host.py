@@ -71,7 +71,7 @@ def test_a_measurements_own_sampling_variance_is_given_only_where_its_bootstrap_
 
 
 @pytest.mark.skipif(shutil.which("cyclictest") is None or shutil.which("cyclicdeadline") is None,
-                    reason="rt-tests not installed (make setup installs it as root)")
+                    reason="rt-tests not installed (`make sysdeps` installs it, as root)")
 def test_floor_cells_measure_with_rt_tests(tmp_path, fingerprint):
     from rtstudy import params
 

@@ -10,8 +10,15 @@ be set beside a frame.
 Debian's ``trace-cmd`` 3.1 cannot be used on this kind of host: it writes
 ``/proc/sys/kernel/ftrace_enabled``, which the kernel refuses ("Can't enable
 ftrace"), and its ``-d`` option that skips the write crashes. ``perf`` (Debian
-``linux-perf``) reads the same tracepoints. perf mounts tracefs when it is not
-mounted; whatever it mounted is unmounted afterwards and recorded.
+``linux-perf``) reads the same tracepoints.
+
+A trace is an instrument, not the measurement: whatever stops it (no perf, perf refused,
+tracefs not readable, a data file ``perf script`` cannot read) is recorded as
+``unavailable`` with its reason, and the traced block runs and keeps its measurement all the
+same. tracefs is prepared first: after a boot it is not mounted, and a perf that does not
+mount it itself (Debian 13's 6.12 inside the SDK root's own mount namespace) records
+tracepoints it cannot read back. Where it is not mounted the trace mounts it at
+``/sys/kernel/tracing`` and unmounts what it mounted afterwards; both are recorded.
 
 The trace is started disabled and enabled through perf's control FIFO, which
 answers "ack" once the events are on, so the traced block starts only when
@@ -55,10 +62,6 @@ _SWITCH = re.compile(r"prev_comm=(.*) prev_pid=(-?\d+) prev_prio=(-?\d+) prev_st
 _WAKE = re.compile(r"comm=(.*) pid=(-?\d+) prio=(-?\d+) target_cpu=(\d+)\s*$")
 COLUMNS = ("t_ns", "cpu", "event", "tid", "pid", "comm", "prio", "prev_pid", "prev_comm",
            "prev_state")
-
-
-class TraceError(RuntimeError):
-    """The trace could not be taken; the message says why and what to do."""
 
 
 def tracefs_mounts() -> set[str]:
@@ -108,20 +111,44 @@ def parse(text: str) -> dict[str, list]:
     return cols
 
 
+TRACEFS = "/sys/kernel/tracing"
+
+
+def mount_tracefs(record: dict) -> None:
+    """Mount tracefs at :data:`TRACEFS` where no tracefs is mounted yet; what was done (or
+    why it could not be) goes into ``record["tracefs"]``. Unmounted again by :func:`_script`."""
+    if tracefs_mounts():
+        record["tracefs"] = "mounted before the trace"
+        return
+    if not os.path.isdir(TRACEFS):
+        record["tracefs"] = f"not mounted, and {TRACEFS} does not exist (a kernel without tracefs)"
+        return
+    done = subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True,
+                          text=True)
+    record["tracefs"] = ("mounted by the trace" if done.returncode == 0 else
+                         f"not mounted, and mounting it failed: {done.stderr.strip()[-300:]}")
+
+
 @contextlib.contextmanager
 def sched_trace(limit_s: float, record: dict):
     """Trace the scheduler on every CPU while the block runs (at most ``limit_s`` seconds).
 
-    ``record`` is filled in: ``tool``, ``events``, ``gil`` (the GIL probes: whether they
-    were recorded, from which file, or why not), ``tracefs_mounted_by_trace`` (unmounted
-    again), ``perf_stderr`` and, once the block ends, ``columns`` (:func:`parse`). Raises
-    :class:`TraceError` when perf is missing or does not start; the block does not run then.
+    ``record`` is filled in: ``tool``, ``events``, ``tracefs`` (how it was prepared), ``gil``
+    (the GIL probes: whether they were recorded, from which file, or why not),
+    ``tracefs_mounted_by_trace`` (unmounted again), ``perf_stderr`` and, once the block ends,
+    ``columns`` (:func:`parse`) and ``n_events``. Never raises for the trace: where perf is
+    missing, does not start, or its data cannot be read back, ``record["unavailable"]`` says
+    why and what to do, ``columns`` is absent, and the block runs (and is measured) all the
+    same. An exception of the block itself goes through.
     """
     perf = shutil.which("perf")
     if perf is None:
-        raise TraceError("perf is not installed: `sudo apt-get install linux-perf` "
-                         "(make setup does this when run as root)")
+        record["unavailable"] = ("perf is not installed: `make sysdeps` (as root) installs "
+                                 "it (Debian: apt-get install linux-perf)")
+        yield record
+        return
     before = tracefs_mounts()
+    mount_tracefs(record)
     with tempfile.TemporaryDirectory(prefix="rtstudy-trace-") as tmp:
         ctl, ack, data = Path(tmp, "ctl"), Path(tmp, "ack"), Path(tmp, "perf.data")
         os.mkfifo(ctl)
@@ -131,23 +158,51 @@ def sched_trace(limit_s: float, record: dict):
         probes = add_gil_probes(perf, record)
         events = [*EVENTS, *probes]
         cmd = _record_command(perf, ctl, ack, data, events, limit_s)
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, preexec_fn=die_with_parent)
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True, preexec_fn=die_with_parent)
+        except OSError as exc:
+            os.close(ctl_fd)
+            os.close(ack_fd)
+            _script(perf, Path(tmp, "none"), probes, before, record)
+            record["unavailable"] = f"perf record could not start: {exc}"
+            yield record
+            return
         record.update(tool="perf record", events=events, clock="CLOCK_MONOTONIC")
         try:
-            _command(ctl_fd, ack_fd, "enable", proc)
+            started = _command(ctl_fd, ack_fd, "enable", proc)
             yield record
-            _command(ctl_fd, ack_fd, "disable", proc)
+            if started:
+                _command(ctl_fd, ack_fd, "disable", proc)
         finally:
             err = _stop(proc)
             os.close(ctl_fd)
             os.close(ack_fd)
             record["perf_stderr"] = (err or "").strip()[-2000:]
             script = _script(perf, data, probes, before, record)
-        if script.returncode != 0:
-            raise TraceError(f"perf script failed: {script.stderr.strip()[-500:]}")
+        why = (f"perf did not start tracing (no answer to 'enable' within 10 s): "
+               f"{record['perf_stderr'][-500:] or 'no message'}" if not started
+               else _unreadable(script, data))
+        if why:
+            record["unavailable"] = why
+            return
         record["columns"] = parse(script.stdout)
         record["n_events"] = len(record["columns"]["t_ns"])
+        if not record["n_events"]:
+            record["unavailable"] = ("perf recorded no scheduler event (tracefs "
+                                     f"{record.get('tracefs', 'unknown')}); stderr: "
+                                     f"{record['perf_stderr'][-300:] or 'none'}")
+            del record["columns"]
+
+
+def _unreadable(script: subprocess.CompletedProcess | None, data: Path) -> str:
+    """Why the trace's data cannot be read back ("" when it can)."""
+    if script is None:
+        return f"perf wrote no data file ({data.name})"
+    if script.returncode != 0:
+        return (f"perf script could not read the trace back (exit {script.returncode}): "
+                f"{script.stderr.strip()[-500:] or 'no message'}")
+    return ""
 
 
 def _record_command(perf: str, ctl: Path, ack: Path, data: Path, events: list[str],
@@ -174,10 +229,13 @@ def _stop(proc: subprocess.Popen) -> str | None:
 
 
 def _script(perf: str, data: Path, probes: list[str], before: set[str],
-            record: dict) -> subprocess.CompletedProcess:
-    """``perf script`` of ``data``; then, whatever happened, the GIL probes removed and the
-    tracefs mounts made since ``before`` unmounted (recorded in ``record``)."""
+            record: dict) -> subprocess.CompletedProcess | None:
+    """``perf script`` of ``data`` (None where there is no such file); then, whatever
+    happened, the GIL probes removed and the tracefs mounts made since ``before`` unmounted
+    (recorded in ``record``)."""
     try:
+        if not data.is_file():
+            return None
         # Before the unmount: perf script reads the events' formats from tracefs, and
         # reading debugfs's tracing folder mounts it again by itself.
         return subprocess.run([perf, "script", "-i", str(data), "--ns", "-F",
@@ -239,13 +297,13 @@ def remove_gil_probes(perf: str) -> None:
     subprocess.run([perf, "probe", "-q", "-d", f"{PROBE_GROUP}:*"], capture_output=True)
 
 
-def _command(ctl_fd: int, ack_fd: int, command: str, proc: subprocess.Popen) -> None:
-    """Send perf a control command and wait (at most 10 s) for its "ack"."""
+def _command(ctl_fd: int, ack_fd: int, command: str, proc: subprocess.Popen) -> bool:
+    """Send perf a control command and wait (at most 10 s) for its "ack"; False, with perf
+    killed, when none came."""
     os.write(ctl_fd, f"{command}\n".encode())
     ready, _, _ = select.select([ack_fd], [], [], 10)
     if not ready:
         proc.kill()
-        err = proc.communicate()[1] or ""
-        raise TraceError(f"perf did not acknowledge '{command}' within 10 s: "
-                         f"{err.strip()[-500:] or 'no message'}")
+        return False
     os.read(ack_fd, 64)
+    return True

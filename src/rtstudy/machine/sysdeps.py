@@ -1,34 +1,50 @@
-"""System tools the study needs besides Python, by distribution: installed when we may, explained
-when we may not.
+"""System tools the study needs besides Python, by distribution: installed only when the user
+asks, explained otherwise.
 
-``make study`` runs ``python -m rtstudy.machine.sysdeps --for study`` (cyclictest, stress-ng, perf:
-the measurements use them; debootstrap: the Debian 13 root of Holoscan 5.0); ``make test`` runs
-``--for test``, which adds chromium and sshd (only tests use them). The distribution comes from
-os-release's ``ID`` and ``ID_LIKE`` (:func:`platform.freedesktop_os_release`): Debian, Ubuntu,
-or the RHEL family (RHEL, CentOS, Rocky, AlmaLinux, Fedora). As root it installs each missing
-tool's packages one package at a time, so that one name the archive lacks does not stop the
-others; otherwise, or on another distribution, it prints the command to run. Either way it says
-exactly what each missing tool costs (:data:`TOOLS`) and it never fails the set-up.
+``make sysdeps`` (``python -m rtstudy.machine.sysdeps --for study --install``) installs what the
+measurements use (cyclictest, stress-ng, perf; debootstrap: the Debian 13 root of Holoscan 5.0);
+``make sysdeps FOR=test`` adds chromium and sshd (only tests use them). ``make study`` and ``make
+test`` only check (``--for study`` / ``--for test``): where a tool is missing they ask on a
+terminal, and otherwise say what is missing, what it costs and the command that installs it.
+``make study`` then stops before anything is measured (``SYSDEPS=skip`` goes on without,
+``SYSDEPS=install`` installs without asking); ``make test`` goes on, and the tests that need a
+missing tool skip. Installing system packages is never a side effect.
 
-It never starts a service. apt starts a package's services from its maintainer scripts unless
-``policy-rc.d`` (Debian's hook that vetoes service starts) says no: where the host has none, one
-is put in place for the install and removed after, so installing ``openssh-server`` leaves no SSH
-daemon listening. An RPM's scriptlets only apply systemd presets (enable, never start), so dnf
-and yum need nothing.
+The distribution comes from os-release's ``ID`` and ``ID_LIKE``
+(:func:`platform.freedesktop_os_release`): Debian, Ubuntu, or the RHEL family (RHEL, CentOS,
+Rocky, AlmaLinux, Fedora). As root it installs each missing tool's packages one package at a
+time, so that one name the archive lacks does not stop the others.
+
+It leaves no service running or enabled that was not before. apt starts a package's services
+from its maintainer scripts unless ``policy-rc.d`` (Debian's hook that vetoes service starts)
+says no: where the host has none, one is put in place for the install and removed after. A
+package's scripts also enable its units for the next boot (Debian's openssh-server enables
+``ssh.service``; an RPM applies its presets): every unit enabled by the install is disabled
+again (:func:`disable_new`), and what was installed and disabled is recorded in
+:data:`RECORD`.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import shutil
 import subprocess
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
 POLICY_RC_D = Path("/usr/sbin/policy-rc.d")
+# What the last install did: packages installed, units disabled again (outside every checkout,
+# as the SDK roots are: it describes the machine).
+RECORD = Path("/var/lib/rtstudy/sysdeps.json")
+# The user's answer for scripts and CI, where nobody can be asked: `make study SYSDEPS=skip`.
+CONSENT_ENV = "SYSDEPS"
+CONSENTS = ("install", "skip")
 # apt-get waits this long (s) for another apt or dpkg to finish instead of failing at once.
 APT_LOCK_TIMEOUT_S = 300
 
@@ -306,31 +322,113 @@ def no_service_starts():
         POLICY_RC_D.unlink(missing_ok=True)
 
 
+def enabled_units(root: Path = Path("/")) -> set[str]:
+    """The systemd units enabled for boot under ``root`` (a whole system, or a copy of its
+    ``etc`` and ``lib`` for a test): what ``systemctl list-unit-files --state=enabled`` lists.
+    Empty where there is no systemctl. Works whether or not systemd is running."""
+    systemctl = shutil.which("systemctl")
+    if systemctl is None:
+        return set()
+    out = subprocess.run([systemctl, f"--root={root}", "list-unit-files", "--state=enabled",
+                          "--no-legend", "--no-pager"], capture_output=True, text=True)
+    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+def disable_new(before: set[str], root: Path = Path("/")) -> list[str]:
+    """Disable every unit enabled under ``root`` since ``before`` (:func:`enabled_units`); the
+    units disabled. ``systemctl disable`` also turns a SysV script's start links into stop
+    links (Debian's ``/etc/init.d/ssh``)."""
+    new = sorted(enabled_units(root) - before)
+    for unit in new:
+        subprocess.run(["systemctl", f"--root={root}", "--no-reload", "disable", unit],
+                       capture_output=True)
+    return new
+
+
 def _run(cmd: list[str]) -> int:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     # The manager's progress is noise on a terminal; its errors (stderr) say why a package failed.
     return subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode
 
 
+def install_missing(tools: tuple[Tool, ...], distro: Distro) -> list[str]:
+    """Install ``tools`` (root, a known package manager): one package at a time, no service
+    started, every unit the install enabled disabled again, all of it recorded in
+    :data:`RECORD`. The tools still missing."""
+    before = enabled_units()
+    with no_service_starts() if distro.manager == "apt-get" else contextlib.nullcontext():
+        missing = install(tools, distro, _run)
+    disabled = disable_new(before)
+    for unit in disabled:
+        print(f"Disabled again: {unit} (its package's install enabled it for the next boot; "
+              "the study starts no service, and its tests run their own sshd)", flush=True)
+    record = {"utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "tools": [t.name for t in tools], "still_missing": missing,
+              "units_disabled_again": disabled}
+    with contextlib.suppress(OSError):
+        RECORD.parent.mkdir(parents=True, exist_ok=True)
+        RECORD.write_text(json.dumps(record, indent=2) + "\n")
+    return missing
+
+
+def _ask(question: str) -> bool:
+    """Ask on the terminal; False where there is none to ask on."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return False
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Install (as root) or explain the tools ``--for study`` or ``--for test`` needs; exit 0."""
+    """Check (default) or ``--install`` the tools ``--for study`` or ``--for test`` needs.
+
+    Exit 0 when nothing is missing, after an install, for ``--for test`` (its tests skip), or
+    with ``SYSDEPS=skip``; 2 when ``make study`` would measure without a tool nobody agreed to
+    go without, or when ``--install`` cannot install (not root, no package manager).
+    """
     parser = argparse.ArgumentParser(prog="python -m rtstudy.machine.sysdeps",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--for", dest="purpose", choices=("study", "test"), default="study",
                         help="study: what the measurements use; test: that and what only tests use")
+    parser.add_argument("--install", action="store_true",
+                        help="install what is missing (as root; `make sysdeps`), else only check")
     args = parser.parse_args(argv)
-    tools = tools_for(args.purpose)
-    missing = [t.name for t in tools if which(t.name) is None]
-    if not missing:
+    consent = os.environ.get(CONSENT_ENV, "")
+    if consent and consent not in CONSENTS:
+        print(f"rtstudy: {CONSENT_ENV}={consent!r} is not one of {', '.join(CONSENTS)}",
+              file=sys.stderr)
+        return 2
+    tools = tuple(t for t in tools_for(args.purpose) if which(t.name) is None)
+    if not tools:
+        if args.install:
+            print(f"Every system tool `make {args.purpose}` uses is installed.")
         return 0
     distro = detect()
     root = os.geteuid() == 0
-    if root and distro.manager and shutil.which(distro.manager):
-        with no_service_starts() if distro.manager == "apt-get" else contextlib.nullcontext():
-            missing = install(tuple(t for t in tools if t.name in missing), distro, _run)
-    for tool in missing:
-        print(f"NOTE: {advice(distro, tool, root=root)}")
-    return 0
+    can = root and bool(distro.manager) and shutil.which(distro.manager or "") is not None
+    names = ", ".join(t.name for t in tools)
+    command = ("make sysdeps" + (" FOR=test" if args.purpose == "test" else "")
+               + ("" if root else " (as root)"))
+    if can and (args.install or consent == "install" or _ask(
+            f"Missing system tools: {names}. Install them now with {distro.manager} (no "
+            "service is started or enabled)? [y/N] ")):
+        tools = tuple(t for t in tools if t.name in install_missing(tools, distro))
+        if not tools:
+            return 0
+    for tool in tools:
+        print(f"NOTE: {advice(distro, tool.name, root=root)}")
+    if args.install:
+        print(f"rtstudy: cannot install {', '.join(t.name for t in tools)} here"
+              + ("" if root else ": run `sudo make sysdeps`") + ".", file=sys.stderr)
+        return 2
+    if args.purpose == "test" or consent == "skip":
+        return 0
+    print(f"rtstudy: make study stops here, before measuring anything: {names} missing. "
+          f"Install them with `{command}`, or measure without them (each stage then says what "
+          f"it cannot do): `make study {CONSENT_ENV}=skip`.", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ PACKAGE_DIR = "/opt/rtstudy/src"  # the copy of rtstudy the cells import inside 
 MANIFEST = "rtstudy-root.json"
 BUILD_TIMEOUT_S = 1800  # debootstrap + apt + pip (~330 MB) on a slow mirror
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+TRACEFS = "/sys/kernel/tracing"
 
 
 class RootError(RuntimeError):
@@ -128,7 +129,7 @@ def problems() -> list[str]:
                           ("chroot", "coreutils")):
         if shutil.which(tool) is None:
             found.append(f"`{tool}` is not installed: install the package {package} "
-                         "(make setup installs it on Debian and Ubuntu; on RHEL it is in EPEL)")
+                         "(`make sysdeps` installs it on Debian and Ubuntu; on RHEL it is in EPEL)")
     return found
 
 
@@ -136,6 +137,13 @@ def _script(root: Path, argv: list[str], env: dict[str, str], binds: list[Path])
     """The host command that runs ``argv`` inside ``root`` in a private mount namespace."""
     r = shlex.quote(str(root))
     lines = ["set -e",
+             # tracefs, in this namespace only: after a boot the host has none mounted, and
+             # perf (E2's traces, rtstudy.apps.trace) reads the events' formats at the end of
+             # a recording after visiting other processes' mount namespaces, which returns it
+             # to this namespace's own root, outside the chroot: without tracefs here it then
+             # writes a trace it cannot read back. The /sys bind below carries it into the root.
+             f"grep -qs ' {TRACEFS} tracefs ' /proc/mounts || ! test -d {TRACEFS} || "
+             f"mount -t tracefs nodev {TRACEFS} || true",
              f"mount -t proc proc {r}/proc",
              f"mount --rbind /sys {r}/sys",
              f"mount --rbind /dev {r}/dev"]

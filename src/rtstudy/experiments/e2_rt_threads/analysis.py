@@ -132,6 +132,7 @@ def _trace_row(cell: CellData, base: dict, metrics: dict, frames: int, attribute
     trace = cell.sidecar["summary"].get("trace", {})
     return {**base, "events": int(trace.get("n_events", 0)), "frames": frames,
             "attributed": attributed, "gil_probed": bool(trace.get("gil", {}).get("probed")),
+            "unavailable": str(trace.get("unavailable", "")),
             **{k: metrics[k] for k in ("n", "period_iqr_us", "late")}}
 
 

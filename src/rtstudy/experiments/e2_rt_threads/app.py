@@ -174,8 +174,9 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
     extra = {}
     if fragment:
         fragments.add_results(far, target, start, config, summary, extra)
-    if trace:
+    if "columns" in trace:  # absent where the trace is unavailable (its record says why)
         extra["trace"] = trace.pop("columns")
+    if trace:
         summary["trace"] = trace
     return columns, {"operators": operators,
                      "effective": {**config, "default_pool_workers": workers},

@@ -160,8 +160,9 @@ def run(config: dict, realtime) -> tuple[dict, dict, dict]:
                # What 5.0's compiler accepted for each partition's thread, against the request.
                "placements": placements}
     extra = {}
-    if trace:
+    if "columns" in trace:  # absent where the trace is unavailable (its record says why)
         extra["trace"] = trace.pop("columns")
+    if trace:
         summary["trace"] = trace
     return columns, {"operators": {"target": {"ticks": len(target.t_start), "sched": target.sched}},
                      "effective": {**config, "sdk_api": 5},

@@ -33,7 +33,7 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is not installed; `sudo apt-get install "
                              f"{'rt-tests' if tool == 'cyclictest' else tool}` "
-                             "(make setup does this when run as root)")
+                             "(`make sysdeps` does this, as root)")
     interval_us = round(config["period_ns"] / 1000)
     cmd = ["cyclictest", "-q", "-v", "-m", "--laptop", "-t", "1", "-d", "0",
            "-p", str(config["priority"]), "--policy", "fifo", "-i", str(interval_us),

@@ -118,7 +118,7 @@ def host_problems(cfg: dict, fp: dict) -> list[str]:
                              and "e2_rt_threads.load_placements 'process' and the loaded floor")):
         if needed_by and which(tool) is None:
             problems.append(f"{tool} is not installed, and {needed_by} need it: install it "
-                            "(`make setup` does, as root), or set e2_rt_threads.floor: false"
+                            "(`make sysdeps` does, as root), or set e2_rt_threads.floor: false"
                             + (" and remove 'process' from load_placements"
                                if tool == "stress-ng" else ""))
     if cfg["seed_topologies"] and len(fp["cpu"]["online"]) < 2:

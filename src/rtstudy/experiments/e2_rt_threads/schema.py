@@ -136,6 +136,9 @@ SCHEMA = {
         "attributed": ("int", "count", "those inside the trace, attributed (`attribution`'s "
                        "rows); 0 when none could be"),
         "gil_probed": ("bool", "", "whether the trace holds the GIL probes"),
+        "unavailable": ("str", "", "why the run has no trace (perf missing, refused, or its data "
+                        "unreadable: the run is measured and kept all the same); empty when it "
+                        "has one"),
         "n": _RUN_METRICS["n"], "period_iqr_us": _RUN_METRICS["period_iqr_us"],
         "late": _RUN_METRICS["late"],
     }),

@@ -28,15 +28,21 @@ HYPOTHESIS = "H2"
 H5C = "H5c"  # Holoscan 5.0's busy polling: its verdict, and the claim its advice row names
 
 
-def traced_runs(ds: Dataset) -> dict[str, int]:
-    """How many traced runs E2's plan holds (``planned``) and how many are measured.
+def traced_runs(ds: Dataset) -> dict:
+    """How many traced runs E2's plan holds (``planned``), how many are measured, and which of
+    those have no trace (``unavailable``: how many, ``conditions``, ``reasons``).
 
     Why a dataset has no trace is read from the data, not from the host that renders
     it: E2 plans traced runs only where the measuring host had a working ``perf``
-    (``plan.tracing``), and the plan is recorded beside the cells.
+    (``plan.tracing``), the plan is recorded beside the cells, and a traced run whose trace
+    could not be taken or read back records why (:func:`rtstudy.apps.trace.sched_trace`).
     """
     planned = sum(1 for c in read_plan(ds.directory)["cells"] if c["config"].get("trace_s"))
-    return {"planned": planned, "measured": len(ds.tables["traces"])}
+    traces = ds.tables["traces"]
+    lost = traces[traces["unavailable"] != ""] if "unavailable" in traces else traces.iloc[:0]
+    return {"planned": planned, "measured": len(traces), "unavailable": len(lost),
+            "conditions": sorted(set(lost["label"])) if len(lost) else [],
+            "reasons": sorted(set(lost["unavailable"])) if len(lost) else []}
 
 
 def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
@@ -47,7 +53,9 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     h = analysis.headline(cfg, t, red, ci, ds.extra.get("messages"))
     conditions = pd.DataFrame(h.conditions)
     words = _words(h, cfg, ci)
-    no_trace = words("no_trace", traces=traced_runs(ds)) if not len(att) else ""
+    traces = traced_runs(ds)
+    no_trace = words("no_trace", traces=traces) if not len(att) else ""
+    lost_traces = words("traces_missing", traces=traces) if traces["unavailable"] else ""
 
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS,
                       claim=published.CLAIM, title=words("title"), headline=h)
@@ -80,7 +88,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     section.measured = words("measured", n_runs=len(runs),
                              n_frames=int(runs["n"].sum()) if len(runs) else 0,
                              n_floor=len(floor), n_traced=att["label"].nunique() if len(att) else 0)
-    section.limitations = _limitations(words, runs, no_trace)
+    section.limitations = _limitations(words, runs, no_trace or lost_traces)
     return section
 
 
@@ -239,7 +247,8 @@ def _ladder_quantities(h: E2Headline) -> list[Quantity]:
 
 
 def _limitations(words, runs: pd.DataFrame, no_trace: str) -> list[str]:
-    """The real-time policies measured but never pinned, and why there is no trace."""
+    """The real-time policies measured but never pinned, and why there is no trace (or why
+    some traced runs have none)."""
     out = []
     if len(runs):
         pinned = set(runs.loc[runs["pinned"], "policy"])

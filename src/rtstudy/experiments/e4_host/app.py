@@ -107,7 +107,7 @@ def run(config: dict, realtime) -> tuple[dict, dict]:
         if shutil.which(tool) is None:
             raise SystemExit(f"{tool} is not installed; `sudo apt-get install "
                              f"{'rt-tests' if tool.startswith('cyclic') else tool}` "
-                             "(make setup does this when run as root)")
+                             "(`make sysdeps` does this, as root)")
     load = start_load(config)
     start = time.monotonic_ns()
     try:

@@ -79,8 +79,8 @@ def host_problems(cfg: dict, fp: dict) -> list[str]:
     for tool in tools:
         if shutil.which(tool) is None:
             pkg = "rt-tests" if tool.startswith("cyclic") else tool
-            problems.append(f"e4_host needs {tool}: `sudo apt-get install {pkg}` (make setup "
-                            "installs it when run as root), or remove it from e4_host.floor_tools / loads")
+            problems.append(f"e4_host needs {tool}: `sudo apt-get install {pkg}` (`make sysdeps` "
+                            "installs it, as root), or remove it from e4_host.floor_tools / loads")
     if cfg["jitter_cpus"] != "all":
         unknown = sorted(set(cfg["jitter_cpus"]) - set(fp["cpu"]["online"]))
         if unknown:
