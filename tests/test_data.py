@@ -6,6 +6,7 @@ A tiny E3 sweep (two cells) is measured once into a temporary project
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 
@@ -362,3 +363,101 @@ def test_a_host_states_label_says_when_its_rt_throttling_is_not_that_states_defa
              (boot, 950000, "isolated at boot CPU 2-3, RT throttling on")]
     for fp, runtime, words in cases:
         assert _state({**fp, "sched": {"rt_runtime_us": runtime}}) == words
+
+
+def test_a_sweep_seals_every_file_a_reader_reads(e3_root):
+    from rtstudy.measure import integrity
+
+    _, out, cells, _ = e3_root
+    sealed = integrity.read_seal(out)
+    expected = {"plan.json", "host.json"} | {f"{c.cell_id}/{f.name}" for c in cells
+                                              for f in (out / c.cell_id).iterdir()}
+    assert set(sealed) == expected
+    assert all(sealed[name] == integrity.digest(out / name) for name in expected)
+    assert integrity.seal_problems(out) == ([], True)
+
+
+def _report_bytes(root) -> dict:
+    folder = root / "report"
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _delete_cell(d):
+    victim = d / io.read_plan(d)["cells"][1]["cell_id"]
+    shutil.rmtree(victim)
+    return victim, "cell missing (its seal records it"
+
+
+def _edit_sidecar(d):
+    victim = d / io.read_plan(d)["cells"][0]["cell_id"] / "cell.json"
+    sidecar = json.loads(victim.read_text())
+    sidecar["timing"]["measured_s"] = sidecar["timing"]["measured_s"] * 10
+    victim.write_text(json.dumps(sidecar))
+    return victim, "sha256 differs from the one its seal recorded (edited after it was measured)"
+
+
+def _add_cell(d):
+    first = d / io.read_plan(d)["cells"][0]["cell_id"]
+    victim = d / (first.name + "x")
+    shutil.copytree(first, victim)
+    return victim, "cell not in its seal (added after the dataset was measured)"
+
+
+@pytest.mark.parametrize("damage", [_delete_cell, _edit_sidecar, _add_cell])
+def test_verify_and_the_report_name_a_missing_an_edited_or_an_added_cell(own_root, capsys,
+                                                                          damage):
+    """The seal: every cell and every file a number comes from. `rtstudy report` refuses
+    before anything in report/ changes."""
+    from rtstudy import cli
+
+    fake, d = own_root
+    (fake / "report" / "figures").mkdir(parents=True)
+    (fake / "report" / "report.html").write_text("the last good report")
+    (fake / "report" / "figures" / "e3.png").write_bytes(b"\x89PNG last")
+    before = _report_bytes(fake)
+    victim, words = damage(d)
+    for argv in (["data", "verify", "--profile", "smoke"], ["report", "--profile", "smoke"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{victim}: {words}" in err, err
+    assert _report_bytes(fake) == before
+
+
+def test_a_dataset_filed_under_another_host_is_named(own_root, capsys):
+    from rtstudy import cli
+    from rtstudy.measure import integrity
+
+    _, d = own_root
+    plan = json.loads((d / "plan.json").read_text())
+    plan["host_id"] = OTHER_HOST
+    (d / "plan.json").write_text(json.dumps(plan))
+    integrity.seal(d, ["plan.json"])  # sealed as if written so: the record itself disagrees
+    assert cli.main(["data", "verify", "--profile", "smoke"]) == 2
+    assert (f"{d / 'plan.json'}: plans for host {OTHER_HOST}, but the dataset is filed under "
+            f"{d.parent.name}") in capsys.readouterr().err
+
+
+def test_a_damaged_dataset_is_not_extended_and_an_unsealed_one_is_sealed_first(own_root,
+                                                                               fingerprint):
+    """Before a sweep adds a cell: a sealed dataset that changed is refused (nothing is
+    measured), one measured before seals is sealed as it is (nothing else vouches for it
+    here), and a cell of the plan that is missing is measured again."""
+    from rtstudy.measure import integrity
+    from rtstudy.measure.harness import SweepError
+
+    fake, d = own_root
+    cells = e3_plan.plan({**params.stage_config("e3_overhead", "smoke"), "apps": ["ops"],
+                          "event_based_workers": [1]}, fingerprint, {})
+    context = SweepContext.from_fingerprint(fingerprint, "smoke")
+    victim, _ = _edit_sidecar(d)
+    stat = victim.stat()
+    with pytest.raises(SweepError, match="not the dataset that was measured"):
+        run_sweep(cells, d, context, 1, progress=open(os.devnull, "w"))
+    assert victim.stat() == stat
+    (d / "seal.json").unlink()
+    assert integrity.seal_problems(d, fake) == ([], False)
+    gone, _ = _delete_cell(d)
+    run_sweep(cells, d, context, 1, progress=open(os.devnull, "w"))
+    assert (gone / "cell.json").is_file()
+    assert integrity.seal_problems(d, fake) == ([], True)

@@ -9,6 +9,7 @@ The exchange between two hosts over a real SSH server is in tests/test_ssh_remot
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,7 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rtstudy import data
+from rtstudy import data, paths
+from rtstudy.machine import host
+from rtstudy.measure import integrity
 from helpers import BIN, copy_project, files, sh
 
 # Files of an import's .dvc that record its source.
@@ -115,27 +118,55 @@ def test_a_damaged_source_imports_nothing_and_names_the_file(ours, origin, tmp_p
     assert sorted(p.name for p in (dest / "data" / "imported").iterdir()) == ["README.md"]
 
 
-def _as_host(raw: Path, dest: Path, new_id: str, sidecars: bool = True) -> Path:
-    """A copy of the datasets under ``raw`` filed under host ``new_id`` (its cells' sidecars and
-    host.json saying so too, unless ``sidecars`` is False): another machine of the same name."""
+def test_a_source_with_an_edited_sidecar_or_a_missing_cell_imports_nothing(ours, origin,
+                                                                           tmp_path):
+    """The import checks the seal the harness wrote: a number edited in a sidecar (which E2, E4
+    and E5 read) or a cell folder gone is named, and nothing is imported."""
+    dest, env = ours
+    copy = tmp_path / "theirs"
+    shutil.copytree(origin[0] / "data" / "raw", copy)
+    edited = sorted(copy.glob("e4_host/*/smoke/*/cell.json"))[0]
+    edited.write_text(edited.read_text().replace('"profile": "smoke"', '"profile":  "smoke"'))
+    gone = sorted(p.parent for p in copy.glob("e3_overhead/*/smoke/*/cell.json"))[0]
+    shutil.rmtree(gone)
+    out = rtstudy_import(dest, env, copy)
+    assert out.returncode == 2
+    assert f"{edited}: sha256 differs from the one its seal recorded" in out.stderr, out.stderr
+    assert re.search(rf"{gone.name}[^:]*: cell missing \(its seal records it", out.stderr), \
+        out.stderr
+    assert sorted(p.name for p in (dest / "data" / "imported").iterdir()) == ["README.md"]
+
+
+def _as_host(raw: Path, dest: Path, salt: str, sidecars: bool = True) -> tuple[Path, str]:
+    """A copy of the datasets under ``raw`` as another machine of the same name measured them:
+    its fingerprint changed by ``salt``, so its host id is another, and every record of the
+    copy saying so, sealed as that machine's harness would have (unless ``sidecars`` is False:
+    then only the folders are renamed to that id). The copy and the new host id."""
     # The datasets of the host that measured in the study's venv (not its SDK roots' hosts).
-    host_id = yaml.safe_load((raw.parent / "host" / "fingerprint.json").read_text())["host_id"]
-    for folder in raw.glob(f"*/{host_id}"):
+    fp = yaml.safe_load((raw.parent / "host" / "fingerprint.json").read_text())
+    old_id = fp.pop("host_id")
+    fp["cpu"]["model"] += f" ({salt})"
+    new_id = host.host_id(fp)
+    for folder in raw.glob(f"*/{old_id}"):
         shutil.copytree(folder, dest / folder.parent.name / new_id)
-    for record in [*dest.rglob("cell.json"), *dest.rglob("host.json")] if sidecars else []:
-        text = record.read_text()
-        doc = yaml.safe_load(text)
-        record.write_text(text.replace(f'"{doc["host_id"]}"', f'"{new_id}"'))
-    return dest
+    if not sidecars:
+        return dest, new_id
+    for record in [*dest.rglob("cell.json"), *dest.rglob("plan.json")]:
+        record.write_text(record.read_text().replace(f'"{old_id}"', f'"{new_id}"'))
+    for record in dest.rglob("host.json"):
+        record.write_text(host.canonical({"host_id": new_id, **fp}))
+    for seal in dest.rglob(paths.SEAL_FILE):
+        integrity.seal(seal.parent, integrity.data_files(seal.parent))
+    return dest, new_id
 
 
 def test_two_colleagues_whose_machines_share_a_hostname_are_both_kept(ours, origin, tmp_path):
     """Every reference VM is called `vm`: the second is no refresh of the first."""
     dest, env = ours
     raw = origin[0] / "data" / "raw"
-    hostname = yaml.safe_load((raw.parent / "host" / "fingerprint.json").read_text())["hostname"]
-    first = _as_host(raw, tmp_path / "a" / "raw", f"{hostname}-0000000a")
-    second = _as_host(raw, tmp_path / "b" / "raw", f"{hostname}-0000000b")
+    first, a = _as_host(raw, tmp_path / "a" / "raw", "a")
+    second, b = _as_host(raw, tmp_path / "b" / "raw", "b")
+    assert a.split("-")[0] == b.split("-")[0] and a != b
     assert rtstudy_import(dest, env, first.parent).returncode == 0
     out = rtstudy_import(dest, env, second.parent)
     assert out.returncode == 0, out.stderr
@@ -145,14 +176,14 @@ def test_two_colleagues_whose_machines_share_a_hostname_are_both_kept(ours, orig
     assert sorted(r["source"]["where"] for r in records.values()) == [str(first.parent),
                                                                       str(second.parent)]
     hosts = set(data.hosts("smoke", root=dest / "data")["host_id"])
-    assert {f"{hostname}-0000000a", f"{hostname}-0000000b"} <= hosts
+    assert {a, b} <= hosts
     # Under a name given by hand, another source adds to that import: both are on record.
-    third = _as_host(raw, tmp_path / "c" / "raw", f"{hostname}-0000000c")
+    third, c = _as_host(raw, tmp_path / "c" / "raw", "c")
     name = next(n for n, r in records.items() if r["source"]["where"] == str(first.parent))
     assert rtstudy_import(dest, env, third.parent, "--name", name).returncode == 0
     meta = yaml.safe_load((imported / f"{name}.dvc").read_text())["meta"]
     assert [r["where"] for r in meta["sources"]] == [str(first.parent), str(third.parent)]
-    assert {f"{hostname}-0000000a", f"{hostname}-0000000c"} <= set(
+    assert {a, c} <= set(
         data.hosts("smoke", root=dest / "data")["host_id"])
 
 
@@ -160,10 +191,12 @@ def test_a_dataset_filed_under_a_host_that_did_not_measure_it_is_refused(ours, o
     """A folder renamed to another host id (say this one's) would merge into that host."""
     dest, env = ours
     raw = origin[0] / "data" / "raw"
-    moved = _as_host(raw, tmp_path / "moved" / "raw", "vm-0000000d", sidecars=False)
+    moved, d = _as_host(raw, tmp_path / "moved" / "raw", "d", sidecars=False)
     out = rtstudy_import(dest, env, moved.parent)
     assert out.returncode == 2
-    assert "filed under host vm-0000000d, but the cell was measured on" in out.stderr, out.stderr
+    # Its plan, its fingerprint and every cell say which host measured it.
+    for words in (f"but the dataset is filed under {d}", f"but filed under {d}"):
+        assert words in out.stderr, out.stderr
     assert str(moved) in out.stderr and "fresh copy" in out.stderr
     assert sorted(p.name for p in (dest / "data" / "imported").iterdir()) == ["README.md"]
 

@@ -59,7 +59,7 @@ def test_a_cell_is_judged_by_the_checksums_its_sidecar_records(tmp_path):
     cell.mkdir()
     _samples(cell / "samples.parquet")
     _samples(cell / "trace.parquet", rows=10)
-    sums = integrity.seal(cell)
+    sums = integrity.sample_checksums(cell)
     assert sums == {name: integrity.digest(cell / name)
                     for name in ("samples.parquet", "trace.parquet")}
     sidecar = {integrity.CHECKSUMS_KEY: sums}
@@ -109,7 +109,7 @@ def test_a_sidecars_checksums_win_over_an_older_manifest(tmp_path):
     _dvc_project(tmp_path, {"h/default/c1/samples.parquet": b"old measurement"})
     cell = tmp_path / "data/raw/e9/h/default/c1"
     (cell / "samples.parquet").write_bytes(b"new measurement")
-    sidecar = {integrity.CHECKSUMS_KEY: integrity.seal(cell)}
+    sidecar = {integrity.CHECKSUMS_KEY: integrity.sample_checksums(cell)}
     assert integrity.problems(cell, sidecar, root=tmp_path) == []
 
 

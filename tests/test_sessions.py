@@ -17,7 +17,8 @@ from rtstudy import registry
 from rtstudy.data import sessions
 from rtstudy.data.io import DataError
 from rtstudy.inference import meta, stats, within
-from rtstudy.paths import PLAN_FILE, SESSIONS_DIR, SIDECAR_FILE
+from rtstudy.measure import integrity
+from rtstudy.paths import PLAN_FILE, SEAL_FILE, SESSIONS_DIR, SIDECAR_FILE
 
 from helpers import BIN, copy_project
 
@@ -43,7 +44,9 @@ def test_closing_a_session_moves_it_whole_and_names_it(tmp_path):
     closed = sessions.close(d)
     assert closed == d / SESSIONS_DIR / "2026-11-26T134823Z"
     assert sorted(p.name for p in closed.iterdir()) == [
-        "audit.json", "c-r0-abc", "c-r1-abc", "c-r2-abc", PLAN_FILE]
+        "audit.json", "c-r0-abc", "c-r1-abc", "c-r2-abc", PLAN_FILE, SEAL_FILE]
+    # Measured before seals, nothing else vouching for it: sealed as it was closed.
+    assert integrity.seal_problems(closed) == ([], True)
     assert [p.name for p in d.iterdir()] == [SESSIONS_DIR]
     # Nothing left to close; closing the same session twice is refused.
     assert sessions.close(d) is None

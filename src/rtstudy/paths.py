@@ -15,6 +15,8 @@ from pathlib import Path
 PLAN_FILE = "plan.json"  # which cells make up the sweep's configuration
 HOST_FILE = "host.json"  # the fingerprint of the host that measured the dataset
 FAILED_DIR = "_failed"  # failed cells, each with its log and the reason
+# Every file a reader reads of the folder, with its sha256 (rtstudy.measure.integrity).
+SEAL_FILE = "seal.json"
 # The closed measuring sessions, each a dataset folder (rtstudy.data.sessions).
 SESSIONS_DIR = "sessions"
 # The files of one cell's folder (``<cell id>/``): its sidecar, samples and log.

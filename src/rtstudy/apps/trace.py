@@ -130,6 +130,19 @@ def mount_tracefs(record: dict) -> None:
 
 
 @contextlib.contextmanager
+def tracefs_ready(record: dict):
+    """tracefs mounted while the block runs (:func:`mount_tracefs`: ``record["tracefs"]``
+    says how), and what this mounted unmounted afterwards."""
+    before = tracefs_mounts()
+    mount_tracefs(record)
+    try:
+        yield
+    finally:
+        for point in sorted(tracefs_mounts() - before, reverse=True):
+            subprocess.run(["umount", point], capture_output=True)
+
+
+@contextlib.contextmanager
 def sched_trace(limit_s: float, record: dict):
     """Trace the scheduler on every CPU while the block runs (at most ``limit_s`` seconds).
 

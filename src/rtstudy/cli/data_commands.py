@@ -45,19 +45,25 @@ def _data_import(args) -> int:
 
 def _verified(profile: str | None) -> int:
     """How many cells of ``profile`` were checked; :class:`DataError` naming every damaged
-    file of every host and session at once (:func:`rtstudy.data.verify`)."""
+    file, missing or added cell of every host and session at once (:func:`rtstudy.data.verify`).
+    A dataset nothing vouches for is named on stderr, not refused."""
     from rtstudy import data
 
-    checked, damaged = data.verify(profile)
+    checked, damaged, unvouched = data.verify(profile)
     if damaged:
-        raise data.DataError(f"damaged data in {len(damaged)} cells or dataset folders (each is "
-                             "listed):\n  - " + "\n  - ".join(damaged))
+        raise data.DataError(f"damaged data in {len(damaged)} cells, files or dataset folders "
+                             "(each is listed):\n  - " + "\n  - ".join(damaged))
+    for folder in unvouched:
+        print(f"NOTE: {folder}: no seal, and dvc.lock records none of its files: nothing "
+              "vouches for it (measured before seals, never committed with `dvc commit`)",
+              file=sys.stderr)
     return checked
 
 
 def _data_verify(args) -> int:
     checked = _verified(args.profile)
-    print(f"{checked} cells checked: every sample file is the one that was measured")
+    print(f"{checked} cells checked: every dataset holds the cells and files that were "
+          "measured, each as it was measured")
     return 0
 
 

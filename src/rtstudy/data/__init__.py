@@ -172,21 +172,27 @@ def load_dataset(experiment: str, host_id: str, profile: str | None = None,
     return exp.analysis.load(directory, params.stage_config(experiment, profile))
 
 
-def verify(profile: str | None = None, root: Path | None = None) -> tuple[int, list[str]]:
-    """Check every cell of every dataset of ``profile``, of every host and session, this
-    checkout's and imported: its sidecar, its samples' schema and its checksums
-    (:mod:`rtstudy.measure.integrity`).
+def verify(profile: str | None = None, root: Path | None = None
+           ) -> tuple[int, list[str], list[Path]]:
+    """Check every dataset of ``profile``, of every host and session, this checkout's and
+    imported: its seal (every file a reader reads, no cell missing or added:
+    :func:`rtstudy.measure.integrity.seal_problems`), that it is filed under the host that
+    measured it (:func:`rtstudy.data.io.identity_problems`), and each cell's sidecar, samples'
+    schema and checksums.
 
     Returns
     -------
-    tuple of (int, list of str)
-        How many cells were checked, and one message per damaged cell or folder (empty when
-        every file is intact), each naming the file and the fix.
+    tuple of (int, list of str, list of Path)
+        How many cells were checked; one message per damaged cell, file or folder (empty when
+        every dataset is what was measured), each naming the file and the fix; and the dataset
+        folders nothing vouches for (no seal, and no DVC record of their files).
     """
-    from rtstudy.data.io import completed_cells
+    from rtstudy.data.io import completed_cells, identity_problems
+    from rtstudy.measure import integrity
 
     profile = _resolve_profile(profile)
-    checked, found = 0, []
+    project = Path(root).resolve().parent if root is not None else None
+    checked, found, unvouched = 0, [], []
     for experiment in EXPERIMENTS:
         schema = registry.get(experiment).analysis.SAMPLES
         for located in _located(experiment, profile, root).values():
@@ -194,12 +200,31 @@ def verify(profile: str | None = None, root: Path | None = None) -> tuple[int, l
                 closed = sorted(p.parent for p in
                                 (directory / paths.SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))
                 for folder in (*closed, directory):
+                    sealed, vouched = integrity.seal_problems(folder, project)
+                    found += sealed
+                    if not vouched:
+                        unvouched.append(folder)
+                    found += identity_problems(folder)
                     try:
                         cells, _ = completed_cells(folder, schema)
                         checked += len(cells)
                     except DataError as exc:
                         found.append(str(exc))
-    return checked, found
+    return checked, _once_per_file(found), unvouched
+
+
+def _once_per_file(messages: list[str]) -> list[str]:
+    """``messages`` without those about a file an earlier one names (the seal and a cell's own
+    checksums may both see one edit)."""
+    named, out = set(), []
+    for message in messages:
+        lines = message.splitlines()
+        files = {line.strip().lstrip("- ").split(": ")[0] for line in lines}
+        if len(lines) == 1 and files <= named:
+            continue
+        named |= files
+        out.append(message)
+    return out
 
 
 def _state(fp: dict) -> str:

@@ -20,8 +20,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rtstudy.machine.host import host_id as id_of
 from rtstudy.measure import integrity
-from rtstudy.paths import HOST_FILE, PLAN_FILE, SAMPLES_FILE, SIDECAR_FILE
+from rtstudy.paths import HOST_FILE, PLAN_FILE, SAMPLES_FILE, SESSIONS_DIR, SIDECAR_FILE
 
 # Sidecar (cell.json) keys the loaders read; the harness writes these and more.
 SIDECAR_KEYS = ("cell_id", "experiment", "host_id", "profile", "repetition", "requested",
@@ -31,6 +32,8 @@ SIDECAR_KEYS = ("cell_id", "experiment", "host_id", "profile", "repetition", "re
 _ARROW_TYPES = {"int64": (pa.int64(),), "string": (pa.string(), pa.large_string())}
 
 REMEASURE = "delete the cell's folder and re-run its stage to measure it again"
+REFETCH = ("the dataset was copied or edited by hand: get a fresh copy from whoever measured it "
+           "(`make pull`, or their `make push`)")
 
 # The columns CellData.columns gives every loader's rows, as (kind, unit, meaning): the schema
 # of what every table shares (rtstudy.data.schema, which also declares host_id).
@@ -310,6 +313,51 @@ def wide(table: pd.DataFrame, index: list[str], series: pd.Series, values: str) 
     return (table.assign(series=series)
             .pivot_table(index=index, columns="series", values=values)
             .reset_index().rename_axis(columns=None))
+
+
+def host_of(directory: Path) -> str:
+    """The host id a dataset folder is filed under: ``<experiment>/<host id>/<profile>/``, or
+    ``…/<profile>/sessions/<session>/`` for a closed session."""
+    directory = Path(directory)
+    closed = directory.parent.name == SESSIONS_DIR
+    return (directory.parents[2] if closed else directory.parent).name
+
+
+def identity_problems(directory: Path) -> list[str]:
+    """Where a dataset folder's records disagree with the host it is filed under: its plan's
+    ``host_id``, its ``host.json`` (its ``host_id``, and the id its fingerprint hashes to), and
+    every cell's sidecar. One sentence each, with the fix."""
+    directory = Path(directory)
+    filed = host_of(directory)
+    fix = REFETCH
+    found = []
+    try:
+        planned = read_plan(directory).get("host_id")
+    except DataError:
+        planned = filed  # read_plan's own problem is named by the loaders
+    if planned != filed:
+        found.append(f"{directory / PLAN_FILE}: plans for host {planned}, but the dataset is "
+                     f"filed under {filed}; {fix}")
+    try:
+        fingerprint = read_host(directory)
+    except DataError as exc:
+        found.append(str(exc))
+        fingerprint = None
+    if fingerprint is not None:
+        claimed = fingerprint.get("host_id")
+        hashed = id_of({k: v for k, v in fingerprint.items() if k != "host_id"})
+        if claimed != filed or hashed != filed:
+            found.append(f"{directory / HOST_FILE}: describes host {claimed} (its fingerprint "
+                         f"hashes to {hashed}), but the dataset is filed under {filed}; {fix}")
+    for sidecar in sorted(directory.glob(f"*/{SIDECAR_FILE}")):
+        try:
+            measured_on = json.loads(sidecar.read_text()).get("host_id")
+        except (OSError, ValueError):
+            continue  # a damaged sidecar: the loaders name it
+        if measured_on != filed:
+            found.append(f"{sidecar}: measured on host {measured_on}, but filed under {filed}; "
+                         f"{fix}")
+    return found
 
 
 def read_host(directory: Path) -> dict | None:

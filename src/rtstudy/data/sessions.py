@@ -26,6 +26,7 @@ from pathlib import Path
 
 from rtstudy import data, params, paths, registry
 from rtstudy.data.io import DataError, Dataset, read_plan
+from rtstudy.measure import integrity
 from rtstudy.paths import PLAN_FILE, SESSIONS_DIR, SIDECAR_FILE
 
 
@@ -165,6 +166,12 @@ def close(directory: Path) -> Path | None:
     if live:
         raise DataError(f"{directory}: a run is measuring into it ({', '.join(live)}); let it "
                         "finish (or stop it), then start the new session")
+    # A session is closed as it was measured: sealed (one measured before seals, as DVC
+    # recorded it), so that its folder is checked like any other once it has moved.
+    damaged = integrity.adopt(directory)
+    if damaged:
+        raise DataError(f"{directory}: not the dataset that was measured, so its session was "
+                        "not closed:\n  " + "\n  ".join(damaged))
     archive = directory / SESSIONS_DIR
     final = archive / folder_name(session)
     if final.exists():

@@ -40,7 +40,7 @@ from pathlib import Path
 import yaml
 
 from rtstudy import data, params, paths, registry
-from rtstudy.data.io import REMEASURE, DataError
+from rtstudy.data.io import REFETCH, REMEASURE, DataError, identity_problems
 from rtstudy.data.origins import (Key, Source, classify, folder_listing, git_head, lock_oids,
                                   odb_listing, raw_folder, remote_odb)
 from rtstudy.measure import integrity
@@ -173,15 +173,11 @@ def _check(fetched: dict[Key, Path], listing: dict, source: Source) -> None:
     for key, folder in fetched.items():
         experiment, host_id, profile = key
         found = []
-        for sidecar in sorted(folder.rglob(paths.SIDECAR_FILE)):
-            try:
-                measured_on = json.loads(sidecar.read_text()).get("host_id")
-            except (OSError, ValueError):
-                continue  # a damaged sidecar: the load below names it
-            if measured_on != host_id:
-                found.append(f"{sidecar}: filed under host {host_id}, but the cell was measured "
-                             f"on {measured_on}; {ASK_FRESH}")
-                break
+        # Each session as it was measured (its seal), filed under the host that measured it.
+        for each in (*sorted(p.parent for p in
+                             folder.glob(f"{paths.SESSIONS_DIR}/*/{paths.PLAN_FILE}")), folder):
+            found += integrity.seal_problems(each)[0]
+            found += [p.replace(REFETCH, ASK_FRESH) for p in identity_problems(each)]
         if not found:
             try:
                 registry.get(experiment).analysis.load(folder,

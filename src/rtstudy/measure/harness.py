@@ -51,6 +51,7 @@ from typing import IO
 from tqdm import tqdm
 
 from rtstudy.machine import shield
+from rtstudy.measure import integrity
 from rtstudy.machine.placement import Placement
 from rtstudy.measure.cell import Cell, CellOutcome, with_drift, with_drift_check
 from rtstudy.measure.preflight import STORAGE_FIXES
@@ -341,6 +342,7 @@ def write_plan(out_dir: Path, cells: list[Cell], context: SweepContext, seed: in
         # The measuring host travels with its data, so a report rendered elsewhere
         # (after `make pull`) describes the host that measured, not the one rendering.
         write_json(out_dir / HOST_FILE, context.fingerprint)
+    integrity.seal(out_dir, [PLAN_FILE, HOST_FILE])
 
 
 def run_sweep(cells: list[Cell], out_dir: Path, context: SweepContext, order_seed: int,
@@ -403,6 +405,14 @@ def _run_cells(cells: list[Cell], out_dir: Path, context: SweepContext, order_se
     for leftover in out_dir.glob(".tmp-*"):
         # Work directories of an interrupted run: never complete, safe to drop.
         shutil.rmtree(leftover, ignore_errors=True)
+    # Nothing is added to a dataset that is not what was measured; one measured before seals
+    # is sealed as DVC recorded it. The plan's missing cells are about to be measured, its plan
+    # and host files written again.
+    damaged = integrity.adopt(out_dir, remeasured=frozenset(c.cell_id for c in cells),
+                              rewritten=(PLAN_FILE, HOST_FILE))
+    if damaged:
+        raise SweepError(f"{out_dir} is not the dataset that was measured, so nothing was "
+                         "measured into it:\n  " + "\n  ".join(damaged))
     write_plan(out_dir, cells, context, order_seed)
     ordered = run_order(cells, order_seed)
     outcomes: list[CellOutcome] = []

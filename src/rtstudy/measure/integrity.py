@@ -1,16 +1,26 @@
-"""Is a sample file the one that was measured? Checksums written with it, verified on every read.
+"""Is a dataset the one that was measured? Checksums written with the data, verified on every read.
 
-Two records say what a file held when it was measured:
+Three records say what a dataset held when it was measured:
 
-- its cell's sidecar: the harness writes the sha256 of every ``*.parquet`` of a cell into
-  ``cell.json`` (``checksums``) after fsyncing them, before the cell is renamed into place;
+- its **seal** (``seal.json`` in every dataset folder, closed sessions included): the sha256 of
+  every file a reader reads there (``plan.json``, ``host.json``, E4's ``audit.json`` and every
+  file of every cell), written and fsynced by the harness each time it writes one of them
+  (:func:`seal`, :func:`seal_cell`). A missing cell, an extra one, an edited sidecar are each
+  named by :func:`seal_problems`;
+- its cells' sidecars: the harness writes the sha256 of every ``*.parquet`` of a cell into
+  ``cell.json`` (``checksums``) after fsyncing them, before the cell is renamed into place, so a
+  cell copied on its own still carries what vouches for its samples;
 - DVC's manifest of the dataset (the ``.dir`` object named by ``dvc.lock`` or an import's
   ``.dvc`` file, in the DVC cache or the repository's reference remote): the md5 of every file
-  as committed. It is what vouches for cells measured before sidecars held checksums.
+  as committed. It vouches for the folders measured before seals existed; the first write into
+  such a folder, or closing its session, seals it (:func:`adopt`) once DVC's record agrees.
+  Before adding to a dataset the harness checks it the same way: a damaged dataset is not
+  extended.
 
-:func:`problems` checks one cell against whichever records it has and says what is wrong in
-words that name the file and the fix. Imports nothing of rtstudy but :mod:`rtstudy.paths`, so
-the reader (:mod:`rtstudy.data.io`) and the writer (:mod:`rtstudy.measure.harness`) both use it.
+:func:`problems` checks one cell against its sidecar (or DVC's manifest); :func:`seal_problems`
+a whole dataset folder, in words that name the file and the fix. Imports nothing of rtstudy but
+:mod:`rtstudy.paths` and :mod:`rtstudy.atomic`, so the reader (:mod:`rtstudy.data`), the writer
+(:mod:`rtstudy.measure.harness`) and the import all use it.
 """
 from __future__ import annotations
 
@@ -22,10 +32,13 @@ from pathlib import Path
 
 import yaml
 
-from rtstudy import paths
+from rtstudy import atomic, paths
 
 # The sidecar key: file name (in the cell's folder) -> sha256 hex digest.
 CHECKSUMS_KEY = "checksums"
+# What a seal leaves out: the closed sessions (each a dataset folder sealed on its own), failed
+# cells (no reader reads them) and work in progress (``.tmp-*`` cells, ``*.tmp`` writes).
+UNSEALED = (paths.SESSIONS_DIR, paths.FAILED_DIR, paths.SEAL_FILE)
 FIX = ("the file changed after it was measured (a damaged disk or an incomplete copy): get a "
        "fresh copy (`make pull`, or ask whoever measured it for a fresh copy), or delete the "
        "cell's folder and re-run its stage to measure it again")
@@ -59,7 +72,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def seal(cell_dir: Path) -> dict[str, str]:
+def sample_checksums(cell_dir: Path) -> dict[str, str]:
     """fsync every ``*.parquet`` in ``cell_dir`` and return their sha256 (file name → digest),
     what the sidecar records under :data:`CHECKSUMS_KEY`."""
     sums = {}
@@ -150,4 +163,203 @@ def problems(cell_dir: Path, sidecar: dict, root: Path | None = None) -> list[st
         expected = manifest.get(f"{base}/{f.name}")
         if expected and f.is_file() and digest(f, "md5") != expected:
             found.append(f"{f}: md5 differs from the one dvc.lock's data recorded; {FIX}")
+    return found
+
+
+# ---------------------------------------------------------------------------
+# A dataset folder's seal
+
+SEAL_FIX = ("the dataset is not the one that was measured: get a fresh copy (`make pull`, or "
+            "ask whoever measured it), or, to re-measure a cell, delete its folder and run its "
+            "stage again (`make study`), which seals the dataset anew")
+
+
+def data_files(directory: Path) -> list[str]:
+    """The files of a dataset folder that readers read, as paths relative to it
+    (POSIX), sorted: everything but :data:`UNSEALED` and hidden or temporary entries."""
+    directory = Path(directory)
+    found = []
+    for entry in sorted(directory.iterdir()) if directory.is_dir() else []:
+        if entry.name in UNSEALED or entry.name.startswith(".") or entry.name.endswith(".tmp"):
+            continue
+        if entry.is_dir():
+            found += [f.relative_to(directory).as_posix() for f in sorted(entry.rglob("*"))
+                      if f.is_file() and not f.name.endswith(".tmp")]
+        elif entry.is_file():
+            found.append(entry.name)
+    return found
+
+
+def read_seal(directory: Path) -> dict[str, str] | None:
+    """The sealed files of a dataset folder (relative path → sha256), None if it has no seal.
+
+    Raises
+    ------
+    ValueError
+        The seal itself is unreadable or not a seal.
+    """
+    path = Path(directory) / paths.SEAL_FILE
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: unreadable ({exc})") from None
+    files = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(files, dict):
+        raise ValueError(f"{path}: not a seal (no `files`)")
+    return files
+
+
+def _write_seal(directory: Path, files: dict[str, str]) -> None:
+    atomic.write_text(Path(directory) / paths.SEAL_FILE,
+                      json.dumps({"algorithm": "sha256", "files": dict(sorted(files.items()))},
+                                 indent=1) + "\n")
+    fsync_dir(directory)
+
+
+def seal(directory: Path, names: list[str] | tuple[str, ...]) -> None:
+    """Record the sha256 of the files ``names`` (relative to ``directory``) in its seal,
+    fsyncing each first; a name with no file any more leaves the seal. Other entries stay."""
+    directory = Path(directory)
+    files = read_seal(directory) or {}
+    for name in names:
+        path = directory / name
+        if path.is_file():
+            fsync_file(path)
+            files[name] = digest(path)
+        else:
+            files.pop(name, None)
+    _write_seal(directory, files)
+
+
+def seal_cell(directory: Path, cell_id: str, folder: Path | None = None) -> None:
+    """Record every file of cell ``cell_id`` in its dataset folder's seal, in place of whatever
+    the seal held for a cell of that id (a re-measured cell replaces the old one whole).
+
+    ``folder`` is where the cell's files are now (default ``directory/cell_id``): the harness
+    seals a cell from its work folder just before renaming it into place, so that a crash
+    between the two leaves a sealed cell that is missing (measured again by the next run),
+    never an unsealed one that looks complete.
+    """
+    directory = Path(directory)
+    folder = Path(folder) if folder is not None else directory / cell_id
+    files = {k: v for k, v in (read_seal(directory) or {}).items()
+             if not k.startswith(f"{cell_id}/")}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            files[f"{cell_id}/{path.relative_to(folder).as_posix()}"] = digest(path)
+    _write_seal(directory, files)
+
+
+def _dvc_records(directory: Path, root: Path) -> dict[str, str] | None:
+    """What DVC's manifest records of the files a seal would cover in ``directory`` (relative
+    path → md5), None where it records none of that folder's files."""
+    manifest = dvc_manifest(root)
+    try:
+        base = directory.resolve().relative_to(root).as_posix() + "/"
+    except ValueError:
+        return None
+    found = {}
+    for path, md5 in manifest.items():
+        if path.startswith(base):
+            rel = path[len(base):]
+            if rel.split("/")[0] not in UNSEALED:
+                found[rel] = md5
+    return found or None
+
+
+def differences(directory: Path, recorded: dict[str, str], algorithm: str = "sha256"
+                ) -> dict[str, list[str]]:
+    """How the files of ``directory`` differ from ``recorded`` (relative path → digest):
+    ``missing_cells`` and ``extra_cells`` (every file of a cell's folder), ``missing``,
+    ``changed`` and ``extra`` (single files, outside those cells)."""
+    present = set(data_files(directory))
+    missing = sorted(n for n in recorded if n not in present)
+    changed = sorted(n for n in recorded if n in present
+                     and digest(directory / n, algorithm) != recorded[n])
+    extra = sorted(present - set(recorded))
+    every = set(recorded) | present
+
+    def whole(names: list[str]) -> list[str]:
+        cells = {n.split("/")[0] for n in names if "/" in n}
+        return sorted(c for c in cells
+                      if {n for n in every if n.startswith(c + "/")} <= set(names))
+
+    gone, new = whole(missing), whole(extra)
+    return {"missing_cells": gone, "extra_cells": new,
+            "missing": [n for n in missing if n.split("/")[0] not in gone],
+            "changed": changed,
+            "extra": [n for n in extra if n.split("/")[0] not in new]}
+
+
+def _sentences(directory: Path, diff: dict[str, list[str]], algorithm: str, what: str
+               ) -> list[str]:
+    """One sentence (with the fix) per difference of :func:`differences`."""
+    said = {
+        "missing_cells": f"cell missing ({what} records it; its folder was deleted or moved)",
+        "missing": f"missing ({what} records it)",
+        "changed": f"{algorithm} differs from the one {what} recorded (edited after it was "
+                   "measured)",
+        "extra_cells": f"cell not in {what} (added after the dataset was measured)",
+        "extra": f"not in {what} (added after the dataset was measured)"}
+    return [f"{directory / name}: {said[kind]}; {SEAL_FIX}"
+            for kind in said for name in diff[kind]]
+
+
+def seal_problems(directory: Path, root: Path | None = None,
+                  remeasured: frozenset[str] = frozenset(),
+                  rewritten: tuple[str, ...] = ()) -> tuple[list[str], bool]:
+    """Check a dataset folder against its seal, else against DVC's manifest of it.
+
+    Parameters
+    ----------
+    directory : Path
+        A dataset folder (one holding a ``plan.json``; a closed session's too).
+    root : Path, optional
+        The project whose ``dvc.lock`` and imports' ``.dvc`` files vouch for folders without a
+        seal; default this checkout.
+    remeasured : frozenset of str
+        Cells whose absence is no problem: the harness is about to measure them again.
+    rewritten : tuple of str
+        Files whose state is no problem: the harness is about to write them again.
+
+    Returns
+    -------
+    tuple of (list of str, bool)
+        One sentence per problem (each with the fix), empty when the folder is what was
+        measured; and whether anything vouches for the folder (False: no seal, and DVC records
+        none of its files, e.g. data measured before seals and never committed).
+    """
+    directory = Path(directory)
+    try:
+        sealed = read_seal(directory)
+    except ValueError as exc:
+        return [f"{exc}; {SEAL_FIX}"], True
+    if sealed is not None:
+        recorded, algorithm, what = sealed, "sha256", "its seal"
+    else:
+        recorded = _dvc_records(directory, Path(root or paths.root()).resolve())
+        if recorded is None:
+            return [], False
+        algorithm, what = "md5", "dvc.lock's data"
+    diff = differences(directory, recorded, algorithm)
+    diff["missing_cells"] = [c for c in diff["missing_cells"] if c not in remeasured]
+    for kind in ("missing", "changed", "extra"):
+        diff[kind] = [n for n in diff[kind] if n not in rewritten]
+    return _sentences(directory, diff, algorithm, what), True
+
+
+def adopt(directory: Path, root: Path | None = None, remeasured: frozenset[str] = frozenset(),
+          rewritten: tuple[str, ...] = ()) -> list[str]:
+    """Before data is added to a dataset folder: its problems (:func:`seal_problems`, with
+    ``remeasured`` and ``rewritten`` as there), and, where it has none and no seal yet (measured
+    before seals; DVC's record of it agrees with the disk, or nothing records it), its seal
+    written. Nothing is written when there are problems."""
+    directory = Path(directory)
+    if not data_files(directory):
+        return []
+    found, _ = seal_problems(directory, root, remeasured, rewritten)
+    if not found and not (directory / paths.SEAL_FILE).exists():
+        seal(directory, data_files(directory))
     return found

@@ -97,10 +97,12 @@ def store(work: Path, out_dir: Path, cell: Cell, sidecar: dict) -> CellOutcome:
     earlier attempt removed)."""
     # The samples reach the disk before the sidecar that vouches for them, and both before the
     # rename that makes the cell complete: after a power cut a cell is whole or absent.
-    sidecar = {**sidecar, integrity.CHECKSUMS_KEY: integrity.seal(work)}
+    sidecar = {**sidecar, integrity.CHECKSUMS_KEY: integrity.sample_checksums(work)}
     write_json(work / SIDECAR_FILE, sidecar)
     integrity.fsync_dir(work)
     final = out_dir / cell.cell_id
+    # The dataset's seal names the cell before it is in place (integrity.seal_cell).
+    integrity.seal_cell(out_dir, cell.cell_id, work)
     if final.exists():
         # A folder without a sidecar (damaged, or copied in part) is not a cell: replace it.
         shutil.rmtree(final)

@@ -12,7 +12,9 @@ import shutil
 from pathlib import Path
 
 from rtstudy import atomic
+from rtstudy.apps import trace
 from rtstudy.machine import audit, placement
+from rtstudy.measure import integrity
 from rtstudy.measure.harness import Cell, with_drift_check
 from rtstudy.policies import SCHED_DEADLINE, SCHED_FIFO
 
@@ -113,12 +115,15 @@ def osnoise_status() -> dict:
                 "(no osnoise tracer to run)"}
     if shutil.which("rtla") is None:
         return {"available": False, "why": "rtla is not installed (Debian package rtla)"}
-    tracers = Path("/sys/kernel/tracing/available_tracers")
+    tracers = Path(trace.TRACEFS) / "available_tracers"
+    prepared: dict = {}
     try:
-        have = "osnoise" in tracers.read_text()
+        # After a boot tracefs is not mounted: mounted for the reading, as for a trace.
+        with trace.tracefs_ready(prepared):
+            have = "osnoise" in tracers.read_text()
     except OSError as exc:
-        return {"available": False, "why": f"cannot read {tracers} ({exc.strerror}); tracefs "
-                "may not be mounted: mount -t tracefs nodev /sys/kernel/tracing"}
+        return {"available": False, "why": f"cannot read {tracers} ({exc.strerror}; tracefs "
+                f"{prepared.get('tracefs', 'not prepared')})"}
     return {"available": have, "why": "" if have else "the kernel has no osnoise tracer"}
 
 
@@ -126,3 +131,4 @@ def after_sweep(directory: Path) -> None:
     """Record this host's audit (read-only, from /) and osnoise availability beside the data."""
     record = {**json.loads(audit.to_json(audit.audit())), "osnoise": osnoise_status()}
     atomic.write_text(Path(directory) / AUDIT, json.dumps(record, indent=2) + "\n")
+    integrity.seal(directory, [AUDIT])
