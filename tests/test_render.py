@@ -73,6 +73,27 @@ def test_a_failed_render_leaves_the_last_report_whole(project):
     assert paths.REPORT_DIR_ENV not in os.environ
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chattr") is None,
+                    reason="an immutable file needs root and chattr")
+def test_a_swap_that_fails_at_its_last_rename_puts_the_last_report_back_whole(project, capsys):
+    """The HTML goes in last, after the figures and metrics: when it cannot be replaced (an
+    immutable report.html), everything already swapped goes back, nothing is left staged, and
+    the command says so in one line."""
+    report = project / "report"
+    before = _tree(report)
+    subprocess.run(["chattr", "+i", str(report / "report.html")], check=True)
+    try:
+        with pytest.raises(ReportError) as info, staged():
+            _write_new_report()
+        assert _tree(report) == before
+        assert not (report / STAGING).exists() and not list(report.glob(".old-*"))
+        assert "still holds the last report, whole" in str(info.value)
+        assert "Operation not permitted" in str(info.value)
+        assert "\n" not in str(info.value)  # `rtstudy report` prints it as one line
+    finally:
+        subprocess.run(["chattr", "-i", str(report / "report.html")], check=True)
+
+
 def test_a_killed_render_s_staging_folder_is_cleared_by_the_next(project):
     leftover = project / "report" / STAGING / "figures"
     leftover.mkdir(parents=True)

@@ -88,25 +88,61 @@ def _disk_full(exc: BaseException, staging: Path) -> bool:
 
 
 def _swap(staging: Path, target: Path) -> None:
-    """Move everything in ``staging`` into ``target``, the HTML last, then remove ``staging``.
+    """Move everything in ``staging`` into ``target`` whole, or leave ``target`` as it was.
 
-    A file is replaced in one rename; a folder is renamed aside, the new one renamed in, then
-    the old one removed, so each item is at every moment the old one or the new one.
+    Each old item is renamed aside (``.old-<name>``) and the new one renamed in, the HTML
+    last; only when every item is in place are the old ones removed. Where any rename fails
+    (a full disk, an immutable file), the items already swapped are put back, newest first,
+    ``staging`` is removed and :class:`ReportError` says so in one line.
     """
     items = sorted(staging.iterdir(), key=lambda p: p.name == paths.report_html().name)
-    for item in items:
-        dest = target / item.name
-        if item.is_dir():
-            old = target / f".old-{item.name}"
-            shutil.rmtree(old, ignore_errors=True)
-            if dest.exists():
-                dest.rename(old)
-            item.rename(dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(item, dest)
+    swapped: list[tuple[Path, Path | None]] = []  # (place, the old item set aside, or None)
+    try:
+        for item in items:
+            dest, old = target / item.name, target / f".old-{item.name}"
+            _remove(old)  # left by a swap that was killed
+            if dest.exists() or dest.is_symlink():
+                os.rename(dest, old)
+                swapped.append((dest, old))
+            else:
+                swapped.append((dest, None))
+            os.rename(item, dest)
+    except OSError as exc:
+        problems = _put_back(swapped, staging)
+        _remove(staging)
+        raise ReportError(
+            f"the new report could not be put in place ({exc.strerror or exc}: "
+            f"{exc.filename or target}); "
+            + (f"{target} still holds the last report, whole" if not problems else
+               f"putting the last report back failed too ({'; '.join(problems)})")) from None
+    for _, old in swapped:
+        if old is not None:
+            _remove(old)
     staging.rmdir()
     integrity.fsync_dir(target)
+
+
+def _put_back(swapped: list[tuple[Path, Path | None]], staging: Path) -> list[str]:
+    """Undo a partial :func:`_swap`: each new item back into ``staging``, each old one back in
+    its place, newest first; what could not be undone."""
+    problems = []
+    for dest, old in reversed(swapped):
+        try:
+            if dest.exists() or dest.is_symlink():
+                if old is None or old.exists():
+                    os.rename(dest, staging / dest.name)
+            if old is not None and old.exists():
+                os.rename(old, dest)
+        except OSError as exc:
+            problems.append(f"{dest}: {exc.strerror or exc}")
+    return problems
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
 
 
 def render_html(executed_notebook) -> str:
