@@ -6,6 +6,8 @@ copy of this study's 2-vCPU VM, ``stock`` a default 4-CPU Debian host with SMT,
 """
 from __future__ import annotations
 
+import re
+
 import json
 import shutil
 from pathlib import Path
@@ -95,6 +97,14 @@ def test_every_warning_and_failure_names_a_remedy(scenario, tmp_path):
         assert item.evidence, item.name
         if item.status in ("WARN", "FAIL"):
             assert item.remedy, item.name
+            # Every change it suggests says how to undo it (a boot parameter: the boot line
+            # item says how to remove it again).
+            changes = re.findall(r"sysctl -w|echo \S+ >|cpupower|taskset|systemctl disable|"
+                                 r"tuned-adm profile", item.remedy)
+            if changes:
+                assert "revert:" in item.remedy, (item.name, item.remedy)
+            if "kernel command line" in item.remedy:
+                assert "remove" in item.remedy, (item.name, item.remedy)
 
 
 def make_noisy(tmp_path: Path) -> Path:

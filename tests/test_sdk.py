@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -315,3 +316,43 @@ def test_the_roots_copy_of_rtstudy_follows_the_checkout_moves_included(tmp_path)
     assert not stale.exists()
     moved = target / "measure" / "harness.py"
     assert moved.read_bytes() == (paths.checkout() / "src/rtstudy/measure/harness.py").read_bytes()
+
+
+def test_the_root_is_fetched_only_with_its_release_verified_by_the_shipped_keyring():
+    cmd = sdkroot.debootstrap_command(Path("/nowhere"))
+    assert "--force-check-gpg" in cmd and f"--keyring={sdkroot.KEYRING}" in cmd
+    assert cmd.index("--force-check-gpg") < cmd.index(sdkroot.SUITE)
+
+
+def test_a_missing_or_changed_keyring_is_an_error_with_its_fix_before_anything_is_built(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("RTSTUDY_ROOTS", str(tmp_path / "roots"))
+    monkeypatch.setattr(sdkroot, "problems", lambda: [])
+    monkeypatch.setattr(sdkroot, "KEYRING", tmp_path / "gone.gpg")
+    with pytest.raises(sdkroot.RootError, match="cannot be read .*`git checkout -- gone.gpg`"):
+        sdkroot.build("5.0.0")
+    (tmp_path / "gone.gpg").write_bytes(b"someone else's keys")
+    with pytest.raises(sdkroot.RootError, match="is not the keyring the study ships"):
+        sdkroot.build("5.0.0")
+    assert not (tmp_path / "roots").exists()
+
+
+@pytest.mark.network
+@pytest.mark.skipif(shutil.which("gpgv") is None, reason="gpgv is not installed")
+def test_the_shipped_keyring_verifies_debians_real_release_file_and_refuses_a_changed_one(
+        tmp_path):
+    """What debootstrap checks, against the real archive (Debian's packages are a registry this
+    study may reach): trixie's InRelease is signed by a key of the shipped keyring."""
+    import urllib.request
+
+    release = tmp_path / "InRelease"
+    with urllib.request.urlopen(f"{sdkroot.MIRROR}/dists/{sdkroot.SUITE}/InRelease",
+                                timeout=60) as answer:
+        release.write_bytes(answer.read())
+    gpgv = ["gpgv", "--keyring", str(sdkroot.keyring()), str(release)]
+    good = subprocess.run(gpgv, capture_output=True, text=True)
+    assert good.returncode == 0, good.stderr
+    assert "Good signature" in good.stderr
+    text = release.read_text()
+    release.write_text(text.replace("Suite: stable", "Suite: stab1e", 1))
+    assert subprocess.run(gpgv, capture_output=True).returncode != 0

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from rtstudy.machine import audit_profile, shield as shielding
 from rtstudy.machine.audit_host import (STATUSES, UNREADABLE_REMEDY, AuditItem, Host, boot_fix,
-                                        isolation_fix, load, suggested_isolation)
+                                        isolation_fix, load, revert, suggested_isolation)
 from rtstudy.machine.kernelfs import (CPU_DIR, cmdline_cpus, cmdline_value, cpu_mask,
                                       format_cpu_list, list_names, mask_to_cpus, preempt_model,
                                       read as read_file, smt_siblings, to_cpus)
@@ -186,7 +186,9 @@ def _governor_item(h: Host) -> AuditItem:
     facts = {"governors": {str(c): g for c, g in governors.items()}}
     if slow:
         return AuditItem(name, "WARN", evidence + "; frequency scaling adds wake-up and ramp latency",
-                         f"cpupower -c {format_cpu_list(slow)} frequency-set -g performance",
+                         f"cpupower -c {format_cpu_list(slow)} frequency-set -g performance"
+                         + revert("; ".join(f"cpupower -c {c} frequency-set -g {governors[c]}"
+                                            for c in slow)),
                          facts=facts)
     if problems:
         return AuditItem(name, "WARN", "; ".join([evidence] + problems), UNREADABLE_REMEDY, facts=facts)
@@ -203,7 +205,8 @@ def _thp_item(h: Host) -> AuditItem:
     if "[always]" in f.text:
         return AuditItem(name, "WARN", f"{f.path}: {f.text}; khugepaged compaction and huge-page "
                          "faults stall threads at random",
-                         f"echo madvise > {f.path} (or never); at boot: transparent_hugepage=never")
+                         f"echo madvise > {f.path} (or never)" + revert(f"echo always > {f.path}")
+                         + "; at boot: transparent_hugepage=never")
     return AuditItem(name, "PASS", f"{f.path}: {f.text}")
 
 
@@ -228,9 +231,13 @@ def _rt_runtime_item(h: Host) -> AuditItem:
                      "in an exclusive cpuset without load balancing (`rtstudy host apply --method "
                      "cpuset` makes one), whose CPUs are a root domain of their own, admission "
                      "control kept",
-                     "sysctl -w kernel.sched_rt_runtime_us=-1 (keeps it until reboot; to persist: "
-                     "echo kernel.sched_rt_runtime_us=-1 > /etc/sysctl.d/90-realtime.conf). It also "
-                     "removes the safety net that stops a runaway FIFO thread from hanging a CPU",
+                     "sysctl -w kernel.sched_rt_runtime_us=-1 (until reboot"
+                     + revert(f"sysctl -w kernel.sched_rt_runtime_us={value}") + "; to persist: "
+                     "echo kernel.sched_rt_runtime_us=-1 > /etc/sysctl.d/90-realtime.conf, revert: "
+                     "remove that file). It also removes the safety net that stops a runaway "
+                     "FIFO thread from hanging a CPU: this study's own busy-polling runs (H5c) "
+                     "spin a real-time thread that only throttling interrupts. `make "
+                     "study-tuned` sets it for its run and reverts it",
                      facts={"value": value})
 
 
@@ -242,7 +249,8 @@ def _daemon_item(h: Host, daemon: str, why: str) -> AuditItem:
     facts = {"pids": pids}
     if pids:
         return AuditItem(name, "WARN", f"{daemon} is running (pid {', '.join(map(str, pids))}): {why}",
-                         f"systemctl disable --now {daemon}", facts=facts)
+                         f"systemctl disable --now {daemon}"
+                         + revert(f"systemctl enable --now {daemon}"), facts=facts)
     return AuditItem(name, "PASS", f"no {daemon} among {len(h.processes)} processes{h.process_note}",
                      facts=facts)
 
@@ -287,8 +295,9 @@ def _irqbalance_item(h: Host) -> AuditItem:
                      f"ban the real-time CPUs, as tuned's realtime profile does: "
                      f"IRQBALANCE_BANNED_CPULIST={format_cpu_list(cpus)} in /etc/default/irqbalance "
                      "(RHEL, Fedora: /etc/sysconfig/irqbalance), then `systemctl restart "
-                     "irqbalance`. Stopping irqbalance instead leaves every IRQ where it lies, "
-                     "often all on CPU 0", facts=facts)
+                     "irqbalance`" + revert("remove that line, `systemctl restart irqbalance`")
+                     + ". Stopping irqbalance instead leaves every IRQ where it lies, often all "
+                     "on CPU 0", facts=facts)
 
 
 def tuned_verify() -> tuple[bool, str] | None:
@@ -314,8 +323,10 @@ def _tuned_item(h: Host) -> AuditItem:
         return AuditItem(item.name, "WARN", item.evidence + f"; active profile {profile or '(none)'}",
                          "either let tuned do the tuning: put the CPUs in isolated_cores= of "
                          "/etc/tuned/realtime-variables.conf, `tuned-adm profile realtime` "
-                         "(realtime-virtual-host on a KVM host), reboot; or `systemctl disable --now "
-                         "tuned`", facts=facts)
+                         "(realtime-virtual-host on a KVM host), reboot"
+                         + revert(f"`tuned-adm profile {profile or 'balanced'}`, reboot")
+                         + "; or `systemctl disable --now tuned`"
+                         + revert("systemctl enable --now tuned"), facts=facts)
     evidence = f"tuned runs the {profile} profile, which isolates CPUs itself"
     # tuned-adm verify checks the running host, so only when auditing this host.
     verified = tuned_verify() if h.root == Path("/") else None
@@ -339,7 +350,8 @@ def _nmi_item(h: Host) -> AuditItem:
         return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY)
     if f.text != "0":
         return AuditItem(name, "WARN", f"{f.path}: {f.text}; its periodic NMIs reach isolated CPUs too",
-                         "sysctl -w kernel.nmi_watchdog=0 (at boot: nmi_watchdog=0)")
+                         "sysctl -w kernel.nmi_watchdog=0" + revert(
+                             f"sysctl -w kernel.nmi_watchdog={f.text}") + "; at boot: nmi_watchdog=0")
     return AuditItem(name, "PASS", f"{f.path}: 0")
 
 
@@ -406,7 +418,7 @@ def _irq_affinity_item(h: Host) -> AuditItem:
     if irqs is None:
         return AuditItem(name, "WARN", "/proc/irq: cannot be listed", UNREADABLE_REMEDY)
     mask = cpu_mask(h.housekeeping)
-    offending, commands, problems = [], [], []
+    offending, commands, undo, problems = [], [], [], []
     for irq in irqs:
         f = read_file(h.root, f"/proc/irq/{irq}/smp_affinity_list")
         cpus = to_cpus(f.text)
@@ -415,22 +427,28 @@ def _irq_affinity_item(h: Host) -> AuditItem:
         elif set(cpus) & set(h.isolated):
             offending.append(f"{irq}->{f.text}")
             commands.append(f"echo {mask} > /proc/irq/{irq}/smp_affinity")
+            undo.append(f"echo {f.text} > /proc/irq/{irq}/smp_affinity_list")
     default = read_file(h.root, "/proc/irq/default_smp_affinity")
     default_cpus = mask_to_cpus(default.text)
     if default_cpus and set(default_cpus) & set(h.isolated):
         offending.append(f"default_smp_affinity->{default.text}")
         commands.append(f"echo {mask} > /proc/irq/default_smp_affinity")
+        undo.append(f"echo {default.text} > /proc/irq/default_smp_affinity")
     facts = {"irqs": offending}
     if offending:
         return AuditItem(name, "WARN", "IRQs allowed on isolated CPUs "
                          f"{format_cpu_list(h.isolated)}: " + ", ".join(offending),
-                         "; ".join(commands) + " (EIO on a managed IRQ is normal; the kernel keeps "
+                         "; ".join(commands) + revert("; ".join(undo))
+                         + " (EIO on a managed IRQ is normal; the kernel keeps "
                          "those off isolated CPUs when booted with isolcpus=managed_irq,...); at boot: "
                          f"irqaffinity={format_cpu_list(h.housekeeping)}", facts=facts)
     if problems:
         return AuditItem(name, "WARN", "; ".join(problems), UNREADABLE_REMEDY, facts=facts)
     return AuditItem(name, "PASS", f"every IRQ and the default affinity avoid CPUs "
                      f"{format_cpu_list(h.isolated)}", facts=facts)
+
+
+WORKQUEUE_MASK = "/sys/devices/virtual/workqueue/cpumask"
 
 
 def _kthread_item(h: Host) -> AuditItem:
@@ -451,12 +469,17 @@ def _kthread_item(h: Host) -> AuditItem:
     facts = {"movable": [p.comm for p in movable], "per_cpu": [p.comm for p in bound]}
     if movable:
         commands = [f"taskset -pc {hk} {p.pid}" for p in movable]
+        undo = [f"taskset -pc {format_cpu_list(p.cpus or [])} {p.pid}" for p in movable]
         if any(p.comm.startswith("kworker/u") for p in movable):
-            commands.append(f"echo {cpu_mask(h.housekeeping)} > /sys/devices/virtual/workqueue/cpumask")
+            commands.append(f"echo {cpu_mask(h.housekeeping)} > {WORKQUEUE_MASK}")
+            was = read_file(h.root, WORKQUEUE_MASK).text
+            if was:
+                undo.append(f"echo {was} > {WORKQUEUE_MASK}")
         return AuditItem(name, "WARN", "unbound kernel threads allowed on isolated CPUs: "
                          + ", ".join(f"{p.comm} (pid {p.pid}, CPUs {format_cpu_list(p.cpus)})"
                                      for p in movable) + context,
-                         "; ".join(commands) + f" (booting with isolcpus=domain,... keeps them on {hk})",
+                         "; ".join(commands) + revert("; ".join(undo))
+                         + f" (booting with isolcpus=domain,... keeps them on {hk})",
                          facts=facts)
     return AuditItem(name, "PASS", f"no unbound kernel thread may run on CPUs "
                      f"{format_cpu_list(h.isolated)}{context}", facts=facts)
@@ -475,7 +498,9 @@ def _rcu_thread_item(h: Host) -> AuditItem:
     if misplaced:
         return AuditItem(name, "WARN", f"{shown}; callback threads may run on isolated CPUs",
                          "; ".join(f"taskset -pc {format_cpu_list(h.housekeeping)} {p.pid}"
-                                   for p in misplaced), facts=facts)
+                                   for p in misplaced)
+                         + revert("; ".join(f"taskset -pc {format_cpu_list(p.cpus or [])} {p.pid}"
+                                            for p in misplaced)), facts=facts)
     if not_offloaded:
         return AuditItem(name, "WARN", f"{shown}; no callback thread for CPUs "
                          f"{format_cpu_list(not_offloaded)}, so their callbacks run on them",
@@ -504,7 +529,8 @@ def _smt_item(h: Host) -> AuditItem:
             f"isolated CPU {c} shares its core with housekeeping CPU {format_cpu_list(s)}"
             for c, s in split.items()),
             f"isolate whole cores ({format_cpu_list(whole)}) or turn SMT off: "
-            f"echo off > {CPU_DIR}/smt/control (at boot: nosmt)", facts={"split": list(split)})
+            f"echo off > {CPU_DIR}/smt/control" + revert(f"echo on > {CPU_DIR}/smt/control")
+            + " (at boot: nosmt)", facts={"split": list(split)})
     return AuditItem(name, "PASS", shown + "; isolated CPUs hold whole cores")
 
 

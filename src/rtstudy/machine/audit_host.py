@@ -42,7 +42,13 @@ NO_BOOTLOADER = ("this host's kernel command line is set by whatever boots it. O
                  "machine that is the launcher: Firecracker's `boot_args`, QEMU's `-append`, "
                  "libvirt's `<cmdline>`, or the cloud image's settings; add them there and restart "
                  "the VM")
-_BOOT_FIX = "add `{args}` to the kernel command line and reboot (how on this host: the boot line item)"
+_BOOT_FIX = ("add `{args}` to the kernel command line and reboot (how on this host, and how to "
+             "remove it again: the boot line item)")
+
+
+def revert(command: str) -> str:
+    """The words after a run-time change that say how to undo it: `` (revert: command)``."""
+    return f" (revert: {command})" if command else ""
 
 
 def boot_fix(args: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from rtstudy.machine import idle
 from rtstudy.machine.audit_host import (BOOTLOADERS, UNREADABLE_REMEDY, AuditItem, Host, boot_args,
-                                        boot_fix, boot_steps, bootloader)
+                                        boot_fix, boot_steps, bootloader, revert)
 from rtstudy.machine.kernelfs import CPU_DIR, cmdline_value, format_cpu_list, read as read_file
 
 # (sysctl, tuned's value, what it changes); network-latency sets all three.
@@ -56,7 +56,7 @@ def cstate_item(h: Host) -> AuditItem:
     if cmdline_value(cmdline, "idle") == "poll":
         return AuditItem(name, "PASS", f"{context}: CPUs poll instead of sleeping")
     system_us, _ = idle.system_request(h.root)
-    allowed, deeper, held, disabled, commands = {}, {}, {}, 0, []
+    allowed, deeper, held, disabled, commands, undo = {}, {}, {}, 0, [], []
     per_cpu = {cpu: idle.states(h.root, cpu) for cpu in h.targets}
     for cpu, states in per_cpu.items():
         limit = idle.limit_us(system_us, idle.resume_limit(h.root, cpu))
@@ -72,6 +72,7 @@ def cstate_item(h: Host) -> AuditItem:
             else:
                 deeper.setdefault(_label(s), []).append(cpu)
                 commands.append(f"echo 1 > {CPU_DIR}/cpu{cpu}/cpuidle/state{s.index}/disable")
+                undo.append(f"echo 0 > {CPU_DIR}/cpu{cpu}/cpuidle/state{s.index}/disable")
     if not any(per_cpu.values()):
         return AuditItem(name, "N/A", f"no {CPU_DIR}/cpu*/cpuidle states for CPUs "
                          f"{format_cpu_list(h.targets)}; {context}")
@@ -87,7 +88,8 @@ def cstate_item(h: Host) -> AuditItem:
                                                    "while idle"))
     return AuditItem(name, "WARN", "; ".join(parts) + f"; deeper: {_grouped(deeper)}, whose wake-up "
                      "delays the first instruction after an idle period",
-                     "at run time, until reboot: " + "; ".join(commands) + ", or a PM QoS limit "
+                     "at run time, until reboot: " + "; ".join(commands) + revert("; ".join(undo))
+                     + ", or a PM QoS limit "
                      f"(the PM QoS item); at boot ({driver}, {leaves}): " + boot_fix(at_boot),
                      facts=facts)
 
@@ -107,9 +109,10 @@ def pm_qos_item(h: Host) -> AuditItem:
     system = (why or f"{idle.CPU_DMA_LATENCY}: " + ("no request held" if system_us == idle.NO_REQUEST_US
                                                     else f"{system_us} µs held"))
     resume: dict[str, list[int]] = {}
-    needs, missing = {}, []
+    needs, missing, was = {}, [], {}
     for cpu, states in per_cpu.items():
         shown = idle.resume_limit(h.root, cpu)
+        was[cpu] = shown
         resume.setdefault(shown or "not present", []).append(cpu)
         allowed = idle.allowed_us(states)
         if any(not s.disabled and s.latency_us > allowed for s in states):
@@ -132,7 +135,10 @@ def pm_qos_item(h: Host) -> AuditItem:
                      f"{idle.CPU_DMA_LATENCY} at state 1's exit latency while tuned runs); without "
                      "tuned, until reboot: " + "; ".join(
                          f"echo {needs[c]} > {CPU_DIR}/cpu{c}/power/pm_qos_resume_latency_us"
-                         for c in missing) + " (`n/a` instead allows polling only). A program may "
+                         for c in missing) + revert("; ".join(
+                             f"echo {was[c]} > {CPU_DIR}/cpu{c}/power/pm_qos_resume_latency_us"
+                             for c in missing if was[c])) + " (`n/a` instead allows polling "
+                     "only). A program may "
                      f"hold its own request: open {idle.CPU_DMA_LATENCY}, write the µs as a 32-bit "
                      "integer and keep it open (cyclictest does, at 0 µs)", facts=facts)
 
@@ -140,7 +146,7 @@ def pm_qos_item(h: Host) -> AuditItem:
 def sysctl_item(h: Host) -> AuditItem:
     """The sysctls tuned's network-latency profile sets for latency."""
     name = "latency sysctls"
-    shown, wrong, problems = [], [], []
+    shown, wrong, problems, before = [], [], [], {}
     for key, value, why in TUNED_SYSCTLS:
         f = read_file(h.root, "/proc/sys/" + key.replace(".", "/"))
         if f.missing:
@@ -153,6 +159,7 @@ def sysctl_item(h: Host) -> AuditItem:
                                        else int(f.text) == value)
             if not ok:
                 wrong.append((key, value, why))
+                before[key] = f.text
     if problems:
         return AuditItem(name, "WARN", "; ".join(shown + problems), UNREADABLE_REMEDY)
     if not wrong:
@@ -161,8 +168,10 @@ def sysctl_item(h: Host) -> AuditItem:
     sets = " ".join(f"{k}={v}" for k, v, _ in wrong)
     return AuditItem(name, "WARN", ", ".join(shown) + "; tuned's network-latency profile sets " + "; ".join(
         f"{k}={v}: {why}" for k, v, why in wrong),
-        f"sysctl -w {sets} (until reboot; to keep: one `key = value` per line in "
-        "/etc/sysctl.d/90-realtime.conf)", facts={"differ": [k for k, _, _ in wrong]})
+        f"sysctl -w {sets} (until reboot"
+        + revert("sysctl -w " + " ".join(f"{k}={before[k]}" for k, _, _ in wrong))
+        + "; to keep: one `key = value` per line in /etc/sysctl.d/90-realtime.conf, revert: "
+        "remove those lines)", facts={"differ": [k for k, _, _ in wrong]})
 
 
 def boot_params_item(h: Host) -> AuditItem:
@@ -188,7 +197,8 @@ def boot_params_item(h: Host) -> AuditItem:
     if not missing:
         return AuditItem(name, "PASS", evidence)
     args = " ".join(p for p, _ in missing)
-    runtime = (" (nosoftlockup at run time: `sysctl -w kernel.soft_watchdog=0`)"
+    runtime = (" (nosoftlockup at run time: `sysctl -w kernel.soft_watchdog=0`"
+               + revert(f"sysctl -w kernel.soft_watchdog={soft}") + ")"
                if any(p == "nosoftlockup" for p, _ in missing) else "")
     return AuditItem(name, "WARN", evidence + "; missing: " + "; ".join(f"{p} ({why})" for p, why in missing),
                      boot_fix(args) + runtime, facts={"missing": [p for p, _ in missing]})
@@ -208,7 +218,8 @@ def clocksource_item(h: Host) -> AuditItem:
     if f.text in FAST_CLOCKS:
         return AuditItem(name, "PASS", evidence + "; read in user space without a system call",
                          facts={"clocksource": f.text})
-    fix = (f"echo tsc > {f.path} (until reboot); at boot: " + boot_fix("clocksource=tsc tsc=reliable")
+    fix = (f"echo tsc > {f.path} (until reboot" + revert(f"echo {f.text} > {f.path}")
+           + "); at boot: " + boot_fix("clocksource=tsc tsc=reliable")
            if "tsc" in available else
            "the kernel fell back from its fast clock: `dmesg | grep -i clocksource` says why "
            "(often a TSC it judged unstable)")
@@ -235,5 +246,7 @@ def boot_line_item(h: Host, items: list[AuditItem]) -> AuditItem:
         return AuditItem(name, "PASS", f"no item asks for a boot parameter; {where}")
     line = " ".join(merged.values())
     return AuditItem(name, "WARN", f"asked for by: {', '.join(asking)}; {where}",
-                     f"add `{line}` to the kernel command line: {boot_steps(h.root, line)}",
+                     f"add `{line}` to the kernel command line: {boot_steps(h.root, line)}"
+                     + revert("remove them from the kernel command line the same way, and "
+                              "reboot"),
                      facts={"args": line, "bootloader": loader[0] if loader else None})

@@ -32,25 +32,37 @@ class Check:
     fix: str = ""
 
 
-# Never a file capability on the interpreter: .venv/bin/python links to the system-wide one
-# (/usr/bin/python3.X), so every script on the machine would gain CAP_SYS_NICE, and the next
-# package update drops it silently. The capability goes to the process that runs the study.
+# The privilege routes, narrowest first; each says what it grants and to whom
+# (docs/troubleshooting.md, "Privileges"). The measuring command alone gets CAP_SYS_NICE: set up
+# first as yourself, so pip, the venv and the SDK root are never built with it. Root is the
+# last resort (pip, DVC and Jupyter as root; the checkout's new files root's). Never a file
+# capability on the interpreter: .venv/bin/python links to the system-wide one
+# (/usr/bin/python3.X), so every script on the machine would gain CAP_SYS_NICE.
+MEASURING_WITH_CAP = ("`make setup sdk` as yourself, then only the measuring command with "
+                      "CAP_SYS_NICE: `sudo systemd-run --pty --same-dir --uid=$USER "
+                      "--setenv=PATH=$PWD/.venv/bin:/usr/bin:/bin "
+                      "-p AmbientCapabilities=CAP_SYS_NICE dvc repro` (it reaches dvc repro and "
+                      "what it starts: the stages, their notebooks' kernels and the cells; not pip "
+                      "or the set-up; it ends with the command)")
 REALTIME_FIX = {
-    SCHED_FIFO: "run the study as root (`sudo make study`); or give your user an rtprio limit "
-                  "(`@realtime - rtprio 99` in /etc/security/limits.d/rtstudy.conf, your user in "
-                  "group realtime, log in again), which FIFO and RR need and nothing else; or run "
-                  "it from a systemd unit with `AmbientCapabilities=CAP_SYS_NICE` "
-                  "(`sudo systemd-run --pty --uid=$USER -p AmbientCapabilities=CAP_SYS_NICE make "
-                  "study`); in Docker add `--cap-add=SYS_NICE --ulimit rtprio=99`. Never setcap "
-                  "the venv's python: it is the system-wide interpreter",
-    SCHED_DEADLINE: "run as root or with CAP_SYS_NICE in the study's own process (an rtprio "
-                      "limit is not enough for DEADLINE): `sudo make study`, or a systemd unit "
-                      "with `AmbientCapabilities=CAP_SYS_NICE`; in Docker `--cap-add=SYS_NICE`; "
-                      "a container's cgroup may also need real-time bandwidth",
-    "SCHED_DEADLINE pinned": "the kernel admits a SCHED_DEADLINE thread pinned to one CPU only when "
-                             "kernel.sched_rt_runtime_us = -1 (`sysctl -w kernel.sched_rt_runtime_us=-1`, "
-                             "which also removes RT throttling) or in an exclusive cpuset; until then "
-                             "the experiments run DEADLINE threads unpinned and record it",
+    SCHED_FIFO: "give your user an rtprio limit, which FIFO and RR need and nothing else "
+                  "(`@realtime - rtprio 99` in /etc/security/limits.d/rtstudy.conf, your user "
+                  "in group realtime, log in again; it grants every process of that group's "
+                  "users real-time priorities up to 99; revert: remove the file); or "
+                  + MEASURING_WITH_CAP + "; in Docker add `--cap-add=SYS_NICE --ulimit "
+                  "rtprio=99`; last, the whole study as root (`make study` as root: pip, DVC "
+                  "and Jupyter then run as root too). Never setcap the venv's python: it is the "
+                  "system-wide interpreter",
+    SCHED_DEADLINE: "CAP_SYS_NICE in the measuring processes (an rtprio limit is not enough "
+                      "for DEADLINE): " + MEASURING_WITH_CAP + "; in Docker "
+                      "`--cap-add=SYS_NICE` (a container's cgroup may also need real-time "
+                      "bandwidth); last, the whole study as root",
+    "SCHED_DEADLINE pinned": "the kernel admits a SCHED_DEADLINE thread pinned to one CPU only "
+                             "when kernel.sched_rt_runtime_us = -1 (which also removes RT "
+                             "throttling: a busy real-time thread can then starve its CPU) or "
+                             "in an exclusive cpuset; `make study-tuned` sets it for the tuned "
+                             "run and reverts it. Until then the experiments run DEADLINE "
+                             "threads unpinned and record it",
 }
 REALTIME_FIX[SCHED_RR] = REALTIME_FIX[SCHED_FIFO]
 
@@ -64,7 +76,12 @@ def realtime_checks(fp: dict) -> list[Check]:
             # Unpinned DEADLINE is what the experiments fall back to; only a
             # refused unpinned policy stops a real-time experiment.
             status = "WARN" if name == "SCHED_DEADLINE pinned" else "FAIL"
-            checks.append(Check(name, status, result, REALTIME_FIX[name]))
+            fix = REALTIME_FIX[name]
+            if name == "SCHED_DEADLINE pinned":
+                now = (fp.get("sched") or {}).get("rt_runtime_us")
+                fix += ("; by hand: `sysctl -w kernel.sched_rt_runtime_us=-1`, revert: "
+                        f"`sysctl -w kernel.sched_rt_runtime_us={now}`") if now is not None else ""
+            checks.append(Check(name, status, result, fix))
     return checks
 
 

@@ -36,6 +36,13 @@ from rtstudy import paths
 
 SUITE = "trixie"  # Debian 13, glibc 2.41
 MIRROR = "http://deb.debian.org/debian"
+# The Debian archive's signing keys debootstrap checks the suite's Release file against, shipped
+# with the study so that a host without Debian's keyring (Ubuntu, RHEL) verifies the root the
+# same way: the archive, security and stable-release keys of Debian 13 and 12, as Debian 12's
+# debian-archive-keyring 2023.3+deb12u2 installs them in /usr/share/keyrings/
+# (debian-archive-{trixie,bookworm}-*.gpg), concatenated; sha256 in KEYRING_SHA256.
+KEYRING = Path(__file__).resolve().parent / "debian-archive-trixie.gpg"
+KEYRING_SHA256 = "371acb6e56db8cc0edc28911f3b4a5e425f840cda11da47b529627721845864a"
 COMPONENTS = "main contrib non-free"  # libcuda1 is non-free; its nvidia-support is contrib
 # What debootstrap installs: Python with venv and headers, a C compiler for the study's
 # native module (rtstudy._native: the load work and the policy read-back), stress-ng (E2's
@@ -126,7 +133,7 @@ def problems() -> list[str]:
         found.append("building and entering the SDK root needs root (chroot, mount): run the study "
                      "as root, or leave out the SDK versions that need the root (params.yaml sdk)")
     for tool, package in (("debootstrap", "debootstrap"), ("unshare", "util-linux"),
-                          ("chroot", "coreutils")):
+                          ("chroot", "coreutils"), ("gpgv", "gpgv")):
         if shutil.which(tool) is None:
             found.append(f"`{tool}` is not installed: install the package {package} "
                          "(`make sysdeps` installs it on Debian and Ubuntu; on RHEL it is in EPEL)")
@@ -222,6 +229,7 @@ def build(version: str, log=None) -> Path:
         raise RootError("cannot build the Holoscan " + version + " root: " + "; ".join(found))
     if not lock_file(version).is_file():
         raise RootError(f"no lock for Holoscan {version}: {lock_file(version)} is missing")
+    keyring()  # before anything is fetched
     return build_once(final, lambda work, out: _build(version, work, out),
                       f"the Holoscan {version} root", f"debian13-holoscan{version}-*", roots_dir(),
                       log)
@@ -313,17 +321,44 @@ def _build(version: str, work: Path, out) -> None:
          out, "import holoscan")
     record = _inventory(work)
     record.update({"sdk": version, "key": key(version), "suite": SUITE, "mirror": MIRROR,
+                   "release_verified_with": {"keyring": KEYRING.name, "sha256": KEYRING_SHA256},
                    "built_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     (work / MANIFEST).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
+def keyring() -> Path:
+    """The shipped archive keyring (:data:`KEYRING`), checked against its recorded sha256.
+
+    Raises
+    ------
+    RootError
+        It is missing or not the file the study shipped: the root would not be verified.
+    """
+    try:
+        found = hashlib.sha256(KEYRING.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise RootError(f"the Debian archive keyring {KEYRING} cannot be read ({exc.strerror}), "
+                        "so the Debian 13 root could not be verified: restore it from the "
+                        f"study's repository (`git checkout -- {KEYRING.name}` in "
+                        f"{KEYRING.parent})") from None
+    if found != KEYRING_SHA256:
+        raise RootError(f"{KEYRING} is not the keyring the study ships (sha256 {found}, "
+                        f"expected {KEYRING_SHA256}): restore it from the study's repository "
+                        f"(`git checkout -- {KEYRING.name}` in {KEYRING.parent})")
+    return KEYRING
+
+
 def debootstrap_command(work: Path) -> list[str]:
-    """debootstrap into ``work``, in a mount namespace of its own: the /proc and /sys it mounts
-    inside the new root vanish with it, so a build killed midway leaves no mount on the host
-    (one that would block the next build's clean-up)."""
+    """debootstrap into ``work``, the suite's Release file checked against the shipped keyring
+    (:func:`keyring`) and refused unsigned (``--force-check-gpg``: without it, a host lacking
+    the keyring only warns and goes on), in a mount namespace of its own: the /proc and /sys it
+    mounts inside the new root vanish with it, so a build killed midway leaves no mount on the
+    host (one that would block the next build's clean-up). The packages it fetches are checked
+    against the verified Release file's hashes; apt inside the root verifies with the root's own
+    keyring."""
     return ["unshare", "--mount", "--propagation", "private",
             "debootstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES),
-            SUITE, str(work), MIRROR]
+            f"--keyring={keyring()}", "--force-check-gpg", SUITE, str(work), MIRROR]
 
 
 def _inventory(root: Path) -> dict:
