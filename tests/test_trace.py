@@ -19,6 +19,7 @@ import pytest
 from helpers import require_policy
 from rtstudy import params
 from rtstudy.apps import trace
+from rtstudy.machine import tracefs
 from rtstudy.measure.harness import SweepContext, run_cell
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a system-wide scheduler trace "
@@ -35,18 +36,18 @@ def _perf() -> str:
 @contextlib.contextmanager
 def first_boot():
     """tracefs unmounted, as after a boot; every tracefs mount there was put back after."""
-    mounted = sorted(trace.tracefs_mounts())
+    mounted = sorted(tracefs.mounts())
     for point in reversed(mounted):
         done = subprocess.run(["umount", point], capture_output=True, text=True)
         if done.returncode:
             pytest.skip(f"tracefs at {point} is in use ({done.stderr.strip()}): cannot "
                         "reproduce a freshly booted host here")
     try:
-        assert not trace.tracefs_mounts()
+        assert not tracefs.mounts()
         yield
     finally:
         for point in mounted:
-            if point not in trace.tracefs_mounts():
+            if point not in tracefs.mounts():
                 subprocess.run(["mount", "-t", "tracefs", "nodev", point], check=True)
 
 
@@ -66,9 +67,9 @@ def test_on_a_freshly_booted_host_the_trace_prepares_tracefs_and_leaves_none_beh
         with trace.sched_trace(2, record):
             _busy(0.3)
         assert "unavailable" not in record, record.get("unavailable")
-        assert record["tracefs"] == "mounted by the trace"
+        assert record["tracefs"] == "mounted for the reading"
         assert record["n_events"] > 0 and "switch" in record["columns"]["event"]
-        assert not trace.tracefs_mounts(), "the trace must unmount what it mounted"
+        assert not tracefs.mounts(), "the trace must unmount what it mounted"
 
 
 @pytest.fixture()
@@ -142,7 +143,7 @@ def test_a_holoscan_5_traced_cell_on_a_freshly_booted_host_keeps_its_trace(env5,
     try:
         with first_boot():
             outcome = run_cell(cell, out, SweepContext.from_fingerprint(fp, "smoke", where, env5))
-            assert not trace.tracefs_mounts(), "the root's tracefs must stay in its namespace"
+            assert not tracefs.mounts(), "the root's tracefs must stay in its namespace"
         assert outcome.status == "ok", outcome.reason
         recorded = json.loads((outcome.path / "cell.json").read_text())["summary"]["trace"]
         assert "unavailable" not in recorded, recorded.get("unavailable")

@@ -13,12 +13,12 @@ import pytest
 
 from helpers import require_policy
 from rtstudy import params
-from rtstudy.apps.trace import PROBE_GROUP, parse as trace_parse, tracefs_mounts
+from rtstudy.apps.trace import PROBE_GROUP, parse as trace_parse
 from rtstudy.experiments.e2_rt_threads import (analysis, attribution, conditions, contrasts, ladder,
                                                plan)
 from rtstudy.experiments.e2_rt_threads.params import FIXES
 from rtstudy.inference.stats import CI
-from rtstudy.machine import placement
+from rtstudy.machine import placement, tracefs
 from rtstudy.machine.sysdeps import which
 from rtstudy.measure.harness import SweepContext, run_sweep
 from rtstudy.measure.readback import verify_realtime
@@ -45,7 +45,7 @@ def sidecar(out, cell) -> dict:
 def e2_run(tmp_path_factory, fingerprint):
     for policy in ("SCHED_FIFO", "SCHED_DEADLINE"):
         require_policy(fingerprint, policy)
-    before = tracefs_mounts()
+    before = tracefs.mounts()
     cfg = smoke_cfg()
     out = tmp_path_factory.mktemp("e2")
     cells = plan.plan(cfg, fingerprint, {})
@@ -224,7 +224,7 @@ def test_frames_runs_floor_and_attribution(e2_run):
     # Every traced policy has attributed frames, SCHED_DEADLINE's too (its threads' priority
     # prints as -1, which the trace parser once dropped).
     assert {c.config["policy"] for c in traced} == set(att["policy"])
-    assert tracefs_mounts() == before  # what perf mounted for the trace was unmounted
+    assert tracefs.mounts() == before  # what perf mounted for the trace was unmounted
     # The GIL probes: recorded where the interpreter has its symbol table (else the sidecar says
     # why), removed after the trace, and the GIL wait split exactly among its holders' states.
     for cell in traced:

@@ -46,7 +46,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rtstudy.machine import kernelfs
+from rtstudy.machine import kernelfs, tracefs
 from rtstudy.measure.process import die_with_parent
 
 EVENTS = ("sched:sched_waking", "sched:sched_wakeup", "sched:sched_switch")
@@ -62,12 +62,6 @@ _SWITCH = re.compile(r"prev_comm=(.*) prev_pid=(-?\d+) prev_prio=(-?\d+) prev_st
 _WAKE = re.compile(r"comm=(.*) pid=(-?\d+) prio=(-?\d+) target_cpu=(\d+)\s*$")
 COLUMNS = ("t_ns", "cpu", "event", "tid", "pid", "comm", "prio", "prev_pid", "prev_comm",
            "prev_state")
-
-
-def tracefs_mounts() -> set[str]:
-    """Where tracefs is mounted now (mount points)."""
-    with open("/proc/mounts") as f:
-        return {line.split()[1] for line in f if line.split()[2:3] == ["tracefs"]}
 
 
 def parse(text: str) -> dict[str, list]:
@@ -111,37 +105,6 @@ def parse(text: str) -> dict[str, list]:
     return cols
 
 
-TRACEFS = "/sys/kernel/tracing"
-
-
-def mount_tracefs(record: dict) -> None:
-    """Mount tracefs at :data:`TRACEFS` where no tracefs is mounted yet; what was done (or
-    why it could not be) goes into ``record["tracefs"]``. Unmounted again by :func:`_script`."""
-    if tracefs_mounts():
-        record["tracefs"] = "mounted before the trace"
-        return
-    if not os.path.isdir(TRACEFS):
-        record["tracefs"] = f"not mounted, and {TRACEFS} does not exist (a kernel without tracefs)"
-        return
-    done = subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True,
-                          text=True)
-    record["tracefs"] = ("mounted by the trace" if done.returncode == 0 else
-                         f"not mounted, and mounting it failed: {done.stderr.strip()[-300:]}")
-
-
-@contextlib.contextmanager
-def tracefs_ready(record: dict):
-    """tracefs mounted while the block runs (:func:`mount_tracefs`: ``record["tracefs"]``
-    says how), and what this mounted unmounted afterwards."""
-    before = tracefs_mounts()
-    mount_tracefs(record)
-    try:
-        yield
-    finally:
-        for point in sorted(tracefs_mounts() - before, reverse=True):
-            subprocess.run(["umount", point], capture_output=True)
-
-
 @contextlib.contextmanager
 def sched_trace(limit_s: float, record: dict):
     """Trace the scheduler on every CPU while the block runs (at most ``limit_s`` seconds).
@@ -160,52 +123,81 @@ def sched_trace(limit_s: float, record: dict):
                                  "it (Debian: apt-get install linux-perf)")
         yield record
         return
-    before = tracefs_mounts()
-    mount_tracefs(record)
+    before = tracefs.mounts()
+    tracefs.mount(record)
     with tempfile.TemporaryDirectory(prefix="rtstudy-trace-") as tmp:
-        ctl, ack, data = Path(tmp, "ctl"), Path(tmp, "ack"), Path(tmp, "perf.data")
-        os.mkfifo(ctl)
-        os.mkfifo(ack)
-        # O_RDWR: opening a FIFO this way never blocks, even before perf has opened its end.
-        ctl_fd, ack_fd = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+        data = Path(tmp, "perf.data")
         probes = add_gil_probes(perf, record)
-        events = [*EVENTS, *probes]
-        cmd = _record_command(perf, ctl, ack, data, events, limit_s)
         try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                    text=True, preexec_fn=die_with_parent)
+            perf_run = _Perf(perf, Path(tmp), [*EVENTS, *probes], limit_s)
         except OSError as exc:
-            os.close(ctl_fd)
-            os.close(ack_fd)
             _script(perf, Path(tmp, "none"), probes, before, record)
             record["unavailable"] = f"perf record could not start: {exc}"
             yield record
             return
-        record.update(tool="perf record", events=events, clock="CLOCK_MONOTONIC")
+        record.update(tool="perf record", events=perf_run.events, clock="CLOCK_MONOTONIC")
         try:
-            started = _command(ctl_fd, ack_fd, "enable", proc)
+            started = perf_run.command("enable")
             yield record
             if started:
-                _command(ctl_fd, ack_fd, "disable", proc)
+                perf_run.command("disable")
         finally:
-            err = _stop(proc)
-            os.close(ctl_fd)
-            os.close(ack_fd)
-            record["perf_stderr"] = (err or "").strip()[-2000:]
+            record["perf_stderr"] = perf_run.stop()
             script = _script(perf, data, probes, before, record)
         why = (f"perf did not start tracing (no answer to 'enable' within 10 s): "
                f"{record['perf_stderr'][-500:] or 'no message'}" if not started
                else _unreadable(script, data))
+        if not why:
+            record["columns"] = parse(script.stdout)
+            record["n_events"] = len(record["columns"]["t_ns"])
+            if not record["n_events"]:
+                why = (f"perf recorded no scheduler event (tracefs {record.get('tracefs')}); "
+                       f"stderr: {record['perf_stderr'][-300:] or 'none'}")
+                del record["columns"], record["n_events"]
         if why:
             record["unavailable"] = why
-            return
-        record["columns"] = parse(script.stdout)
-        record["n_events"] = len(record["columns"]["t_ns"])
-        if not record["n_events"]:
-            record["unavailable"] = ("perf recorded no scheduler event (tracefs "
-                                     f"{record.get('tracefs', 'unknown')}); stderr: "
-                                     f"{record['perf_stderr'][-300:] or 'none'}")
-            del record["columns"]
+
+
+class _Perf:
+    """``perf record`` of ``events`` on every CPU into ``folder``/perf.data, started disabled
+    and steered through two control FIFOs; it ends after ``limit_s`` + 1 s at the latest."""
+
+    def __init__(self, perf: str, folder: Path, events: list[str], limit_s: float):
+        ctl, ack = folder / "ctl", folder / "ack"
+        os.mkfifo(ctl)
+        os.mkfifo(ack)
+        self.events = events
+        # O_RDWR: opening a FIFO this way never blocks, even before perf has opened its end.
+        self.ctl_fd, self.ack_fd = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+        try:
+            self.proc = subprocess.Popen(
+                _record_command(perf, ctl, ack, folder / "perf.data", events, limit_s),
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                preexec_fn=die_with_parent)
+        except OSError:
+            self._close()
+            raise
+
+    def command(self, command: str) -> bool:
+        """Send perf a control command and wait (at most 10 s) for its "ack"; False, with perf
+        killed, when none came."""
+        os.write(self.ctl_fd, f"{command}\n".encode())
+        ready, _, _ = select.select([self.ack_fd], [], [], 10)
+        if not ready:
+            self.proc.kill()
+            return False
+        os.read(self.ack_fd, 64)
+        return True
+
+    def stop(self) -> str:
+        """Stop perf (SIGINT, then SIGKILL after 30 s); the end of what it wrote to stderr."""
+        err = _stop(self.proc)
+        self._close()
+        return (err or "").strip()[-2000:]
+
+    def _close(self) -> None:
+        os.close(self.ctl_fd)
+        os.close(self.ack_fd)
 
 
 def _unreadable(script: subprocess.CompletedProcess | None, data: Path) -> str:
@@ -256,11 +248,11 @@ def _script(perf: str, data: Path, probes: list[str], before: set[str],
     finally:
         if probes:
             remove_gil_probes(perf)
-        mounted = sorted(tracefs_mounts() - before)
+        mounted = sorted(tracefs.mounts() - before)
         for point in reversed(mounted):
             subprocess.run(["umount", point], capture_output=True)
         record["tracefs_mounted_by_trace"] = mounted
-        record["tracefs_left_mounted"] = sorted(tracefs_mounts() - before)
+        record["tracefs_left_mounted"] = sorted(tracefs.mounts() - before)
 
 
 def interpreter_file() -> Path:
@@ -308,15 +300,3 @@ def add_gil_probes(perf: str, record: dict) -> list[str]:
 def remove_gil_probes(perf: str) -> None:
     """Remove every probe of the study's own group (none: nothing happens)."""
     subprocess.run([perf, "probe", "-q", "-d", f"{PROBE_GROUP}:*"], capture_output=True)
-
-
-def _command(ctl_fd: int, ack_fd: int, command: str, proc: subprocess.Popen) -> bool:
-    """Send perf a control command and wait (at most 10 s) for its "ack"; False, with perf
-    killed, when none came."""
-    os.write(ctl_fd, f"{command}\n".encode())
-    ready, _, _ = select.select([ack_fd], [], [], 10)
-    if not ready:
-        proc.kill()
-        return False
-    os.read(ack_fd, 64)
-    return True

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from rtstudy import paths
+from rtstudy.machine.tracefs import TRACEFS
 
 SUITE = "trixie"  # Debian 13, glibc 2.41
 MIRROR = "http://deb.debian.org/debian"
@@ -57,7 +58,6 @@ PACKAGE_DIR = "/opt/rtstudy/src"  # the copy of rtstudy the cells import inside 
 MANIFEST = "rtstudy-root.json"
 BUILD_TIMEOUT_S = 1800  # debootstrap + apt + pip (~330 MB) on a slow mirror
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-TRACEFS = "/sys/kernel/tracing"
 
 
 class RootError(RuntimeError):

@@ -12,8 +12,7 @@ import shutil
 from pathlib import Path
 
 from rtstudy import atomic
-from rtstudy.apps import trace
-from rtstudy.machine import audit, placement
+from rtstudy.machine import audit, placement, tracefs
 from rtstudy.measure import integrity
 from rtstudy.measure.harness import Cell, with_drift_check
 from rtstudy.policies import SCHED_DEADLINE, SCHED_FIFO
@@ -115,11 +114,11 @@ def osnoise_status() -> dict:
                 "(no osnoise tracer to run)"}
     if shutil.which("rtla") is None:
         return {"available": False, "why": "rtla is not installed (Debian package rtla)"}
-    tracers = Path(trace.TRACEFS) / "available_tracers"
+    tracers = Path(tracefs.TRACEFS) / "available_tracers"
     prepared: dict = {}
     try:
         # After a boot tracefs is not mounted: mounted for the reading, as for a trace.
-        with trace.tracefs_ready(prepared):
+        with tracefs.ready(prepared):
             have = "osnoise" in tracers.read_text()
     except OSError as exc:
         return {"available": False, "why": f"cannot read {tracers} ({exc.strerror}; tracefs "
