@@ -260,8 +260,10 @@ def test_a_killed_debootstrap_leaves_no_mount_on_the_host(tmp_path):
         pytest.skip("; ".join(sdkroot.problems()))
     fake = tmp_path / "bin" / "debootstrap"
     fake.parent.mkdir()
-    fake.write_text('#!/bin/sh\nmkdir -p "$4/proc" && mount -t proc proc "$4/proc" && '
-                    'touch "$4/mounted" && exec sleep 60\n')
+    # debootstrap [OPTIONS] SUITE TARGET MIRROR: the target is the last but one argument.
+    fake.write_text('#!/bin/sh\nfor a; do target=$prev; prev=$a; done\n'
+                    'mkdir -p "$target/proc" && mount -t proc proc "$target/proc" && '
+                    'touch "$target/mounted" && exec sleep 60\n')
     fake.chmod(0o755)
     home = tmp_path / "roots"
     work = home / "r.building"

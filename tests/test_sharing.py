@@ -22,9 +22,10 @@ from pathlib import Path
 import pytest
 from helpers import BIN, MAKE, SECTIONS, STAGES, files, make_env, publish, sh, venv_datasets
 
+from rtstudy import paths
 from rtstudy.machine import host
+from rtstudy.measure import integrity
 
-OTHER_HOST = "colleague-0badc0de"
 # The claim each experiment's section judges (its label in report/metrics.json → its verdict).
 CLAIMS = {"E1": "H1 S1", "E2": "H2", "E3": "H3", "E4": "H4", "E5": "H5b"}
 ROOT = os.geteuid() == 0
@@ -138,25 +139,33 @@ def test_a_clone_pulls_two_hosts_datasets_and_renders_both_without_measuring(ori
     # Every data file of the origin reached the clone.
     assert files(dest / "data" / "raw").keys() == files(src / "data" / "raw").keys()
     assert not (dest / "report" / "report.html").exists()
-    # The second host's dataset: this host's, copied under another host id.
+    # The second host's dataset: this host's, as if measured shielded (another host id, which
+    # its fingerprint hashes to), every record saying so, sealed as its harness would have.
+    (first,) = host_ids(src, STAGES[0])
+    fp = json.loads(next((src / "data" / "raw" / STAGES[0] / first).rglob("host.json")).read_text())
+    del fp["host_id"]
+    fp["isolation"]["shield"] = {"cpus": [1], "housekeeping": [0], "irq_default": [0],
+                                 "irqs_on_shield": []}
+    other = host.host_id(fp)
     for stage in STAGES:
         (first,) = host_ids(src, stage)
-        copy = src / "data" / "raw" / stage / OTHER_HOST
+        copy = src / "data" / "raw" / stage / other
         shutil.copytree(src / "data" / "raw" / stage / first, copy)
         for path in copy.rglob("*.json"):
             record = json.loads(path.read_text())
-            if isinstance(record, dict) and "host_id" in record:
-                record["host_id"] = OTHER_HOST
-                if "isolation" in record:  # host.json: the second host is this one, shielded
-                    record["isolation"]["shield"] = {"cpus": [1], "housekeeping": [0],
-                                                     "irq_default": [0], "irqs_on_shield": []}
+            if path.name == "host.json":
+                path.write_text(host.canonical({"host_id": other, **fp}))
+            elif isinstance(record, dict) and "host_id" in record:
+                record["host_id"] = other
                 path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        for seal in copy.rglob(paths.SEAL_FILE):
+            integrity.seal(seal.parent, integrity.data_files(seal.parent))
     publish(src, src_env, "measured on a second host")
 
     sh(["git", "pull", "-q"], dest, env)
     sh([*MAKE, "pull"], dest, make_env(env))
     for stage in STAGES:
-        assert host_ids(dest, stage) == host_ids(src, stage) and OTHER_HOST in host_ids(dest, stage)
+        assert host_ids(dest, stage) == host_ids(src, stage) and other in host_ids(dest, stage)
     html = render_report_unprivileged(dest, env, unprivileged)
     # The contract of the report: every host id that has data is printed.
     for host_id in host_ids(dest, "e3_overhead"):

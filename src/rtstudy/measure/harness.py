@@ -406,10 +406,10 @@ def _run_cells(cells: list[Cell], out_dir: Path, context: SweepContext, order_se
         # Work directories of an interrupted run: never complete, safe to drop.
         shutil.rmtree(leftover, ignore_errors=True)
     # Nothing is added to a dataset that is not what was measured; one measured before seals
-    # is sealed as DVC recorded it. The plan's missing cells are about to be measured, its plan
-    # and host files written again.
-    damaged = integrity.adopt(out_dir, remeasured=frozenset(c.cell_id for c in cells),
-                              rewritten=(PLAN_FILE, HOST_FILE))
+    # is sealed as DVC recorded it. The plan's cells not complete on disk (missing, or a folder
+    # without its sidecar) are about to be measured again, its plan and host files written again.
+    damaged = integrity.adopt(out_dir, remeasured=frozenset(
+        c.cell_id for c in cells if not is_complete(out_dir, c)), rewritten=(PLAN_FILE, HOST_FILE))
     if damaged:
         raise SweepError(f"{out_dir} is not the dataset that was measured, so nothing was "
                          "measured into it:\n  " + "\n  ".join(damaged))

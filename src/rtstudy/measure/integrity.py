@@ -320,7 +320,8 @@ def seal_problems(directory: Path, root: Path | None = None,
         The project whose ``dvc.lock`` and imports' ``.dvc`` files vouch for folders without a
         seal; default this checkout.
     remeasured : frozenset of str
-        Cells whose absence is no problem: the harness is about to measure them again.
+        Cells whose state is no problem (missing, or a folder without its sidecar): the harness
+        is about to measure them again.
     rewritten : tuple of str
         Files whose state is no problem: the harness is about to write them again.
 
@@ -344,9 +345,9 @@ def seal_problems(directory: Path, root: Path | None = None,
             return [], False
         algorithm, what = "md5", "dvc.lock's data"
     diff = differences(directory, recorded, algorithm)
-    diff["missing_cells"] = [c for c in diff["missing_cells"] if c not in remeasured]
-    for kind in ("missing", "changed", "extra"):
-        diff[kind] = [n for n in diff[kind] if n not in rewritten]
+    for kind in diff:
+        diff[kind] = [n for n in diff[kind]
+                      if n not in rewritten and n.split("/")[0] not in remeasured]
     return _sentences(directory, diff, algorithm, what), True
 
 
