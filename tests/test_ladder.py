@@ -352,14 +352,14 @@ def test_the_fragment_fix_is_recommended_with_its_message_latency():
 
 def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     """Two sessions: pinning the loads off lowers typical jitter in both; its late frames are
-    fewer in one and as many as the headline's in the other, so pooled they are not settled,
+    fewer in one and about as many as the headline's in the other, so pooled they are not settled,
     with the frames that would settle them. The table's last column and the report's "What
     to do" say exactly that, and one session alone keeps its own words."""
     runs, _ = synthetic_runs()
     first = ladder.recommendations(runs, "SCHED_FIFO", CI95).to_dict("records")
     # The second session: pinned runs as late as the headline's, and the fragment measured.
     again = runs[runs["label"] != "pinned"]
-    late_pinned = pd.DataFrame(runs_of("pinned", [61, 60, 62, 59, 61], [6, 4, 5, 7, 3],
+    late_pinned = pd.DataFrame(runs_of("pinned", [61, 60, 62, 59, 61], [5, 4, 5, 6, 3],
                                        load_placement="operators_pinned", cpu=0.9))
     frag = pd.DataFrame(runs_of("head-fragment", [40, 41, 39, 42, 40], [0] * 5,
                                 load_placement="fragment", cpu=1.9))
@@ -372,11 +372,11 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     pinned = over["operators_pinned"]
     assert pinned["held"] == {"late_frames": "not settled"}
     assert pinned["iqr_high"] < 1, "typical jitter pooled as a ratio (no word)"
-    assert (pinned["late_base"], pinned["late"]) == (50, 25)
-    assert pinned["late_ratio"] == pytest.approx(0.5)
+    assert (pinned["late_base"], pinned["late"]) == (50, 23)
+    assert pinned["late_ratio"] == pytest.approx(0.46)
     assert np.isfinite(pinned["late_frames_needed"]) and pinned["late_frames_needed"] > 2400
     assert pinned["sessions"] == 2 and dict(pinned["late_frames"]) == {"fewer": 1,
-                                                                         "equivalent": 1}
+                                                                         "not settled": 1}
     # Measured in one session: its pooled words are that session's.
     frag_over = over["fragment"]
     assert frag_over["held"] == {"late_frames": "fewer"}
@@ -397,9 +397,11 @@ def test_sessions_are_pooled_so_each_one_narrows_the_answer():
     pinned_row = rows[what["operators_pinned"]]
     assert (pinned_row.word, pinned_row.sessions) == ("not settled", 2)
     assert pinned_row.why == (f"about {pinned['late_frames_needed']:,.0f} frames per condition "
-                              f"would settle it ({pinned['frames']:,.0f} so far)")
+                              f"would settle it ({pinned['frames']:,.0f} so far); the plan sizes "
+                              "a fix to show a change of ×0.25 as at least halved, and ×0.46 is "
+                              "nearer the margin")
     assert pinned_row.typical.startswith("×")
-    assert pinned_row.late == "50 → 25 in " + f"{pinned['frames_base']:,.0f} frames each"
+    assert pinned_row.late == "50 → 23 in " + f"{pinned['frames_base']:,.0f} frames each"
     # Unequal sizes (a fix measured longer, releases a 5.0 clock skipped) are shown as they are.
     assert section._counts({"late_base": 1, "late": 61, "frames_base": 1195,
                             "frames": 1236}) == "1 → 61 in 1,195 → 1,236 frames"
@@ -452,7 +454,7 @@ def test_a_fix_not_settled_says_what_would_settle_it_and_why_its_size_fell_short
               "late_ratio": 0.74}
     assert section._to_settle(pooled, "fix") == (
         "about 95,000 frames per condition would settle it (28,790 so far); the plan sizes a "
-        "fix to decide a change at the margin's edge, ×0.5, and ×0.74 is nearer 1")
+        "fix to show a change of ×0.25 as at least halved, and ×0.74 is nearer the margin")
     assert section._to_settle(pooled, "policy").endswith("(28,790 so far)")
     assert section._to_settle({**pooled, "late_frames_needed": np.nan}, "fix") == ""
 
@@ -705,11 +707,12 @@ def test_the_power_plan_sizes_each_comparison_from_its_baseline():
     fifo = table.loc["SCHED_FIFO"]
     # normal_dedicated: 200 late in 1,200 frames.
     assert fifo["rate_per_10k"] == pytest.approx(200 / 1200 * 1e4)
-    assert fifo["halving"] == pytest.approx(
-        rates.frames_needed(200 / 1200, 0.5, fifo["phi"], 0.95), rel=1e-9)
-    assert fifo["halving_runs"] == np.ceil(fifo["halving"] / 240)
-    assert fifo["halving_min"] == pytest.approx(fifo["halving"] / 3600)
+    # Planned for a change that quarters them, shown as at least halved (protocol v1).
+    assert fifo["worthwhile"] == pytest.approx(
+        rates.frames_needed(200 / 1200, 0.25, fifo["phi"], 0.95), rel=1e-9)
+    assert fifo["worthwhile_runs"] == np.ceil(fifo["worthwhile"] / 240)
+    assert fifo["worthwhile_min"] == pytest.approx(fifo["worthwhile"] / 3600)
     # The fixes' baseline (25 late in 1,200) is rarer: more frames to decide.
-    assert table.loc["switch_interval", "halving"] > fifo["halving"]
+    assert table.loc["switch_interval", "worthwhile"] > fifo["worthwhile"]
     text = power.text(table.reset_index(), cfg, "vm-test")
-    assert "a halving shown as fewer:" in text and "vm-test" in text
+    assert "×0.25 shown as fewer:" in text and "vm-test" in text

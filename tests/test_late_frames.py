@@ -94,7 +94,8 @@ def test_lateness_is_against_the_release_grid_or_the_previous_start():
         [10_000, -10_000, 30_000, 0]
     prev = lateness_ns(t, P, PREVIOUS)
     assert np.isnan(prev[0]) and prev[1:].tolist() == [-20_000, 40_000, -30_000]
-    assert release_grid("SCHED_DEADLINE", ["frame", "t_start_ns"]) == PREVIOUS
+    # One yardstick, the source clock, for every policy: 4.x's DEADLINE target too.
+    assert release_grid("SCHED_DEADLINE", ["frame", "t_start_ns"]) == FIXED
     assert release_grid("SCHED_DEADLINE", ["frame", "t_start_ns", "release_ns"]) == RECORDED
     assert release_grid("SCHED_FIFO", ["frame", "release_ns"]) == RECORDED
     assert release_grid("SCHED_FIFO", ["frame"]) == release_grid(None, []) == FIXED
@@ -153,19 +154,17 @@ def test_two_late_frames_decide_the_std_not_the_typical_jitter():
     assert late["period_tail_us"] > 5000 > 10 * late["period_flatness_us"]
 
 
-def test_a_deadline_run_that_slips_once_has_one_late_frame_not_a_late_tail():
-    # Holoscan 4.x's DEADLINE target never catches up: one long period, then regular ones.
+def test_a_deadline_run_that_slips_once_is_late_on_the_source_clock_from_then_on():
+    # Holoscan 4.x's DEADLINE target never catches up: one long period, then regular ones. On
+    # the source clock every frame after the slip reaches the pipeline late; on its own releases
+    # (the previous frame's start plus a period) one frame is.
     t = 10**12 + np.arange(150) * P
     t[60:] += 5_000_000
     samples = pd.DataFrame({"frame": range(150), "t_start_ns": t, "exec_ns": 100_000})
-    fixed = run_metrics(RunFrames.of(samples, 0, P, FIXED), P / 1e6, 1.0)
-    paced = run_metrics(RunFrames.of(samples, 0, P, release_grid("SCHED_DEADLINE", samples)),
-                        P / 1e6, 1.0)
-    assert fixed["late"] == 90 and paced["late"] == 1
-    assert paced["std_top2_share"] > 0.99
-    # Both yardsticks are kept: on the fixed grid every other policy is judged on, the slip
-    # makes every later frame late; a run released on that grid counts the same on both.
-    assert paced["late_fixed"] == fixed["late_fixed"] == fixed["late"] == 90
+    m = run_metrics(RunFrames.of(samples, 0, P, release_grid("SCHED_DEADLINE", samples)),
+                    P / 1e6, 1.0)
+    assert (m["grid"], m["late"], m["late_fixed"], m["late_previous"]) == (FIXED, 90, 90, 1)
+    assert m["std_top2_share"] > 0.99
 
 
 def test_yardsticks_at_the_headline_point():
@@ -174,21 +173,19 @@ def test_yardsticks_at_the_headline_point():
     rows = [{"policy": p, "topology": "dedicated", "dispatcher": "other",
              "load_placement": "operators", "load_factor": 3.0, "load_work_model": "native",
              "switch_interval_ms": 5.0, "wake_mode": "sleep", "n": 239, "late": late,
-             "late_fixed": fixed, "grid": g, "skipped": skipped}
-            for p, late, fixed, g, skipped in (
-                ("SCHED_DEADLINE", 1, 150, PREVIOUS, 0), ("SCHED_DEADLINE", 0, 0, PREVIOUS, 0),
-                ("SCHED_FIFO", 2, 2, FIXED, 0))]
+             "late_fixed": late, "late_previous": previous, "grid": FIXED, "skipped": 0}
+            for p, late, previous in (
+                ("SCHED_DEADLINE", 150, 1), ("SCHED_DEADLINE", 0, 0), ("SCHED_FIFO", 2, 2))]
     y = analysis._yardsticks(pd.DataFrame(rows))
-    assert y == {PREVIOUS: {"late": 1, "late_fixed": 150, "skipped": 0, "frames": 478,
-                            "runs": 2}}
-    # Every run on its own grid counting the same on the fixed one: nothing to add.
-    same = [dict(r, late_fixed=r["late"]) for r in rows]
+    assert y == {PREVIOUS: {"late": 150, "other": 1, "skipped": 0, "frames": 478, "runs": 2}}
+    # Every run counting the same on its own releases: nothing to add.
+    same = [dict(r, late_previous=r["late"]) for r in rows]
     assert analysis._yardsticks(pd.DataFrame(same)) is None
-    # Holoscan 5.0: every policy on the releases its clock recorded.
-    five = [dict(r, grid=RECORDED, skipped=1, late=r["late"] + 1) for r in rows]
+    # Holoscan 5.0: every policy on the releases its clock recorded, the fixed grid second.
+    five = [dict(r, grid=RECORDED, skipped=1, late=r["late"] + 1, late_fixed=r["late"] + 50)
+            for r in rows]
     y = analysis._yardsticks(pd.DataFrame(five))
-    assert y == {RECORDED: {"late": 6, "late_fixed": 152, "skipped": 3, "frames": 717,
-                            "runs": 3}}
+    assert y == {RECORDED: {"late": 155, "other": 302, "skipped": 3, "frames": 717, "runs": 3}}
 
 
 def run_rows(label: str, late: list[int], mean_ms: float = 16.667, n: int = 149, **factors):
@@ -252,9 +249,9 @@ def test_one_sign_convention_minus_is_less_jitter():
     assert tables.std_change(more, "{:+.1%}") == "+50.0% [+10.0%, +90.0%]"
 
 
-def test_attribution_releases_a_deadline_frame_one_period_after_the_previous():
-    """The trace attribution uses the statistics' lateness: for DEADLINE, against the previous
-    start (the worker is woken at its release and starts 0.3 ms later in frame 2)."""
+def test_attribution_judges_a_deadline_frame_on_the_source_clock_as_the_statistics_do():
+    """The trace attribution uses the statistics' lateness: for DEADLINE too, against the fixed
+    grid (the worker starts 0.3 ms late in frame 2 and never catches up: frame 3 is late too)."""
     w = 11
     starts = [50_000, 10_050_000, 20_350_000, 30_350_000]
     trace = pd.DataFrame(
@@ -268,4 +265,4 @@ def test_attribution_releases_a_deadline_frame_one_period_after_the_previous():
                "requested": {"config": {"period_ns": 10_000_000, "policy": "SCHED_DEADLINE"}}}
     att = attribution.attribute_run(trace, pd.DataFrame({"frame": range(4), "t_start_ns": starts}),
                                     sidecar, warmup_frames=0).set_index("frame")
-    assert att["lateness_ms"].to_dict() == pytest.approx({1: 0.0, 2: 0.3, 3: 0.0})
+    assert att["lateness_ms"].to_dict() == pytest.approx({1: 0.0, 2: 0.3, 3: 0.3})

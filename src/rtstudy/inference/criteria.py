@@ -150,24 +150,36 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "(it was partly reproduced while any other was close), after data existed"))),
     Criterion(
         "h4_interruption_ns", "H4", 1000, "ns",
-        "H4's metric: the share of the jitter probe's time in loop-to-loop gaps longer than "
-        "this; housekeeping minus isolated CPU, CI over repetitions, judged only like with "
-        "like: idle, and under a load only when the load ran on both CPUs or the probe "
-        "outranked it (a real-time probe)",
+        "H4's second reading, shown beside its verdict: the share of the jitter probe's time in "
+        "loop-to-loop gaps longer than this; housekeeping minus isolated CPU, CI over "
+        "repetitions, like with like: idle, and under a load only when the load ran on both "
+        "CPUs or the probe outranked it (a real-time probe)",
         (Change("2026-11-21T20:18Z", "d0b9b03", "P99.99 / P50 per CPU, before any data was "
                 "recorded"),
          Change("2026-11-23T17:55Z", "be2305f", "the share of time lost to gaps over 1 µs, "
                 "after the shielded dataset it judges was measured (17:36–17:52)"),
          Change("2026-11-25T05:39Z", "eabb0ed", "like with like: a load placed on the "
-                "housekeeping CPU only is not compared with the shielded CPU"))),
+                "housekeeping CPU only is not compared with the shielded CPU"),
+         Change("V1UTC", "V1COMMIT", "protocol v1: a reading beside H4, no longer its verdict; H4 is "
+                "judged on its pre-registered P99.99 / P50 again (h4_min_tail_cut)"))),
     Criterion(
         "h4_min_difference", "H4", 0.01, "fraction of the probe's time",
-        "the smallest effect that matters for H4: the isolated CPU loses at least this share of "
-        "its time less than the housekeeping CPU (whole CI at or above: shown; wholly below: "
-        "refuted; across: not settled); 1 % of a 60 FPS frame is 0.17 ms, a sixth of E2's late "
-        "threshold, below which a shield buys a real-time thread nothing it needs",
+        "the lost-share reading's smallest difference that matters, shown beside H4 (no "
+        "verdict): the isolated CPU loses at least this share of its time less than the "
+        "housekeeping CPU; 1 % of a 60 FPS frame is 0.17 ms, a sixth of E2's late threshold",
         (Change("2026-11-27T18:01Z", "9ffb688", "a minimum instead of any difference above 0, after "
-                "data existed"),)),
+                "data existed"),
+         Change("V1UTC", "V1COMMIT", "protocol v1: a reading beside H4, not its verdict"))),
+    Criterion(
+        "h4_min_tail_cut", "H4", 0.5, "fraction",
+        "H4's verdict on its pre-registered metric, the jitter probe's P99.99 / P50: the "
+        "isolated (or shielded) CPU's over the housekeeping CPU's as a ratio with its CI over "
+        "repetitions, per load judged like with like; reproduced when every ratio's whole CI is "
+        "at or below 1 − this (the tail at least halved relative to the median, as the seed's "
+        "P99 1247 → 91 ns is more than tenfold), not reproduced when every one is wholly above "
+        "it, partly when some; a CI across it: not settled",
+        (Change("V1UTC", "V1COMMIT", "protocol v1: the metric first written down (d0b9b03, before any data) "
+                "with a smallest effect, replacing the lost share chosen after the shielded data"),)),
     Criterion(
         "h2_starved_offset", "H2", 0.05, "fraction of the nominal period",
         "a condition whose mean frame period (over its runs) is more than this off the nominal "
@@ -177,10 +189,11 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "existed"),)),
     Criterion(
         "e2_late_threshold_ms", "E2", 1.0, "ms",
-        "a frame is late when its lateness (start of its compute minus its release) exceeds "
-        "this (params.yaml: E2's late_threshold_ms, which must equal it); on Holoscan 5.0 the "
-        "release is the one its clock recorded, and a release the clock skipped is a late "
-        "frame",
+        "a frame is late when its lateness (start of its compute minus its release on the "
+        "source clock) exceeds this (params.yaml: E2's late_threshold_ms, which must equal it); "
+        "the source clock is the fixed grid of one period for every Holoscan 4.x policy, "
+        "SCHED_DEADLINE's included, and on Holoscan 5.0 the releases its clock recorded, a "
+        "release the clock skipped a late frame",
         (Change("2026-11-21T20:05Z", "c43831a", "a frame period over the nominal period + 2 ms, "
                 "before any data was recorded"),
          Change("2026-11-25T05:20Z", "7166b10", "lateness against each frame's release over "
@@ -188,7 +201,11 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
          Change("2026-11-29T07:26Z", "db36d6d", "Holoscan 5.0's frames against the releases its "
                 "clock recorded, each skipped release one late frame (was: the fixed grid, on "
                 "which one skipped tick made every later frame late); the threshold unchanged; "
-                "after data existed"))),
+                "after data existed"),
+         Change("V1UTC", "V1COMMIT", "protocol v1: one yardstick, the source clock: Holoscan 4.x's "
+                "SCHED_DEADLINE target on the fixed grid too (was: one period after its "
+                "previous frame, which forgets the delay it adds to a pipeline fed on a fixed "
+                "clock); that reading kept beside it"))),
     Criterion(
         "e2_typical_words", "E2", None, "",
         "a change's typical jitter (period IQR) gets no word: it is shown as its ratio to the "
@@ -207,10 +224,13 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
     Criterion(
         "e2_late_ratio_margin", "H2", (0.5, 2.0), "× (rate ratio)",
         "late frames after a change over before, as a rate ratio with an exact CI for counts "
-        "widened by the runs' over-dispersion: equivalent when the whole CI lies in this band "
-        "(neither halved nor doubled), fewer / more when wholly below / above 1 and past the "
-        "band, else not settled; the band is the smallest effect that matters (a halving), "
-        "and the power plan sizes runs for it",
+        "widened by the runs' over-dispersion (estimated within sessions); fewer / more when "
+        "the whole CI lies at or past the band's lower / upper end (at least halved / doubled: "
+        "the smallest change a practitioner would make, or avoid, a scheduling change for); "
+        "fewer by less than half / more by less than double when it lies between the band's "
+        "end and 1; equivalent when it lies in the band across 1; else not settled. The "
+        "policies are compared on each run's first headline_duration_s of releases (balanced "
+        "arms); the power plan sizes a comparison for a change of a quarter",
         (Change("2026-11-27T13:24Z", "c532982", "replaces two CIs that do not overlap; after "
                 "data existed (the reference sessions it judges), before any session was sized "
                 "by its plan"),
@@ -222,13 +242,16 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "its baseline ran one length (was: also the ladder's 4 s pinned-loads rung "
                 "beside a baseline sized for another fix, which dealt pairs of untuned 4.6's "
                 "newest two sessions worded alike in 38 of 100); after the sessions it judges "
-                "existed"))),
+                "existed"),
+         Change("V1UTC", "V1COMMIT", "protocol v1: each word what its sentence says (fewer: the whole CI "
+                "past ×0.5, was: below 1 and reaching past it), a smaller decided change a word "
+                "of its own, φ within sessions (was: also between them), balanced arms"))),
     Criterion(
         "e2_min_late_events", "H2", 10, "late frames",
         "a rate ratio is judged only where both conditions together had at least this many "
-        "late frames; below, too few to compare (each rate's upper bound is still shown): for "
-        "the recommendation table a comparison not settled, with that reason; for H2, where "
-        "the baseline itself had fewer and no policy decidedly more, not applicable",
+        "late frames; below, too few to compare: a comparison not settled, with that reason "
+        "and the change's upper bound (at most N late per 10 000 frames); the same for H2 on "
+        "every host",
         (Change("2026-11-27T13:24Z", "c532982", "with the rate ratio, after data existed"),
          Change("2026-11-29T12:30Z", "e775014", "the recommendation table's word for too few is "
                 "not settled (was a word of its own, which two halves of one host's runs gave "
@@ -236,7 +259,9 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
          Change("2026-11-29T22:51Z", "1f20971", "H2 not applicable where the baseline had "
                 "fewer (was: where every policy had too few together with it, so a baseline "
                 "never late beside a policy's long runs read not settled); as methods.md said, "
-                "after the sessions it judges existed"))),
+                "after the sessions it judges existed"),
+         Change("V1UTC", "V1COMMIT", "protocol v1: no gate read from the outcome: too few for H2 is not "
+                "settled with each policy's upper bound (was: not applicable)"))),
     Criterion(
         "e2_rerun_alpha", "re-run", 0.05, "family-wise level",
         "two sessions of a host state differ when any condition both measured (at least "
@@ -308,9 +333,11 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "over_sessions", "every claim", None, "",
         "with two sessions or more of a host state, each part a claim rests on is pooled over "
         "them (from three, a DerSimonian–Laird mean, the session a random effect; two pool "
-        "their runs unless they differ beyond them; late frames' counts in one rate ratio) "
-        "and the claim's rule judges the pooled parts; E2's recommendations likewise; each "
-        "headline is estimated over sessions (t over sessions, k − 1 df)",
+        "their runs unless they differ beyond them; late frames' counts in one rate ratio, "
+        "its over-dispersion from within the sessions) and the claim's rule judges the pooled "
+        "parts; E2's recommendations likewise; each headline is estimated over sessions (t "
+        "over sessions, k − 1 df). A verdict is confirmatory when every session it pools was "
+        "measured under the protocol version in force (rtstudy protocol), else exploratory",
         (Change("2026-11-26T16:54Z", "fa37c46", "sessions as a level, after data of two "
                 "sessions existed"),
          Change("2026-11-27T13:24Z", "c532982", "E2's recommendations pooled over sessions (late "
@@ -324,7 +351,9 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "df) unless they differ beyond them: the random-effects interval with 2 sessions "
                 "(t with 1 df) was wider than either session's, so H3 'differs' in both of a "
                 "host's sessions read 'not settled' over them; after the re-measured reference "
-                "existed"))),
+                "existed"),
+         Change("V1UTC", "V1COMMIT", "protocol v1: late frames' φ within sessions; confirmatory verdicts "
+                "pool only sessions measured under the protocol in force"))),
     Criterion(
         "h5a_record", "H5a", None, "",
         "Holoscan 5.0's accepted placement record holds when every thread of every 5.0 cell "

@@ -66,7 +66,7 @@ SHOWN, REFUTED, EQUIVALENT, DIFFERENT, CLOSE, FAR = (
     "shown", "refuted", "equivalent", "different", "close", "far")
 WORDS = {AT_LEAST: (SHOWN, REFUTED), WITHIN: (EQUIVALENT, DIFFERENT), BAND: (CLOSE, FAR)}
 # A rate ratio's words that decide a part (rtstudy.inference.rates); TOO_FEW is a part with no test.
-RATE_DECIDED = (rates.FEWER, rates.EQUIVALENT, rates.MORE)
+RATE_DECIDED = rates.DECIDED
 # Beyond this many runs (or sessions) a part is called practically unsettleable.
 MAX_TO_SETTLE = 1000
 

@@ -24,9 +24,15 @@ from rtstudy.inference.events import event_counts
 from rtstudy.inference.meta import random_effects
 from rtstudy.inference.stats import MIN_RUNS
 
-# The words, in one place: what a rate ratio's CI shows against the margin.
-FEWER, EQUIVALENT, MORE, NOT_SETTLED, TOO_FEW, NO_CI = (
-    "fewer", "equivalent", "more", "not settled", "too few late frames to compare", "no CI")
+# The words, in one place: what a rate ratio's CI shows against the margin (protocol v1: each
+# word says exactly what its sentence does). FEWER / MORE: at least halved / doubled, the whole
+# CI past the margin (the smallest change worth making: a "Do" or an "Avoid"); SOME_FEWER /
+# SOME_MORE: a decided change decidedly smaller than that (the whole CI between the margin's
+# end and 1); EQUIVALENT: the whole CI inside the margin, across 1.
+FEWER, SOME_FEWER, EQUIVALENT, SOME_MORE, MORE, NOT_SETTLED, TOO_FEW, NO_CI = (
+    "fewer", "fewer, by less than half", "equivalent", "more, by less than double", "more",
+    "not settled", "too few late frames to compare", "no CI")
+DECIDED = (FEWER, SOME_FEWER, EQUIVALENT, SOME_MORE, MORE)
 
 
 @dataclass(frozen=True)
@@ -133,9 +139,11 @@ def _high(a, b, scale: float, confidence: float) -> np.ndarray:
 def _words(events, low, high, margin: tuple[float, float], min_events: int) -> np.ndarray:
     """:func:`word`'s rule on arrays: events seen in both conditions, the CI's bounds."""
     events, low, high = (np.asarray(x, dtype=float) for x in (events, low, high))
-    return np.select([events < min_events, np.isnan(low),
-                      (margin[0] <= low) & (high <= margin[1]), high < 1, low > 1],
-                     [TOO_FEW, NO_CI, EQUIVALENT, FEWER, MORE], NOT_SETTLED)
+    return np.select([events < min_events, np.isnan(low), high <= margin[0], low >= margin[1],
+                      (margin[0] <= low) & (high < 1), (low > 1) & (high <= margin[1]),
+                      (margin[0] <= low) & (high <= margin[1])],
+                     [TOO_FEW, NO_CI, FEWER, MORE, SOME_FEWER, SOME_MORE, EQUIVALENT],
+                     NOT_SETTLED)
 
 
 def rate_ratio(events_a, exposure_a, events_b, exposure_b, confidence: float) -> RateRatio:
@@ -170,11 +178,14 @@ def word(rr: RateRatio, margin: tuple[float, float] | None = None,
     """What ``rr`` shows, against the pre-registered margin (``criteria: e2_late_ratio_margin``
     and ``e2_min_late_events``).
 
-    ``equivalent``: the whole CI inside the margin (neither halved nor doubled); ``fewer`` /
-    ``more``: the whole CI below / above 1 and reaching past the margin; ``not settled``: the
-    CI straddles 1 and reaches past the margin; ``too few late frames to compare``: fewer
-    events than ``min_events`` in both conditions together, too few for any interval to say;
-    ``no CI``: fewer than :data:`rtstudy.inference.stats.MIN_RUNS` runs in a condition.
+    ``fewer`` / ``more``: the whole CI at or past the margin's lower / upper end (at least
+    halved / doubled: a change worth making or avoiding); ``fewer, by less than half`` /
+    ``more, by less than double``: the whole CI between the margin's end and 1 (a decided
+    change smaller than that); ``equivalent``: the whole CI inside the margin, across 1
+    (neither halved nor doubled); ``not settled``: the CI reaches past one of the margin's ends
+    and is not wholly past it; ``too few late frames to compare``: fewer events than
+    ``min_events`` in both conditions together, too few for any interval to say; ``no CI``:
+    fewer than :data:`rtstudy.inference.stats.MIN_RUNS` runs in a condition.
     """
     margin = margin or criteria.value("e2_late_ratio_margin")
     min_events = criteria.value("e2_min_late_events") if min_events is None else min_events
@@ -184,7 +195,7 @@ def word(rr: RateRatio, margin: tuple[float, float] | None = None,
 def decision(state: str) -> str:
     """What a :func:`word` decides for a reader choosing what to do: too few late frames is
     a comparison not yet settled (more frames would settle it), the other words as they are.
-    H2 keeps the difference (every policy with too few late frames: not applicable); the
+    H2 keeps the difference (a policy with too few late frames gets its upper bound); the
     recommendation table and the re-run checks compare decisions."""
     return NOT_SETTLED if state == TOO_FEW else state
 
@@ -200,7 +211,9 @@ def _z(p: float) -> float:
 
 
 def _target(ratio: float, margin: tuple[float, float]) -> str:
-    """The word a true ``ratio`` should get: within the margin equivalent, else fewer/more."""
+    """The decision a true ``ratio`` should get: past the margin's ends fewer / more; within
+    it, a CI within the margin (``equivalent``, or a smaller change on the ratio's side of 1:
+    each a right answer, planned as :data:`EQUIVALENT`)."""
     if margin[0] < ratio < margin[1]:
         return EQUIVALENT
     return FEWER if ratio < 1 else MORE
@@ -232,15 +245,15 @@ def decision_power(rate_a: float, ratio: float, frames: float, phi: float = 1.0,
     def high(kb):
         return _high(totals - kb, kb, 1.0, confidence)
 
-    eq_from = _first_k(totals, lambda kb: low(kb) >= margin[0])
-    eq_to = _first_k(totals, lambda kb: high(kb) > margin[1])
     if target == EQUIVALENT:
-        start, stop = eq_from, eq_to
+        # The CI within the margin: equivalent, or a smaller change either side of 1.
+        start = _first_k(totals, lambda kb: low(kb) >= margin[0])
+        stop = _first_k(totals, lambda kb: high(kb) > margin[1])
     elif target == FEWER:
         start = np.zeros_like(totals)
-        stop = np.minimum(eq_from, _first_k(totals, lambda kb: high(kb) >= 1))
+        stop = _first_k(totals, lambda kb: high(kb) > margin[0])
     else:
-        start = np.maximum(eq_to, _first_k(totals, lambda kb: low(kb) > 1))
+        start = _first_k(totals, lambda kb: low(kb) >= margin[1])
         stop = totals + 1
     p_b = ratio / (1 + ratio)
     inside = np.where(stop > start, sps.binom.cdf(stop - 1, totals, p_b)
@@ -267,8 +280,9 @@ def frames_needed(rate_a: float, ratio: float, phi: float = 1.0, confidence: flo
                   power: float = 0.8, margin: tuple[float, float] | None = None) -> float:
     """Frames per condition for :func:`word` to decide with probability ``power``.
 
-    Where the true ratio is outside the margin, the frames for the CI to exclude 1 (``fewer``
-    or ``more``); inside it, the frames for the CI to fit within the margin (``equivalent``).
+    Where the true ratio is outside the margin, the frames for the whole CI to lie past the
+    margin's end (``fewer`` or ``more``); inside it, the frames for the CI to fit within the
+    margin (``equivalent``, or a smaller change on the ratio's side of 1).
     The normal approximation of the log rate ratio, SE² = φ (1/(λ_a n) + 1/(λ_b n)), brackets
     the answer; :func:`decision_power` (the rule itself, exactly) then finds it, to 2 %.
     φ is taken as known; the rule estimates it from the runs (never below 1), so with 5 runs
@@ -298,7 +312,8 @@ def frames_needed(rate_a: float, ratio: float, phi: float = 1.0, confidence: flo
         room = min(log_r - np.log(margin[0]), np.log(margin[1]) - log_r)
         z_beta = _z(1 - (1 - power) / 2) if np.isclose(log_r, 0) else _z(power)
     else:
-        room = abs(log_r)
+        # The whole CI past the margin's end (protocol v1's fewer / more).
+        room = np.log(margin[0]) - log_r if ratio < 1 else log_r - np.log(margin[1])
         z_beta = _z(power)
     if room <= 0:
         return float("inf")
@@ -365,7 +380,9 @@ def frames_to_decide(rr: RateRatio, confidence: float) -> float:
     the word is decided or the baseline has no event to plan from."""
     if word(rr) not in (NOT_SETTLED, TOO_FEW) or rr.events_a == 0:
         return float("nan")
-    planned = rr.value if rr.events_b else criteria.value("e2_late_ratio_margin")[0]
+    # With no event in the change, plan for a change that quarters the rate: one that halves it
+    # exactly sits on the margin's edge, which no size decides.
+    planned = rr.value if rr.events_b else criteria.value("e2_late_ratio_margin")[0] / 2
     return frames_needed(rr.events_a / rr.exposure_a, planned, rr.dispersion, confidence)
 
 
@@ -382,9 +399,9 @@ def pooled_over_sessions(rows: list[dict], confidence: float) -> RateRatio:
 
     Notes
     -----
-    φ combines the sessions' own (weighted by their df) with the Pearson dispersion of the
-    sessions' totals around the pooled rates: where sessions differ more than their runs, the
-    interval widens by that much (a random session effect in the quasi-likelihood sense).
+    φ is the sessions' own, weighted by their df: over-dispersion within sessions. A shift of
+    both conditions' rates from one session to the next (a host that is busier one day) cancels
+    in each session's ratio, so it does not widen the pooled one.
     """
     if not rows:
         raise ValueError("no session to pool")
@@ -393,10 +410,10 @@ def pooled_over_sessions(rows: list[dict], confidence: float) -> RateRatio:
     df = sum(r["df"] for r in rows)
     within = (sum(r["df"] * (r["dispersion"] if np.isfinite(r["dispersion"]) else 1.0)
                   for r in rows) / df) if df else 1.0
-    between = dispersion(
-        ([r["events_a"] for r in rows], [r["exposure_a"] for r in rows]),
-        ([r["events_b"] for r in rows], [r["exposure_b"] for r in rows])) if len(rows) > 1 else 1.0
-    phi = max(1.0, within, between)
+    # Protocol v1: φ from within the sessions only. The sessions are strata of one
+    # comparison (each compares its two arms in one sitting, balanced): a drift of both arms'
+    # rates between sessions cancels in the ratio and must not widen it.
+    phi = max(1.0, within)
     return ratio_from_totals(tot["events_a"], tot["exposure_a"], tot["events_b"],
                              tot["exposure_b"], phi, confidence)
 

@@ -36,7 +36,7 @@ from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, conditio
 from rtstudy.experiments.e2_rt_threads.gil import GIL_TIMES
 from rtstudy.experiments.e2_rt_threads.headline import E2Headline
 from rtstudy.experiments.e2_rt_threads.ladder import ladder, late_part, recommendations
-from rtstudy.experiments.e2_rt_threads.metrics import (PREVIOUS, RECORDED, RunFrames, release_grid,
+from rtstudy.experiments.e2_rt_threads.metrics import (FIXED, PREVIOUS, RECORDED, RunFrames, release_grid,
                                                       run_metrics)
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
 from rtstudy.experiments.e2_rt_threads.schema import SCHEMA
@@ -108,7 +108,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
             traces.append(_trace_row(cell, base, metrics, int(len(samples)) - warmup_frames,
                                      int(len(frames_of))))
             continue
-        row = {**base, **metrics, "load_cpu": _load_cpu(cell)}
+        row = {**base, **metrics, **_head(samples, config, cfg), "load_cpu": _load_cpu(cell)}
         if config.get("tool"):
             floor_rows.append(row)
             continue
@@ -123,6 +123,19 @@ def load(directory: Path, cfg: dict) -> Dataset:
     # Not a table of SCHEMA: only the fragment fix's runs have messages.
     return Dataset(Path(directory), set_aside_drift(tables, "runs"), missing,
                    extra={"messages": pd.DataFrame(messages)})
+
+
+def _head(samples: pd.DataFrame, config: dict, cfg: dict) -> dict:
+    """A run's late frames (``late_head``) among its first ``headline_duration_s`` of releases
+    after the warm-up (``n_head``): what a policy is compared on, so that a run sized for the
+    fixes (``fix_duration_s``) and its baseline's, sized for the policy grid, weigh alike
+    (balanced arms, protocol v1). A run no longer than that: its whole ``late`` and ``n``."""
+    warmup = cfg["warmup_frames"]
+    kept = samples[samples["frame"] < warmup + int(cfg["headline_duration_s"] * config["fps"]) + 1]
+    head = run_metrics(RunFrames.of(kept, warmup, config["period_ns"],
+                                    release_grid(config["policy"], kept.columns)),
+                       config["period_ns"] / 1e6, cfg["late_threshold_ms"])
+    return {"late_head": head["late"], "n_head": head["n"]}
 
 
 def _trace_row(cell: CellData, base: dict, metrics: dict, frames: int, attributed: int) -> dict:
@@ -339,28 +352,30 @@ def _typical_and_late(conditions: pd.DataFrame) -> dict | None:
 
 
 def _yardsticks(runs: pd.DataFrame) -> dict | None:
-    """The late frames at the headline point of the runs not released on the fixed grid, on
-    both yardsticks (:func:`.metrics.release_grid`): Holoscan 4.x's SCHED_DEADLINE target
-    (``previous``: one period after its previous frame) and Holoscan 5.0 (``recorded``: its
-    clock's own releases, a skipped one counted late).
+    """The late frames at the headline point on a second yardstick beside the source clock every
+    policy is judged on (:func:`.metrics.release_grid`): Holoscan 4.x's SCHED_DEADLINE target on
+    its own releases (``previous``: one period after its previous frame, as the kernel releases
+    it) and Holoscan 5.0 on the fixed grid (``recorded``: judged on its clock's own releases, a
+    skipped one counted late; on the fixed grid one skip makes every later frame late).
 
     Returns
     -------
     dict or None
-        Grid → ``late`` (on the run's own releases), ``late_fixed`` (on the fixed grid every
-        other run is judged on), ``skipped`` (releases the clock skipped), ``frames`` (the
-        releases judged) and ``runs``; grids whose runs give the same count on both left out,
-        None where none is left.
+        Name → ``late`` (as judged), ``other`` (on the second yardstick), ``skipped`` (releases
+        the clock skipped), ``frames`` (the releases judged) and ``runs``; those whose runs give
+        the same count on both left out, None where none is left.
     """
     top = headline_point(grid(runs)) if len(runs) else runs
     out = {}
-    for name in (PREVIOUS, RECORDED):
-        d = top[(top["grid"] == name) & ((top["policy"] == SCHED_DEADLINE) | (name == RECORDED))] \
-            if len(top) and "grid" in top else top.iloc[0:0]
-        if len(d) and not (d["late_fixed"] == d["late"]).all():
-            out[name] = {"late": int(d["late"].sum()), "late_fixed": int(d["late_fixed"].sum()),
-                         "skipped": int(d["skipped"].sum()), "frames": int(d["n"].sum()),
-                         "runs": int(len(d))}
+    if len(top) and "grid" in top:
+        for name, rows, other in (
+                (PREVIOUS, top[(top["grid"] == FIXED) & (top["policy"] == SCHED_DEADLINE)],
+                 "late_previous"),
+                (RECORDED, top[top["grid"] == RECORDED], "late_fixed")):
+            if len(rows) and other in rows and not (rows[other] == rows["late"]).all():
+                out[name] = {"late": int(rows["late"].sum()), "other": int(rows[other].sum()),
+                             "skipped": int(rows["skipped"].sum()),
+                             "frames": int(rows["n"].sum()), "runs": int(len(rows))}
     return out or None
 
 

@@ -267,7 +267,8 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
     for pol in RT_POLICIES:
         g = seeds_layout[seeds_layout["policy"] == pol]
         if len(g) and len(base):
-            rows.append(_change_row(pol, "policy", g, base, ci, sizes, None))
+            # Balanced arms: every run's late frames over the same span of releases.
+            rows.append(_change_row(pol, "policy", _heads(g), _heads(base), ci, sizes, None))
     head = seeds_layout[seeds_layout["policy"] == policy]
     mine = top[top["policy"] == policy]
     for fix, level in FIXES.items():
@@ -276,6 +277,14 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
         if len(g) and len(head) and _one_length(g, head):
             rows.append(_change_row(fix, "fix", g, head, ci, sizes, messages))
     return pd.DataFrame(rows)
+
+
+def _heads(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with each run's late frames and releases over its first headline span only
+    (``late_head``, ``n_head``: analysis._head), where the table has them."""
+    if "late_head" not in runs:
+        return runs
+    return runs.assign(late=runs["late_head"], n=runs["n_head"])
 
 
 def _one_length(fix: pd.DataFrame, base: pd.DataFrame) -> bool:

@@ -20,18 +20,21 @@ import pandas as pd
 
 from rtstudy.inference.stats import percentiles
 from rtstudy.inference.within import quantile_bootstrappable, within_run_variance
-from rtstudy.policies import SCHED_DEADLINE
 
-# How a run's frames are released (lateness_ns()). FIXED: on the grid T_0 + k·P —
+# How a run's frames are released (lateness_ns()). Every policy is judged on one yardstick,
+# the source clock a pipeline's frames arrive on (protocol v1): FIXED, the grid T_0 + k·P —
 # Holoscan 4.x's PeriodicCondition (it catches up missed ticks: a late frame is followed by
-# early ones), cyclictest's sleep to an absolute time. PREVIOUS: one period after the previous
-# frame's start — Holoscan 4.x's SCHED_DEADLINE target has no PeriodicCondition (app.py): the
-# kernel's DEADLINE server paces it and starts a new period when a late worker wakes, so one
-# late frame moves every later release (in the reference data a late DEADLINE run never catches
-# up: one long period, then regular ones). RECORDED: the release each activation recorded —
-# Holoscan 5.0's OnClock, which skips a tick it missed instead of catching up (in the reference
-# data its releases are always 1, 2, 3, 4 or 6 periods apart, never less than one): on the
-# fixed grid one skipped tick made every later frame of the run a period late.
+# early ones), cyclictest's sleep to an absolute time, and Holoscan 4.x's SCHED_DEADLINE target
+# too, although the kernel paces it (app.py: no PeriodicCondition). A 4.6 DEADLINE worker runs
+# its operator once per kernel period and never catches up: a late frame moves every later one
+# (fed by a source operator on a 60 Hz clock, a probe of 2026-12-07 saw every frame processed
+# 14.9 ms after its release, P50), so on the source's clock each later frame is late, as a
+# consumer on a fixed clock sees it. PREVIOUS, one period after the previous frame's start (the
+# kernel's own releases of a DEADLINE target, and the seeds' frame-period yardstick), is kept
+# as DEADLINE's second reading (``late_previous``). RECORDED: the release each activation
+# recorded — Holoscan 5.0's OnClock, which skips a tick it missed instead of catching up (in the
+# reference data its releases are always 1, 2, 3, 4 or 6 periods apart, never less than one),
+# a skipped release counted as a late frame: 5.0's source clock.
 FIXED, PREVIOUS, RECORDED = "fixed", "previous", "recorded"
 GRIDS = (FIXED, PREVIOUS, RECORDED)
 # A column of samples that only Holoscan 5.0's app writes (its clock's activation times).
@@ -54,7 +57,7 @@ def release_grid(policy: str | None, columns) -> str:
     """
     if CLOCK_RELEASES in columns:
         return RECORDED
-    return PREVIOUS if policy == SCHED_DEADLINE else FIXED
+    return FIXED
 
 
 def lateness_ns(t_ns, period_ns: int, grid: str = FIXED, fit=None,
@@ -224,8 +227,9 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
         frame never came), ``late_per_10k`` (per :data:`PER_FRAMES` releases) and
         ``lateness_max_ms``; ``late_fixed``, the late frames on the fixed grid (:data:`FIXED`),
         what a consumer on a fixed clock sees: the same as ``late`` but for a run released
-        one period after its previous frame (:data:`PREVIOUS`) or by a clock that skips
-        (:data:`RECORDED`);
+        by a clock that skips (:data:`RECORDED`); ``late_previous``, the frames whose period
+        exceeds the nominal one by more than the threshold (lateness against one period after
+        the previous frame, :data:`PREVIOUS`: a 4.x SCHED_DEADLINE target's own releases);
         NVIDIA's flow benchmarking's ``period_tail_us`` (P100 − P95) and
         ``period_flatness_us`` (P90 − P10), percentiles interpolated linearly;
         the period's mean / std / min / max / P50 / P99 / P99.9 (ms) and
@@ -236,7 +240,9 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
     """
     t, period, execs = frames.t_ns, frames.period_ms, frames.exec_ms
     late = np.abs(frames.lateness_ms[np.isfinite(frames.lateness_ms)])
-    fixed = lateness_ns(t, int(round(nominal_ms * 1e6)), FIXED)[1:] / 1e6 if t.size else t
+    nominal_ns = int(round(nominal_ms * 1e6))
+    fixed = lateness_ns(t, nominal_ns, FIXED)[1:] / 1e6 if t.size else t
+    previous = lateness_ns(t, nominal_ns, PREVIOUS)[1:] / 1e6 if t.size else t
     p = percentiles(period, (10, 25, 50, 75, 90, 95, 99, 99.9))
     lp = percentiles(late, (50, 99))
     span_s = (t[-1] - t[0]) / 1e9 if t.size > 1 else 0.0
@@ -244,6 +250,7 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
     return {"nominal_ms": nominal_ms, "n": p["n"] + frames.skipped, "duration_s": span_s,
             "grid": frames.grid, "skipped": frames.skipped, **_typical_jitter(period, p, lp),
             **_late_frames(late, fixed, late_threshold_ms, lp, frames.skipped),
+            "late_previous": int((previous > late_threshold_ms).sum()),
             **_period_shape(period, p), **_exec_times(execs),
             "missed": max(0, expected - int(period.size))}
 

@@ -6,8 +6,9 @@ they come as longer runs or as more runs of the same length. For each change at 
 point the plan takes its baseline's measured late-frame rate and the runs' over-dispersion φ,
 and gives the frames per condition with which :func:`rtstudy.inference.rates.word` decides at 80 %
 power (:func:`rtstudy.inference.rates.frames_needed`, computed from the rule itself): to show a
-change that halves the late frames as ``fewer`` (the margin's smallest effect), and to show one that
-changes nothing as ``equivalent``. ``rtstudy plan power`` prints it.
+change that quarters the late frames (:data:`WORTHWHILE`) as ``fewer`` (at least halved, the
+whole CI past the margin: protocol v1; a true halving sits on that edge, which no size decides),
+and to show one that changes nothing as ``equivalent``. ``rtstudy plan power`` prints it.
 """
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ import pandas as pd
 from rtstudy.experiments.e2_rt_threads.ladder import recommendations
 from rtstudy.inference import criteria, rates
 from rtstudy.inference.stats import CI
+
+# The change the plan sizes a comparison for: a quarter of the baseline's late frames, half the
+# margin's lower end (protocol v1).
+WORTHWHILE = criteria.value("e2_late_ratio_margin")[0] / 2
 
 
 def plan(runs: pd.DataFrame, cfg: dict, ci: CI, power: float = 0.8) -> pd.DataFrame:
@@ -38,20 +43,20 @@ def plan(runs: pd.DataFrame, cfg: dict, ci: CI, power: float = 0.8) -> pd.DataFr
     DataFrame
         One row per change: ``change``, ``baseline``, ``late_base`` / ``frames_base`` (what the
         baseline measured), ``rate_per_10k``, ``phi``, ``frames_now`` (per condition, as
-        measured), ``halving`` and ``no_change`` (frames per condition to decide each; inf
+        measured), ``worthwhile`` (a change of :data:`WORTHWHILE`) and ``no_change`` (frames
+        per condition to decide each; inf
         where the baseline had no late frame to plan from), and each as ``*_runs`` (runs of
         ``headline_duration_s``) and ``*_min`` (minutes of frames at ``fps``).
     """
     recs = recommendations(runs, cfg["ladder_policy"], ci)
     if recs.empty:
         return pd.DataFrame()
-    low_margin = criteria.value("e2_late_ratio_margin")[0]
     per_run = cfg["fps"] * cfg["headline_duration_s"]
     rows = []
     for r in recs.to_dict("records"):
         rate = r["late_base"] / r["frames_base"] if r["frames_base"] else 0.0
         phi = r["late_phi"] if np.isfinite(r["late_phi"]) else 1.0
-        need = {"halving": low_margin, "no_change": 1.0}
+        need = {"worthwhile": WORTHWHILE, "no_change": 1.0}
         row = {"change": r["change"], "baseline": r["baseline"], "late_base": r["late_base"],
                "frames_base": r["frames_base"], "rate_per_10k": rate * 1e4, "phi": phi,
                "frames_now": min(r["frames"], r["frames_base"]),
@@ -82,6 +87,6 @@ def text(table: pd.DataFrame, cfg: dict, host_id: str) -> str:
                   f"{r['late_base']} late in {r['frames_base']:,} frames "
                   f"({r['rate_per_10k']:.1f} per 10 000, φ {r['phi']:.2f}); measured "
                   f"{r['frames_now']:,} per condition",
-                  f"    a halving shown as fewer:      {need(r, 'halving')}",
+                  f"    ×{WORTHWHILE:g} shown as fewer:        {need(r, 'worthwhile')}",
                   f"    no change shown as equivalent: {need(r, 'no_change')}"]
     return "\n".join(lines)

@@ -69,10 +69,17 @@ _RUN_METRICS = {  # metrics.run_metrics over a run's frames after the warm-up
         ("mean", "mean"), ("std", "standard deviation"), ("p99", "P99"), ("max", "maximum"))},
     "late": ("int", "count", "late frames: absolute lateness above `late_threshold_ms`, plus "
              "the releases skipped (`skipped`)"),
+    "late_head": ("int", "count", "`late` among the run's first `headline_duration_s` of "
+                  "releases after the warm-up: what the policies are compared on (balanced "
+                  "arms: a run sized for the fixes weighs as its baseline's)"),
+    "n_head": ("int", "count", "the releases `late_head` counts in"),
     "late_fixed": ("int", "count", "late frames on the fixed grid of one period, what a consumer "
-                   "on a fixed clock sees: `late` but for Holoscan 4.x's SCHED_DEADLINE target, "
-                   "whose releases follow its previous frame, and Holoscan 5.0, whose clock "
-                   "skips a missed tick (every later frame a period behind the grid)"),
+                   "on a fixed clock sees: `late` but for Holoscan 5.0, whose clock skips a "
+                   "missed tick (every later frame a period behind the grid)"),
+    "late_previous": ("int", "count", "frames whose period exceeds the nominal one by more than "
+                      "`late_threshold_ms` (lateness against one period after the previous "
+                      "frame: the kernel's own releases of Holoscan 4.x's SCHED_DEADLINE target, "
+                      "and the seeds' frame-period yardstick)"),
     "missed": ("int", "count", "the nominal periods the measured span holds, minus the periods "
                "measured (0 when not more)"),
     "load_cpu": ("float", "CPUs", "CPU time the app's process and the loads it started used per "

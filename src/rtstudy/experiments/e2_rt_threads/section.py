@@ -10,8 +10,8 @@ import pandas as pd
 import numpy as np
 
 from rtstudy.data.io import Dataset, read_plan
-from rtstudy.experiments.e2_rt_threads import (analysis, contrasts, figures, ladder, published,
-                                               tables, verdicts)
+from rtstudy.experiments.e2_rt_threads import (analysis, contrasts, figures, ladder, power,
+                                               published, tables, verdicts)
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.conditions import PLAIN, one_off_plain
 from rtstudy.experiments.e2_rt_threads.headline import E2Headline
@@ -294,15 +294,16 @@ def _rows(recs: list[dict], headlines: list[E2Headline], over: dict) -> list[dic
 def _to_settle(r: dict, kind: str) -> str:
     """For a rate ratio not settled by its CI, about how many frames per condition would
     settle it at the ratio seen (``late_frames_needed``), and for a fix why the plan's size
-    fell short: it sizes each fix to decide a halving, the margin's edge; empty otherwise."""
+    fell short: it sizes each fix to show a change that quarters the late frames as at least
+    halved (:mod:`.power`); empty otherwise."""
     need = r.get("late_frames_needed", np.nan)
     if not np.isfinite(need):
         return ""
-    halving = criteria.value("e2_late_ratio_margin")[0]
+    planned = power.WORTHWHILE
     have = min(r["frames"], r["frames_base"])
-    why = (f"; the plan sizes a fix to decide a change at the margin's edge, ×{halving:g}, and "
-           f"×{r['late_ratio']:.2f} is nearer 1" if kind == "fix"
-           and halving < r["late_ratio"] < 1 / halving else "")
+    why = (f"; the plan sizes a fix to show a change of ×{planned:g} as at least halved, and "
+           f"×{r['late_ratio']:.2f} is nearer the margin" if kind == "fix"
+           and planned < r["late_ratio"] < 1 / planned else "")
     return f"about {need:,.0f} frames per condition would settle it ({have:,.0f} so far){why}"
 
 
@@ -312,7 +313,8 @@ def _over(sessions: int) -> str:
 
 
 # The order of the report's "What to do": what helps first, what is undecided last.
-_ORDER = (rates.FEWER, rates.EQUIVALENT, rates.NOT_SETTLED, rates.NO_CI, rates.MORE)
+_ORDER = (rates.FEWER, rates.SOME_FEWER, rates.EQUIVALENT, rates.NOT_SETTLED, rates.NO_CI,
+          rates.SOME_MORE, rates.MORE)
 
 
 def _counts(r: dict) -> str:

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from rtstudy.experiments.e2_rt_threads.conditions import BASELINE
 from rtstudy.experiments.e2_rt_threads.ladder import BUSY_POLL, late_part
@@ -22,8 +23,6 @@ from rtstudy.policies import RT_POLICIES
 MIN_REDUCTION = criteria.value("h2_min_reduction")
 # The H2 control's equivalence margin: this many times the floor's std without contention.
 CONTROL_FLOOR_MULTIPLE = criteria.value("h2_control_floor_multiple")
-# Fewer late frames than this at the baseline and H2 is not applicable (h2_combine()).
-MIN_LATE = criteria.value("e2_min_late_events")
 # A policy's std reduction against the baseline, judged by MIN_REDUCTION (h2_std()).
 CUT = judge.Rule(judge.AT_LEAST, MIN_REDUCTION)
 # H5c: busy polling's typical jitter cut (1 − its period IQR ratio to sleeping wake-up).
@@ -74,30 +73,47 @@ def h2_std(red: pd.DataFrame) -> dict:
 
 def h2_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
     """H2's verdict from each real-time policy's late-frame rate ratio against the baseline
-    (:func:`.ladder.late_part`): reproduced when every policy judged gives *fewer*, not reproduced
-    when none does (each *equivalent* or *more*), partly reproduced when some do; not settled
-    while a ratio's CI straddles; not applicable when the baseline itself was late in fewer
-    than ``e2_min_late_events`` frames and no policy had decidedly more: the contention did not
-    reach the target, so no policy had anything to cut (fewer than that, and no policy could
-    show *fewer*)."""
-    states = {p.name: p.state for p in parts}
-    base = parts[0].counts if parts else {}
-    rare = [n for n, w in states.items() if w == rates.TOO_FEW]
+    (:func:`.ladder.late_part`): reproduced when every policy judged gives *fewer* (at least
+    halved), not reproduced when none does, partly reproduced when some do; not settled while a
+    ratio's CI straddles a word's edge. The same rule on every host (protocol v1: no gate read
+    from the outcome): where a policy and its baseline had too few late frames together to
+    compare, the why gives each such policy's upper bound, "at most N late per 10 000"."""
+    rare = [p for p in parts if p.state == rates.TOO_FEW]
     judged = [p for p in parts if p.state != rates.TOO_FEW]
-    if not judged or (base["events_a"] < MIN_LATE and rates.MORE not in states.values()):
-        return (judge.NOT_APPLICABLE, (f"{base['events_a']} of {base['exposure_a']:,.0f} "
-                                       f"{BASELINE} frames late: " if base else "") +
-                "the contention did not reach the target often enough to compare a policy")
-    aside = f"; too few late frames to compare {', '.join(rare)}" if rare else ""
+    bounds = "; ".join(f"{p.name} at most {upper_per_10k(p):.0f} late per 10 000 frames "
+                       f"({BOUND_CONFIDENCE:.0%} upper bound, "
+                       f"{p.counts['events_b']:.0f} in {p.counts['exposure_b']:,.0f})"
+                       for p in rare)
+    aside = f"; too few late frames to compare: {bounds}" if rare else ""
+    if not judged:
+        base = parts[0].counts if parts else {}
+        return (judge.NOT_SETTLED, (f"{base['events_a']:.0f} of {base['exposure_a']:,.0f} "
+                                    f"{BASELINE} frames late, " if base else "")
+                + f"too few to compare a policy: {bounds}")
     if not all(p.decided for p in judged):
         return judge.NOT_SETTLED, judge.unsettled_why(judged) + aside
     fewer = [p.name for p in judged if p.state == rates.FEWER]
-    if len(fewer) == len(judged):
-        return judge.Verdict.REPRODUCED, aside.lstrip("; ")
+    if len(fewer) == len(parts):
+        return judge.Verdict.REPRODUCED, ""
     if not fewer:
-        return judge.Verdict.NOT_REPRODUCED, aside.lstrip("; ")
+        return (judge.Verdict.NOT_REPRODUCED if not rare else judge.NOT_SETTLED,
+                aside.lstrip("; "))
     return judge.Verdict.PARTLY, ("not fewer " + ", ".join(p.name for p in judged
                                                           if p.name not in fewer) + aside)
+
+
+# The level of the upper bound a policy with too few late frames gets (the report's default).
+BOUND_CONFIDENCE = 0.95
+
+
+def upper_per_10k(part: judge.Part) -> float:
+    """The upper bound of the change's late-frame rate, per 10 000 frames: the exact Poisson
+    (Garwood) bound of its count, scaled by the comparison's over-dispersion φ
+    (:func:`rtstudy.inference.events.pooled_rate`'s interval)."""
+    c = part.counts
+    phi = c["dispersion"] if np.isfinite(c["dispersion"]) and c["dispersion"] > 1 else 1.0
+    k, n = c["events_b"] / phi, c["exposure_b"] / phi
+    return float(sps.gamma.ppf(1 - (1 - BOUND_CONFIDENCE) / 2, k + 1) / n * 1e4)
 
 
 def h5c_parts(recs: list[dict]) -> list[judge.Part]:

@@ -18,7 +18,7 @@ from rtstudy.data.io import Dataset, read_cells, read_json, set_aside_drift, sta
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
 from rtstudy.inference import criteria, judge
-from rtstudy.inference.stats import CI, MIN_RUNS, drift_check, two_group_ci
+from rtstudy.inference.stats import CI, MIN_RUNS, drift_check, ratio_ci, two_group_ci
 from rtstudy.inference.within import (quantile_bootstrappable, quantile_of_counts,
                                       within_run_variances_hist)
 
@@ -32,7 +32,10 @@ INTERRUPTION_NS = criteria.value("h4_interruption_ns")
 # H4's smallest effect that matters: the isolated CPU loses at least this share of its time
 # less (1 % is 0.17 ms of a 60 FPS frame, a sixth of E2's late threshold).
 MIN_DIFFERENCE = criteria.value("h4_min_difference")
-QUIETER = judge.Rule(judge.AT_LEAST, MIN_DIFFERENCE)
+# H4's verdict (protocol v1: its pre-registered metric): the isolated CPU's P99.99 / P50 over the
+# housekeeping CPU's, cut by at least this much (1 − the ratio of the two, whole CI).
+MIN_TAIL_CUT = criteria.value("h4_min_tail_cut")
+TAIL_CLOSER = judge.Rule(judge.AT_LEAST, MIN_TAIL_CUT)
 
 def hist_percentiles(latency_ns, count, qs=LADDER) -> dict:
     """Percentiles, max, mean and std of a histogram (values in ns, with counts)."""
@@ -205,19 +208,20 @@ def like_with_like(load: str, probe_realtime: bool) -> bool:
 
 
 def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool = False) -> dict:
-    """H4: an isolated (or shielded) CPU loses less of its time to interruptions than a
-    housekeeping CPU, over runs, judged like with like.
+    """H4: an isolated (or shielded) CPU's tail is closer to its median than a housekeeping
+    CPU's, over runs, judged like with like.
 
-    The quantity is the jitter probe's :func:`lost_share` per repetition (each
-    repetition one run). For each load measured the housekeeping minus isolated
-    difference gets a t-interval over repetitions; only the loads
-    :func:`like_with_like` judges comparable count (``judged``; the others are in
-    ``not_judged`` with the reason), each a part judged against :data:`MIN_DIFFERENCE`
-    (:func:`h4_combine`). Not testable here without an isolated CPU measured beside a
-    housekeeping one or a load measured like with like; not settled where a CI straddles
-    the minimum (or below :data:`rtstudy.inference.stats.MIN_RUNS` repetitions). ``ratios`` gives
-    each CPU and load's P99.99 / P50 (mean over repetitions), ``loads`` each load's shares and
-    difference.
+    The quantity is its pre-registered metric (protocol v1), the jitter probe's P99.99 / P50
+    per repetition (each repetition one run). For each load measured, the isolated CPU's over
+    the housekeeping CPU's is a ratio with its CI over repetitions (:func:`ratio_ci`); only the
+    loads :func:`like_with_like` judges comparable count (``judged``; the others in
+    ``not_judged`` with the reason), each a part: the cut, 1 − that ratio, against
+    :data:`MIN_TAIL_CUT` (:func:`h4_combine`). Beside it, not in it, the share of time each CPU
+    lost to gaps over :data:`INTERRUPTION_NS` (``loads``: the housekeeping minus isolated
+    difference with its CI). Not testable here without an isolated CPU measured beside a
+    housekeeping one or a load measured like with like; not settled where a CI straddles the
+    minimum (or below :data:`rtstudy.inference.stats.MIN_RUNS` repetitions). ``ratios`` gives each
+    CPU and load's P99.99 / P50 (mean over repetitions).
 
     Parameters
     ----------
@@ -235,24 +239,32 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool =
     if not isolated & measured or not measured - isolated:
         return {"verdict": judge.NOT_TESTABLE, "why": "no isolated CPU was measured beside a "
                 "housekeeping one on this host", "ratios": ratios, "parts": []}
-    loads, parts, not_judged = {}, [], {}
+    loads, tails, parts, not_judged = {}, {}, [], {}
     for load, g in jitter.groupby("load", sort=False):
-        iso = g.loc[g["cpu"].isin(isolated), "lost_share"]
-        hk = g.loc[~g["cpu"].isin(isolated), "lost_share"]
+        on_iso = g["cpu"].isin(isolated)
+        iso, hk = g.loc[on_iso, "lost_share"], g.loc[~on_iso, "lost_share"]
         diff = two_group_ci(iso, hk, lambda a, b: b.mean() - a.mean(), ci)
         loads[load] = {"isolated": float(iso.mean()), "housekeeping": float(hk.mean()),
                        "difference": diff.value, "low": diff.low, "high": diff.high,
                        "runs": diff.n}
+        tail = g["p99.99"] / g["p50"]
+        ratio = ratio_ci(tail[~on_iso], tail[on_iso], ci)
+        tails[load] = {"isolated": float(tail[on_iso].mean()),
+                       "housekeeping": float(tail[~on_iso].mean()), "ratio": ratio.value,
+                       "low": ratio.low, "high": ratio.high, "runs": ratio.n}
         if not like_with_like(load, probe_realtime):
             not_judged[load] = ("stress-ng ran on the housekeeping CPU only, and the probe "
                                 "(normal policy) shared that CPU with it")
             continue
-        parts.append(judge.Part(load, QUIETER, diff.value, diff.low, diff.high, int(diff.n)))
+        parts.append(judge.Part(load, TAIL_CLOSER, 1 - ratio.value, 1 - ratio.high,
+                                1 - ratio.low, int(ratio.n)))
     judged = [p.name for p in parts]
-    out = {"ratios": ratios, "loads": loads, "runs": min((p.runs for p in parts), default=0),
+    out = {"ratios": ratios, "loads": loads, "tails": tails,
+           "runs": min((p.runs for p in parts), default=0),
            "above": [p.name for p in parts if p.state == judge.SHOWN],
            "below": [p.name for p in parts if p.state == judge.REFUTED], "judged": judged,
-           "not_judged": not_judged, "parts": parts, "min_difference": MIN_DIFFERENCE}
+           "not_judged": not_judged, "parts": parts, "min_tail_cut": MIN_TAIL_CUT,
+           "min_difference": MIN_DIFFERENCE}
     if not judged:
         return {**out, "verdict": judge.NOT_TESTABLE, "why": "no load was measured like with like"}
     verdict, why = h4_combine(parts)
@@ -262,9 +274,9 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool =
 
 
 def h4_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
-    """H4's verdict from each judged load's difference in lost share (:func:`h4_verdict`):
-    reproduced when every one is at least :data:`MIN_DIFFERENCE` (``shown``), not reproduced
-    when every one is below it (``refuted``), partly when some each; else not settled."""
+    """H4's verdict from each judged load's tail cut (:func:`h4_verdict`): reproduced when
+    every one is at least :data:`MIN_TAIL_CUT` (``shown``), not reproduced when every one is
+    below it (``refuted``), partly when some each; else not settled."""
     if not all(p.decided for p in parts):
         return judge.NOT_SETTLED, judge.unsettled_why(parts)
     shown = [p.name for p in parts if p.state == judge.SHOWN]
@@ -272,8 +284,8 @@ def h4_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
         return judge.Verdict.REPRODUCED, ""
     if not shown:
         return judge.Verdict.NOT_REPRODUCED, ""
-    return judge.Verdict.PARTLY, "not quieter " + ", ".join(p.name for p in parts
-                                                           if p.name not in shown)
+    return judge.Verdict.PARTLY, "tail not closer " + ", ".join(p.name for p in parts
+                                                               if p.name not in shown)
 
 
 def audit_table(record: dict) -> pd.DataFrame:

@@ -35,6 +35,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     words = partial(render, FOLDER, h=h, cfg=cfg, ci=ci,
                     interruption_us=analysis.INTERRUPTION_NS / 1000,
                     min_difference_pp=analysis.MIN_DIFFERENCE * 100,
+                    min_tail_cut=analysis.MIN_TAIL_CUT,
                     floor_kinds=sorted(set(floor["kind"])) if len(floor) else [],
                     floor_loads=sorted(set(floor["load"])) if len(floor) else [])
 
