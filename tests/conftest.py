@@ -33,7 +33,7 @@ os.environ[figstyle.FORMATS_ENV] = "png"
 TIERS = {
     "cells": ("experiments/", "test_harness.py", "test_drift.py", "test_data.py", "test_sdk.py",
               "test_sdk_35.py", "test_sdk_e1_e3.py", "test_robustness.py", "test_shield.py",
-              "test_trace.py"),
+              "test_trace.py", "test_recipe.py"),
     "pipeline": ("test_pipeline.py", "test_sharing.py", "test_import.py", "test_report.py",
                  "test_sessions.py", "test_schema.py", "test_explore.py", "test_verdicts.py"),
     "server": ("test_ssh_remote.py", "test_lab.py"),

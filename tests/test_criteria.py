@@ -54,7 +54,7 @@ def test_histories_are_in_time_order_and_values_are_what_the_code_applies():
                "h1_flat_margin": e1.FLAT_MARGIN, "h2_min_reduction": e2.MIN_REDUCTION,
                "h2_control_floor_multiple": e2.CONTROL_FLOOR_MULTIPLE,
                "h3_close_band": e3.CLOSE_RATIO, "h4_interruption_ns": e4.INTERRUPTION_NS,
-               "h4_min_difference": e4.MIN_DIFFERENCE}
+               "h4_min_difference": e4.MIN_DIFFERENCE, "h4_min_tail_cut": e4.MIN_TAIL_CUT}
     assert all(criteria.value(k) == v for k, v in applied.items())
     with pytest.raises(KeyError, match="no criterion"):
         criteria.value("h9")

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import require_policy
-from rtstudy import data, params, paths, registry
+from rtstudy import data, params, paths, protocol, registry
 from rtstudy.data import DataError, io
 from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan
 from rtstudy.experiments.e4_host import analysis as e4_analysis, plan as e4_plan
@@ -328,6 +328,8 @@ def test_every_cell_records_the_checksums_of_its_samples(e3_root):
         sidecar = json.loads((out / cell.cell_id / "cell.json").read_text())
         assert sidecar["checksums"] == {"samples.parquet":
                                         integrity.digest(out / cell.cell_id / "samples.parquet")}
+        # ... and the protocol it was measured under (confirmatory only under that version).
+        assert sidecar["protocol"] == protocol.record()
 
 
 def test_verify_and_the_report_name_a_flipped_bit_and_leave_the_report_alone(own_root, capsys):

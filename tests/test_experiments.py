@@ -18,10 +18,12 @@ SRC = Path(registry.__file__).resolve().parent
 ABOVE = ("registry", "params", "data/__init__", "data/sessions", "data/sharing", "data/schemas",
          "data/origins", "stage", "cli/__init__", "cli/__main__", "cli/data_commands",
          "cli/host_commands", "report/study", "report/study_sessions",
-         "report/study_hosts", "report/study_metrics", "report/stability", "explore")
+         "report/study_hosts", "report/study_metrics", "report/stability", "report/preregistration",
+         "explore")
 # The rooms of src/rtstudy (a sub-package, or a module of its own), lowest first: a module
 # imports only from its own room and those before it (the README's Layout says the same).
-ROOMS = (("paths", "policies", "atomic", "rules", "registry", "sources", "view", "_native"),
+ROOMS = (("paths", "policies", "atomic", "rules", "registry", "sources", "view", "_native",
+          "protocol"),
          ("machine",),
          ("sdks",), ("params",), ("measure",), ("apps",), ("data",), ("inference",), ("report",),
          ("experiments",), ("stage", "explore", "viewplot"), ("cli",))
@@ -33,7 +35,7 @@ PROTOCOL = {
              "host_problems": ["cfg", "fp"], "after_sweep": ["directory"], "SDK_APIS": None},
     "analysis": {"SAMPLES": None, "SCHEMA": None, "TABLES": None, "load": ["directory", "cfg"],
                  "DRIFT_QUANTITY": None, "drift": ["ds"], "PLOT_FILE": None, "plot_table": ["ds"]},
-    "section": {"LABEL": None, "build": ["ds", "cfg", "ci"]},
+    "section": {"LABEL": None, "HYPOTHESIS": None, "CLAIM": None, "build": ["ds", "cfg", "ci"]},
     "explore": {"VIEW": None, "default_condition": ["tables"], "seed": ["ax", "run"]},
 }
 # Members an experiment may have; a reader asks with hasattr first.

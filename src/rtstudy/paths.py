@@ -58,6 +58,11 @@ def params_file() -> Path:
     return root() / "params.yaml"
 
 
+def protocol_file() -> Path:
+    """The frozen protocol's text (``rtstudy protocol --write``), beside the other docs."""
+    return checkout() / "docs" / "protocol.md"
+
+
 def notebooks_dir() -> Path:
     return root() / "notebooks"
 

@@ -41,9 +41,11 @@ nothing outside the folders reads any other):
     (``rtstudy plan power``); besides these, its statistics, ``headline`` and the verdict
     with its thresholds.
 ``section.py``
-    ``LABEL`` (``E1`` …, how the report names it, :mod:`rtstudy.report.stability`)
-    and ``build(ds, cfg, ci)`` → :class:`rtstudy.report.section.Section`, its
-    words from the folder's ``report.md.j2`` (:mod:`rtstudy.report.study`).
+    ``LABEL`` (``E1`` …, how the report names it, :mod:`rtstudy.report.stability`),
+    ``HYPOTHESIS`` and ``CLAIM`` (the claim it tests, in the source's words; the protocol's
+    questions, :mod:`rtstudy.report.preregistration`) and ``build(ds, cfg, ci)`` →
+    :class:`rtstudy.report.section.Section`, its words from the folder's ``report.md.j2``
+    (:mod:`rtstudy.report.study`).
 ``explore.py`` (what ``notebooks/explore.ipynb`` shows of a run), read by :mod:`rtstudy.explore`
     ``VIEW`` (a :class:`rtstudy.view.View`: the table and columns of a run's time series and
     histogram); ``default_condition(tables)`` → the condition the notebook opens on, or None

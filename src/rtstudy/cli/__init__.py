@@ -37,6 +37,9 @@
                                     data/README.md's copy
     rtstudy run STAGE               run a measuring stage's notebook with papermill
     rtstudy report                  execute the report notebook and render report/report.html
+    rtstudy protocol [--write]      print the frozen protocol (questions, yardsticks, criteria,
+                                    words, sizes) with its version and hash; --write writes
+                                    docs/protocol.md
 """
 from __future__ import annotations
 

@@ -215,8 +215,31 @@ def add_plan(sub) -> None:
     pw.set_defaults(func=_plan_power)
 
 
+def _protocol(args) -> int:
+    from rtstudy import protocol
+    from rtstudy.report import preregistration
+
+    text, now = preregistration.document(), preregistration.digest()
+    frozen = protocol.FROZEN[protocol.VERSION]
+    if now != frozen.sha256:
+        print(f"rtstudy: the protocol's text hashes to {now}, not to v{protocol.VERSION}'s frozen "
+              f"{frozen.sha256}: a criterion, word or size changed since its freeze. Freeze it "
+              "as a new version (rtstudy.protocol.FROZEN) instead of editing this one",
+              file=sys.stderr)
+        return 2
+    if args.write:
+        paths.protocol_file().write_text(text)
+        print(f"{paths.protocol_file()}: protocol v{protocol.VERSION} written")
+        return 0
+    print(text, end="")
+    return 0
+
+
 def add_report(sub) -> None:
     """Declare ``rtstudy report`` on ``sub``, ``rtstudy``'s sub-parsers."""
     rep = sub.add_parser("report", help="render report/report.html from the data present")
     rep.add_argument("--profile", choices=params.PROFILES)
     rep.set_defaults(func=_report)
+    pro = sub.add_parser("protocol", help="print the frozen protocol with its version and hash")
+    pro.add_argument("--write", action="store_true", help="write it to docs/protocol.md")
+    pro.set_defaults(func=_protocol)

@@ -24,7 +24,7 @@ import re
 import shutil
 from pathlib import Path
 
-from rtstudy import data, params, paths, registry
+from rtstudy import data, params, paths, protocol, registry
 from rtstudy.data.io import DataError, Dataset, read_plan
 from rtstudy.measure import integrity
 from rtstudy.paths import PLAN_FILE, SESSIONS_DIR, SIDECAR_FILE
@@ -119,6 +119,25 @@ def folders(experiment: str, host_id: str, profile: str | None = None,
         found[current] = (first, directory)
     # Oldest first: by the first cell's finish time of each session.
     return {s: folder for s, (_, folder) in sorted(found.items(), key=lambda item: item[1][0])}
+
+
+def protocol_of(directory: Path) -> int | None:
+    """The protocol version every cell of a dataset folder was measured under
+    (:func:`rtstudy.protocol.version_of`); None where the folder holds no cell, a cell measured
+    before versions were recorded, cells of two versions, or a sidecar that cannot be read."""
+    versions = set()
+    for sidecar in Path(directory).glob(f"*/{SIDECAR_FILE}"):
+        try:
+            versions.add(protocol.version_of(json.loads(sidecar.read_text())))
+        except (OSError, ValueError):
+            return None
+    return versions.pop() if len(versions) == 1 else None
+
+
+def confirmatory(found: dict[str, Path]) -> dict[str, Path]:
+    """The sessions of ``found`` (session → folder, :func:`folders`) measured wholly under the
+    protocol version in force: the only ones a confirmatory verdict pools."""
+    return {s: f for s, f in found.items() if protocol_of(f) == protocol.VERSION}
 
 
 def load(experiment: str, host_id: str, profile: str | None = None,

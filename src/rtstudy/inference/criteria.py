@@ -160,7 +160,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "after the shielded dataset it judges was measured (17:36–17:52)"),
          Change("2026-11-25T05:39Z", "eabb0ed", "like with like: a load placed on the "
                 "housekeeping CPU only is not compared with the shielded CPU"),
-         Change("V1UTC", "V1COMMIT", "protocol v1: a reading beside H4, no longer its verdict; H4 is "
+         Change("2026-12-07T00:16Z", "0ac9bdd", "protocol v1: a reading beside H4, no longer its verdict; H4 is "
                 "judged on its pre-registered P99.99 / P50 again (h4_min_tail_cut)"))),
     Criterion(
         "h4_min_difference", "H4", 0.01, "fraction of the probe's time",
@@ -169,7 +169,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "housekeeping CPU; 1 % of a 60 FPS frame is 0.17 ms, a sixth of E2's late threshold",
         (Change("2026-11-27T18:01Z", "9ffb688", "a minimum instead of any difference above 0, after "
                 "data existed"),
-         Change("V1UTC", "V1COMMIT", "protocol v1: a reading beside H4, not its verdict"))),
+         Change("2026-12-07T00:16Z", "0ac9bdd", "protocol v1: a reading beside H4, not its verdict"))),
     Criterion(
         "h4_min_tail_cut", "H4", 0.5, "fraction",
         "H4's verdict on its pre-registered metric, the jitter probe's P99.99 / P50: the "
@@ -178,7 +178,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
         "at or below 1 − this (the tail at least halved relative to the median, as the seed's "
         "P99 1247 → 91 ns is more than tenfold), not reproduced when every one is wholly above "
         "it, partly when some; a CI across it: not settled",
-        (Change("V1UTC", "V1COMMIT", "protocol v1: the metric first written down (d0b9b03, before any data) "
+        (Change("2026-12-07T00:16Z", "0ac9bdd", "protocol v1: the metric first written down (d0b9b03, before any data) "
                 "with a smallest effect, replacing the lost share chosen after the shielded data"),)),
     Criterion(
         "h2_starved_offset", "H2", 0.05, "fraction of the nominal period",
@@ -202,7 +202,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "clock recorded, each skipped release one late frame (was: the fixed grid, on "
                 "which one skipped tick made every later frame late); the threshold unchanged; "
                 "after data existed"),
-         Change("V1UTC", "V1COMMIT", "protocol v1: one yardstick, the source clock: Holoscan 4.x's "
+         Change("2026-12-07T00:16Z", "0ac9bdd", "protocol v1: one yardstick, the source clock: Holoscan 4.x's "
                 "SCHED_DEADLINE target on the fixed grid too (was: one period after its "
                 "previous frame, which forgets the delay it adds to a pipeline fed on a fixed "
                 "clock); that reading kept beside it"))),
@@ -243,7 +243,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "beside a baseline sized for another fix, which dealt pairs of untuned 4.6's "
                 "newest two sessions worded alike in 38 of 100); after the sessions it judges "
                 "existed"),
-         Change("V1UTC", "V1COMMIT", "protocol v1: each word what its sentence says (fewer: the whole CI "
+         Change("2026-12-07T00:16Z", "0ac9bdd", "protocol v1: each word what its sentence says (fewer: the whole CI "
                 "past ×0.5, was: below 1 and reaching past it), a smaller decided change a word "
                 "of its own, φ within sessions (was: also between them), balanced arms"))),
     Criterion(
@@ -260,7 +260,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "fewer (was: where every policy had too few together with it, so a baseline "
                 "never late beside a policy's long runs read not settled); as methods.md said, "
                 "after the sessions it judges existed"),
-         Change("V1UTC", "V1COMMIT", "protocol v1: no gate read from the outcome: too few for H2 is not "
+         Change("2026-12-07T00:16Z", "0ac9bdd", "protocol v1: no gate read from the outcome: too few for H2 is not "
                 "settled with each policy's upper bound (was: not applicable)"))),
     Criterion(
         "e2_rerun_alpha", "re-run", 0.05, "family-wise level",
@@ -352,7 +352,7 @@ CRITERIA: dict[str, Criterion] = {c.name: c for c in (
                 "(t with 1 df) was wider than either session's, so H3 'differs' in both of a "
                 "host's sessions read 'not settled' over them; after the re-measured reference "
                 "existed"),
-         Change("V1UTC", "V1COMMIT", "protocol v1: late frames' φ within sessions; confirmatory verdicts "
+         Change("2026-12-07T00:16Z", "0ac9bdd", "protocol v1: late frames' φ within sessions; confirmatory verdicts "
                 "pool only sessions measured under the protocol in force"))),
     Criterion(
         "h5a_record", "H5a", None, "",

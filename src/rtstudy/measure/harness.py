@@ -50,6 +50,7 @@ from typing import IO
 
 from tqdm import tqdm
 
+from rtstudy import protocol
 from rtstudy.machine import shield
 from rtstudy.measure import integrity
 from rtstudy.machine.placement import Placement
@@ -307,6 +308,9 @@ def _sidecar(cell: Cell, context: SweepContext, run: _AppRun, result: dict | Non
         "reason": reason,
         "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "session": context.session,
+        # The frozen protocol in force (rtstudy.protocol): what decides whether the cell's
+        # verdicts are confirmatory.
+        "protocol": protocol.record(),
         "timing": {"measured_s": (result or {}).get("measured_s"), "child_wall_s": run.wall_s},
     }
 

@@ -28,7 +28,7 @@ from rtstudy.report.blocks import show, table_html, words
 from rtstudy.report.section import Advice, Details, Markdown, Section, Table
 from rtstudy.report.study_hosts import StudyHosts, data_fingerprint, provenance, report_host
 from rtstudy.report.study_metrics import StudyMetrics
-from rtstudy.report.study_sessions import StudySessions
+from rtstudy.report.study_sessions import EXPLORATORY, StudySessions
 
 # Imported from here by the notebooks (report.ipynb, experiment.ipynb), the CLI, benchmarks/
 # and tests, though they live beside this module.
@@ -160,7 +160,15 @@ class Study(StudySessions, StudyHosts, StudyMetrics):
                  "verdicts": [{"claim": v.claim, "verdict": over.get(v.claim, {}).get(
                      "verdict", v.verdict)} for v in s.verdicts]}
                 for s in self.sections.values()]
-        return [Markdown(words("verdicts", rows=rows, k=k))]
+        blocks = [Markdown(words("verdicts", rows=rows, k=k, evidence=self.evidence()))]
+        before = self.sessions_of(kind=EXPLORATORY)
+        if before:
+            # The sessions measured before the protocol's freeze: exploratory, folded.
+            blocks.append(Details(words("exploratory_in_full", k=len(before),
+                                        evidence=self.evidence()),
+                                  [Table(lambda: self.session_verdicts(kind=EXPLORATORY),
+                                         words("caption_exploratory", k=len(before)))]))
+        return blocks
 
     def section_heading(self, section: Section) -> str:
         """An experiment's heading on the main page: ``E3 — Scheduler overhead (H3)``."""
@@ -174,7 +182,7 @@ class Study(StudySessions, StudyHosts, StudyMetrics):
                      "verdict": over.get(v.claim, {}).get("verdict", v.verdict)}
                     for v in section.verdicts]
         return [Markdown(words("section_head", s=section, heading=self.section_heading(section),
-                               verdicts=verdicts, k=k)),
+                               verdicts=verdicts, k=k, evidence=self.evidence())),
                 *section.main,
                 Details(words("in_full", label=section.label), section.blocks)]
 

@@ -34,8 +34,9 @@ def report_host(profile: str) -> str:
     """The host whose data every section shows: this host if it measured ``profile`` (as many
     experiments as any other host).
 
-    Otherwise the host with data for the most experiments; ties go to a host as it is before a
-    shielded one (the reference data holds both states of each machine), then to the host whose
+    Otherwise the host with data for the most experiments; ties go to a host state with
+    confirmatory data (a session measured under the protocol in force, :mod:`rtstudy.protocol`),
+    then to a host as it is before a shielded one (the reference data holds both states of each machine), then to the host whose
     current session is the newest (the reference data's latest measurement: the docs and
     ``report/metrics.json`` describe it), then to the host with the most sessions, then to the
     first id. Nothing in that order depends on the machine that renders, so a fresh clone's
@@ -44,6 +45,7 @@ def report_host(profile: str) -> str:
     """
     counts: dict[str, int] = {}
     session_counts: dict[str, int] = {}
+    confirmed: dict[str, int] = {}  # host → its sessions measured under the protocol in force
     newest: dict[str, str] = {}  # host → its newest current session's start (ISO UTC)
     for name in registry.REGISTRY:
         for d in data.datasets(name, profile):
@@ -52,6 +54,8 @@ def report_host(profile: str) -> str:
             # The closed sessions and the current one, the dataset folder itself.
             session_counts[d.parent.name] = (session_counts.get(d.parent.name, 0)
                                              + sessions.closed(d) + 1)
+            confirmed[d.parent.name] = max(confirmed.get(d.parent.name, 0), len(
+                sessions.confirmatory(sessions.folders(name, d.parent.name, profile))))
     if not counts:
         raise DataError(f"no data for profile {profile!r} under {paths.data_dir() / 'raw'}; run "
                         "`make study` (or `make pull`)")
@@ -65,8 +69,8 @@ def report_host(profile: str) -> str:
         return bool(shield.of(data_fingerprint(profile, host_id)))
 
     # The first of the best in id order: max keeps the first of equal keys.
-    return max(sorted(counts), key=lambda h: (counts[h], not shielded(h), newest[h],
-                                              session_counts[h]))
+    return max(sorted(counts), key=lambda h: (counts[h], confirmed[h] > 0, not shielded(h),
+                                              newest[h], session_counts[h]))
 
 
 def data_fingerprint(profile: str, host_id: str) -> dict | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rtstudy import atomic, paths
+from rtstudy import atomic, paths, protocol
 from rtstudy.inference import criteria, records
 from rtstudy.report import stability
 from rtstudy.report.section import Section
@@ -73,13 +73,15 @@ class StudyMetrics:
         compares commits.
         """
         out: dict = {"profile": self.profile, "host_id": self.host_id,
-                     "confidence": self.ci.confidence,
+                     "confidence": self.ci.confidence, "protocol": protocol.record(),
+                     "evidence": self.evidence(),
                      **self._with_sessions(verdicts_and_headlines(self.sections), self.host_id)}
         for row in stability.drift_rows(self.datasets):
             out[row["experiment"]]["drift"] = drift(row)
         described = self.described()
         out["hosts"] = {host_id: {**{k: described.at[host_id, k]
                                      for k in ("label", "state", "sdk")},
+                                  "evidence": self.evidence(host_id),
                                   **self._with_sessions(verdicts_and_headlines(sections), host_id)}
                         for host_id, sections in self.sections_by_host().items()}
         for host_id, result in self.placement_audits().items():
@@ -109,12 +111,18 @@ class StudyMetrics:
     def _with_sessions(self, block: dict, host_id: str) -> dict:
         """``block`` (:func:`verdicts_and_headlines` of ``host_id``) with what its sessions
         say: each headline and verdict over them, and each finding pooled and per session."""
+        # Every verdict says what it rests on: confirmatory or exploratory (protocol v1).
+        status = self.evidence(host_id)["status"]
+        for part in block.values():
+            for verdict in (part.get("verdicts", {}) if isinstance(part, dict) else {}).values():
+                verdict["status"] = status
         for label, quantities in self._over_sessions(host_id).items():
             block.setdefault(label, {})["sessions"] = quantities
         for claim, over in self.verdicts_over_sessions(host_id).items():
             for part in block.values():
                 if isinstance(part, dict) and claim in part.get("verdicts", {}):
-                    part.setdefault("verdicts_over_sessions", {})[claim] = over
+                    part.setdefault("verdicts_over_sessions", {})[claim] = {**over,
+                                                                           "status": status}
         # Each finding in every session that has it, oldest first: `dvc metrics show`
         # says whether a conclusion held; and judged on the sessions pooled.
         for name, s in self.sections_by_host().get(host_id, {}).items():

@@ -7,9 +7,11 @@ A host state measured by several ``make study`` runs has several sessions
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
-from rtstudy import paths, registry
+from rtstudy import paths, protocol, registry
 from rtstudy.data import sessions
 from rtstudy.inference import judge
 from rtstudy.report import stability
@@ -51,6 +53,11 @@ def pooled_verdict(given: list[Verdict], confidence: float) -> tuple[str, str]:
     return judged[-1].combine(parts)
 
 
+# Which sessions a verdict pools (StudySessions.sessions_of): the main verdicts' (confirmatory
+# where there are any), or the exploratory ones beside them.
+MAIN, EXPLORATORY = "main", "exploratory"
+
+
 class StudySessions:
     """The sessions' part of :class:`rtstudy.report.study.Study` (a mixin: it reads the study's
     ``profile``, ``ci``, ``host_id``, ``sections`` and ``datasets``, caches in its
@@ -82,14 +89,20 @@ class StudySessions:
                       words("caption_rerun", rerun=rerun)),
                 *self.sessions_blocks()]
 
-    def sessions_of(self, host_id: str | None = None) -> dict[str, dict[str, Section]]:
-        """Every session of ``host_id`` (default: the shown host) → its sections, oldest first;
-        empty when no experiment of it has two sessions (:mod:`rtstudy.data.sessions`). Each
-        session's sections are built from that session's data alone, as the shown ones are."""
+    def sessions_of(self, host_id: str | None = None, kind: str = MAIN
+                    ) -> dict[str, dict[str, Section]]:
+        """The sessions of ``host_id`` (default: the shown host) a verdict pools → their
+        sections, oldest first; empty when no experiment of them has two sessions
+        (:mod:`rtstudy.data.sessions`). Each session's sections are built from that session's
+        data alone, as the shown ones are.
+
+        ``kind`` :data:`MAIN`: where the host state has sessions measured under the protocol in
+        force, those alone (confirmatory verdicts), else every session (exploratory ones);
+        :data:`EXPLORATORY`: the host state's other sessions, beside confirmatory ones (empty
+        where it has none)."""
         host_id = host_id or self.host_id
-        if host_id not in self._sessions:
-            found = {name: sessions.folders(name, host_id, self.profile)
-                     for name in registry.REGISTRY}
+        if (host_id, kind) not in self._sessions:
+            found = self._session_folders(host_id, kind)
             by_session: dict = {}
             if any(len(f) >= 2 for f in found.values()):
                 # Each experiment lists its sessions oldest first; one `make study` is one
@@ -97,8 +110,34 @@ class StudySessions:
                 order = list(dict.fromkeys(s for f in found.values() for s in f))
                 by_session = {s: self._sections_from({n: f[s] for n, f in found.items()
                                                       if s in f}) for s in order}
-            self._sessions[host_id] = by_session
-        return self._sessions[host_id]
+            self._sessions[host_id, kind] = by_session
+        return self._sessions[host_id, kind]
+
+    def _session_folders(self, host_id: str, kind: str) -> dict[str, dict[str, Path]]:
+        """Per experiment, the sessions (session → folder) :meth:`sessions_of` ``kind`` pools."""
+        found = {name: sessions.folders(name, host_id, self.profile) for name in registry.REGISTRY}
+        confirmed = {name: sessions.confirmatory(f) for name, f in found.items()}
+        if not any(confirmed.values()):
+            return found if kind == MAIN else {}
+        if kind == MAIN:
+            return confirmed
+        return {n: {s: f for s, f in found[n].items() if s not in confirmed[n]} for n in found}
+
+    def evidence(self, host_id: str | None = None) -> dict:
+        """What a host state's verdicts rest on: ``status`` ``confirmatory`` (every session they
+        pool measured under the protocol in force: ``sessions`` of them) or ``exploratory``
+        (``sessions``: those measured before it, all of them), the ``protocol`` version, and
+        ``words``, as the report says it."""
+        host_id = host_id or self.host_id
+        folders = self._session_folders(host_id, MAIN)
+        k = max((len(f) for f in folders.values()), default=0)
+        confirmed = any(sessions.confirmatory(f) for f in folders.values())
+        v = protocol.VERSION
+        said = (f"confirmatory: protocol v{v}, {k} session{'s' if k != 1 else ''} measured after "
+                "its freeze" if confirmed else
+                f"exploratory: measured before protocol v{v}'s freeze")
+        return {"status": "confirmatory" if confirmed else "exploratory", "protocol": v,
+                "sessions": k, "words": said}
 
     def session_headlines(self, name: str, host_id: str | None = None) -> list:
         """Experiment ``name``'s ``headline`` in every session of ``host_id`` (default: the
@@ -118,10 +157,11 @@ class StudySessions:
                              "sessions": [v for c, v in r.items() if c.startswith("session ")]}
                 for r in self.session_verdicts(host_id).to_dict("records")}
 
-    def session_verdicts(self, host_id: str | None = None) -> pd.DataFrame:
+    def session_verdicts(self, host_id: str | None = None, kind: str = MAIN) -> pd.DataFrame:
         """Each claim's verdict per session and over them, pooled
-        (:func:`pooled_verdict`), with why it is not decided where it is not."""
-        by_session = self.sessions_of(host_id)
+        (:func:`pooled_verdict`), with why it is not decided where it is not; ``kind`` as
+        :meth:`sessions_of`."""
+        by_session = self.sessions_of(host_id, kind)
         per = {s: {v.claim: v for sec in sections.values() for v in sec.verdicts}
                for s, sections in by_session.items()}
         claims = list(dict.fromkeys(c for v in per.values() for c in v))

@@ -13,6 +13,7 @@ from rtstudy.report.section import (Figure, LazyMarkdown, Markdown, Quantity, Se
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E1"
 HYPOTHESIS = "H1"
+CLAIM = published.CLAIM  # the source's claim HYPOTHESIS names (rtstudy protocol)
 # How the Methods count E1's factors.
 FACTORS = (("scenarios", "scenario(s)"), ("buffers", "buffer(s)"), ("policies", "policy(ies)"),
            ("work_models", "work model(s)"), ("periods_ms", "periods"))

@@ -152,7 +152,7 @@ def make_target(fragment, c: dict, loads_done: list, emit: bool = False) -> Targ
     """The target added to ``fragment``: ``c["frames"]`` frames, paced by a periodic condition
     (the kernel paces SCHED_DEADLINE's)."""
     conditions = [CountCondition(fragment, c["frames"])]
-    if c["policy"] != SCHED_DEADLINE or c.get("pacing") == "clock":
+    if c["policy"] != SCHED_DEADLINE:
         conditions.append(PeriodicCondition(fragment, c["period_ns"]))
     target = TargetOp(fragment, *conditions, name="target", frames=c["frames"],
                       work_iterations=c["target_work_iterations"], loads_done=loads_done,

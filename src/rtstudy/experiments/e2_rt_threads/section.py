@@ -25,6 +25,7 @@ from rtstudy.report.section import (RATE_UNIT, Advice, Figure, LazyMarkdown, Mar
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E2"
 HYPOTHESIS = "H2"
+CLAIM = published.CLAIM  # the source's claim HYPOTHESIS names (rtstudy protocol)
 H5C = "H5c"  # Holoscan 5.0's busy polling: its verdict, and the claim its advice row names
 
 

@@ -12,6 +12,7 @@ from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, V
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E3"
 HYPOTHESIS = "H3"
+CLAIM = published.CLAIM  # the source's claim HYPOTHESIS names (rtstudy protocol)
 
 
 def build(ds: Dataset, cfg: dict, ci: CI) -> Section:

@@ -241,23 +241,14 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool =
                 "housekeeping one on this host", "ratios": ratios, "parts": []}
     loads, tails, parts, not_judged = {}, {}, [], {}
     for load, g in jitter.groupby("load", sort=False):
-        on_iso = g["cpu"].isin(isolated)
-        iso, hk = g.loc[on_iso, "lost_share"], g.loc[~on_iso, "lost_share"]
-        diff = two_group_ci(iso, hk, lambda a, b: b.mean() - a.mean(), ci)
-        loads[load] = {"isolated": float(iso.mean()), "housekeeping": float(hk.mean()),
-                       "difference": diff.value, "low": diff.low, "high": diff.high,
-                       "runs": diff.n}
-        tail = g["p99.99"] / g["p50"]
-        ratio = ratio_ci(tail[~on_iso], tail[on_iso], ci)
-        tails[load] = {"isolated": float(tail[on_iso].mean()),
-                       "housekeeping": float(tail[~on_iso].mean()), "ratio": ratio.value,
-                       "low": ratio.low, "high": ratio.high, "runs": ratio.n}
+        loads[load], tails[load] = _isolated_vs_housekeeping(g, isolated, ci)
         if not like_with_like(load, probe_realtime):
             not_judged[load] = ("stress-ng ran on the housekeeping CPU only, and the probe "
                                 "(normal policy) shared that CPU with it")
             continue
-        parts.append(judge.Part(load, TAIL_CLOSER, 1 - ratio.value, 1 - ratio.high,
-                                1 - ratio.low, int(ratio.n)))
+        t = tails[load]
+        parts.append(judge.Part(load, TAIL_CLOSER, 1 - t["ratio"], 1 - t["high"], 1 - t["low"],
+                                int(t["runs"])))
     judged = [p.name for p in parts]
     out = {"ratios": ratios, "loads": loads, "tails": tails,
            "runs": min((p.runs for p in parts), default=0),
@@ -271,6 +262,21 @@ def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool =
     if out["runs"] < MIN_RUNS:
         why = f"{out['runs']} repetition(s) per CPU, fewer than {MIN_RUNS}: no CI"
     return {**out, "verdict": verdict, **({"why": why} if why else {})}
+
+
+def _isolated_vs_housekeeping(g: pd.DataFrame, isolated: set, ci: CI) -> tuple[dict, dict]:
+    """One load's jitter probe runs ``g``, the isolated CPUs' against the others': the lost
+    share's difference (housekeeping minus isolated, its CI) and the P99.99 / P50 ratio
+    (isolated over housekeeping, its CI), each with both means and the runs."""
+    on_iso = g["cpu"].isin(isolated)
+    iso, hk = g.loc[on_iso, "lost_share"], g.loc[~on_iso, "lost_share"]
+    diff = two_group_ci(iso, hk, lambda a, b: b.mean() - a.mean(), ci)
+    tail = g["p99.99"] / g["p50"]
+    ratio = ratio_ci(tail[~on_iso], tail[on_iso], ci)
+    return ({"isolated": float(iso.mean()), "housekeeping": float(hk.mean()),
+             "difference": diff.value, "low": diff.low, "high": diff.high, "runs": diff.n},
+            {"isolated": float(tail[on_iso].mean()), "housekeeping": float(tail[~on_iso].mean()),
+             "ratio": ratio.value, "low": ratio.low, "high": ratio.high, "runs": ratio.n})
 
 
 def h4_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:

@@ -16,6 +16,7 @@ from rtstudy.report.section import Figure, Markdown, Quantity, Section, Table, V
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E4"
 HYPOTHESIS = "H4"
+CLAIM = published.CLAIM  # the source's claim HYPOTHESIS names (rtstudy protocol)
 
 
 def build(ds: Dataset, cfg: dict, ci: CI) -> Section:

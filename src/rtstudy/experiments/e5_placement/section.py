@@ -12,6 +12,7 @@ from rtstudy.report.section import Figure, Markdown, Section, Table, Verdict, re
 FOLDER = Path(__file__).resolve().parent
 LABEL = "E5"
 HYPOTHESIS = "H5b"
+CLAIM = published.CLAIM  # the source's claim HYPOTHESIS names (rtstudy protocol)
 
 
 def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
