@@ -155,7 +155,8 @@ def test_the_report_is_self_contained_and_renders_cleanly_in_chromium(rendered, 
     if do:
         assert f"{html_text(do.group(1))}: late frames {do.group(2)}" in first
     else:
-        assert re.search(r"No change (measured here cuts|was measured on this host)", first)
+        assert re.search(r"No change (measured here is shown to halve|was measured on this host)",
+                         first)
     assert page.images >= 10, "the report's figures are embedded images"
     # ... each with its words for a reader who cannot see it (figstyle.alt_text).
     images = re.findall(r"<img [^>]*>", html)
