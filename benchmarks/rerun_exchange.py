@@ -38,7 +38,7 @@ import numpy as np
 from rtstudy import data, params
 from rtstudy.data import sessions
 from rtstudy.experiments.e2_rt_threads.exchange import exchange_test
-from rtstudy.experiments.e2_rt_threads.recheck import calibrate
+from rtstudy.experiments.e2_rt_threads.recheck import calibrate, session_test
 from rtstudy.inference.stats import CI
 
 EXPERIMENT = "e2_rt_threads"
@@ -103,14 +103,52 @@ def record(args, configs: dict, ci: CI) -> int:
             "state": row["state"], "sdk": row["sdk"], "sessions": [one, two],
             "minutes": round((time.monotonic() - start) / 60, 1),
             **{k: r[k] for k in ("words_agree", "calibration", "power", "powerable", "tests",
-                                 "targets")},
+                                 "targets", "power_each", "powerable_each")},
             "met": met(r, out["wanted"]), "real_pair": r["observed"]}
     if not out["hosts"]:
         print("no host here has two sessions of E2 (make new-session, then make study)")
         return 1
+    # Every real pair of every host state, not only its newest (protocol v1): each pair's check,
+    # which fails where the sessions differ by more than their runs.
+    out["pairs"] = every_pair(args.host or list(described.index), args.profile)
     RECORD.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     print(table(out))
+    print(pairs_table(out["pairs"]))
     return 0
+
+
+def every_pair(hosts: list[str], profile: str) -> dict[str, list[dict]]:
+    """Per host, :func:`recheck.session_test` of every pair of its E2 sessions (oldest first):
+    ``sessions``, ``passed`` and what ``differ``s."""
+    out = {}
+    for host_id in hosts:
+        found = list(sessions.load(EXPERIMENT, host_id, profile).items())
+        checked = []
+        for i, (one, a) in enumerate(found):
+            for two, b in found[i + 1:]:
+                r = session_test(a.tables["runs"], b.tables["runs"])
+                checked.append({"sessions": [one, two], "passed": r["passed"],
+                                "differ": r["differ"], "tests": r["tests"]})
+        if checked:
+            out[host_id] = checked
+    return out
+
+
+def pairs_table(pairs: dict[str, list[dict]]) -> str:
+    """Every real pair's outcome per host, as Markdown."""
+    lines = ["", "| host | pairs | pass | fail | what the failing pairs differ in (most often) |",
+             "|---|---|---|---|---|"]
+    for host_id, checked in pairs.items():
+        failing = [c for c in checked if not c["passed"]]
+        seen: dict[str, int] = {}
+        for c in failing:
+            for what in c["differ"]:
+                kind = what.split(": ")[-1]
+                seen[kind] = seen.get(kind, 0) + 1
+        common = ", ".join(f"{k} ({n})" for k, n in sorted(seen.items(), key=lambda kv: -kv[1]))
+        lines.append(f"| `{host_id}` | {len(checked)} | {len(checked) - len(failing)} | "
+                     f"{len(failing)} | {common or '—'} |")
+    return "\n".join(lines)
 
 
 def judged(r: dict, injection: str, wanted: float) -> bool:
@@ -127,7 +165,15 @@ def met(r: dict, wanted: dict) -> dict[str, bool]:
     return {"words_agree": r["words_agree"] >= wanted["words_agree"],
             "calibration": r["calibration"] >= wanted["calibration"],
             "power": all(r["power"][k] >= wanted["power"] for k in r["power"]
-                         if judged(r, k, wanted["power"]))}
+                         if judged(r, k, wanted["power"]))
+            and all(p >= wanted["power"] for p in powered_each(r, wanted["power"]).values())}
+
+
+def powered_each(r: dict, wanted: float) -> dict[str, float]:
+    """The conditions whose doubling any check could catch (best power at least ``wanted``),
+    with the share of doubled pairs the check failed."""
+    return {label: p for label, p in r.get("power_each", {}).items()
+            if (r["powerable_each"].get(label) or {}).get("best_power", 0) >= wanted}
 
 
 def cell(h: dict, injection: str, wanted: float) -> str:
@@ -145,15 +191,20 @@ def table(out: dict) -> str:
     """The record as the Markdown table docs/benchmarks.md shows."""
     injections = list(next(iter(out["hosts"].values()))["power"])
     lines = ["| host | words agree | calibration | " + " | ".join(f"power: {k}" for k in injections)
-             + " | criteria met | the real pair |",
-             "|---|---|---|" + "---|" * len(injections) + "---|---|"]
+             + " | power: each condition's late ×2 | criteria met | the real pair |",
+             "|---|---|---|" + "---|" * len(injections) + "---|---|---|"]
     for host_id, h in out["hosts"].items():
         power = [cell(h, k, out["wanted"]["power"]) for k in injections]
         pair = "passes" if h["real_pair"]["passed"] else \
             "fails: " + "; ".join(h["real_pair"]["differ"])
         met_ = ", ".join(CRITERIA[k] for k, ok in h["met"].items() if ok) or "none"
+        each = powered_each(h, out["wanted"]["power"])
+        each_text = (f"{min(each.values()):.0%} at least, over the {len(each)} of "
+                     f"{len(h.get('power_each', {}))} conditions a check could catch"
+                     if each else f"none of {len(h.get('power_each', {}))} powered")
         lines.append(f"| `{host_id}` ({h['state']}, {h['sdk']}) | {h['words_agree']:.0%} | "
-                     f"{h['calibration']:.0%} | " + " | ".join(power) + f" | {met_} | {pair} |")
+                     f"{h['calibration']:.0%} | " + " | ".join(power)
+                     + f" | {each_text} | {met_} | {pair} |")
     return "\n".join(lines)
 
 

@@ -433,3 +433,24 @@ def test_idle_record_says_what_a_floor_ran_under():
     assert record["driver"] == "intel_idle" and record["cpu_dma_latency_us"] == idle.NO_REQUEST_US
     assert record["cpus"]["2"] == {"resume_latency_us": "0", "limit_us": None,
                                    "usable": [["POLL", 0], ["C1", 2], ["C1E", 10], ["C6", 133]]}
+
+
+def test_a_guest_without_no_hz_full_is_not_advised_what_it_cannot_take(tmp_path):
+    """The untuned VM: a kernel built without NO_HZ_FULL ignores nohz_full= (the boot line
+    leaves it out; the nohz item names the kernel), and a guest's TSC is the hypervisor's
+    (no tsc=reliable)."""
+    root = copy_fixture(tmp_path, "untuned")
+    (root / "proc" / "cpuinfo").write_text("processor\t: 0\nflags\t\t: fpu tsc hypervisor\n\n")
+    clock = root / "sys/devices/system/clocksource/clocksource0"
+    clock.mkdir(parents=True, exist_ok=True)
+    (clock / "current_clocksource").write_text("tsc\n")
+    (clock / "available_clocksource").write_text("tsc kvm-clock\n")
+    assert not (root / "sys/devices/system/cpu/nohz_full").exists()
+    by_name = items_by_name(root)
+    line = by_name["boot line"]
+    assert "nohz_full" not in line.remedy and "rcu_nocbs" not in line.remedy
+    assert "tsc=reliable" not in line.remedy and "isolcpus=" in line.remedy
+    nohz = by_name["nohz_full CPUs"]
+    assert "guest kernel built with CONFIG_NO_HZ_FULL=y" in nohz.remedy
+    assert "nohz_full=" not in nohz.remedy.split("the VM")[0]
+    assert "tsc=reliable" not in by_name["tuned's boot parameters"].remedy

@@ -441,12 +441,32 @@ def test_what_to_do_gives_each_change_a_line_of_its_own():
         return Advice(change, "FIFO without it", "9 → 1", "×0.1 [0.0, 0.5]", word, "×1.0", "",
                       when=when)
 
-    advice = [row("a", "fewer", when="on 2 hosts"), row("b", "fewer"), row("c", "more"),
-              row("d", "more"), row("e", "not settled"), row("f", "not settled")]
+    advice = [row("a", "fewer", when="helps on 2 shielded"), row("b", "fewer"),
+              row("c", "more", when="helps on 3 shielded"), row("d", "more"),
+              row("e", "not settled"), row("f", "not settled")]
     lines = study.words("what_to_do", advice=advice, ci=CI95, scope="").splitlines()
     assert [x[:7] for x in lines if x[:2] in ("1.", "2.")] == ["1. **a*", "2. **b*"]
     assert sum(x.startswith("- **Avoid** ") for x in lines) == 2
     assert sum(x.startswith("- **Not settled yet**: ") for x in lines) == 2
+    # One story per line: what holds elsewhere stands on a line of its own, never beside
+    # this host's "Avoid".
+    assert not [x for x in lines if "Avoid" in x and "helps" in x]
+    assert "   - On the other host states: helps on 3 shielded." in lines
+
+
+def test_changes_whose_cis_overlap_are_named_as_tied_not_ranked():
+    from rtstudy.report.section import Advice
+
+    def row(change: str, value: float, low: float, high: float) -> Advice:
+        return Advice(change, "a normal thread", "9 → 1", f"×{value}", "fewer", "×1.0", "",
+                      value=value, low=low, high=high)
+
+    advice = [row("RR", 0.03, 0.01, 0.08), row("FIFO", 0.04, 0.02, 0.09),
+              row("DEADLINE", 0.30, 0.15, 0.45)]
+    lines = study.words("what_to_do", advice=advice, ci=CI95, scope="").splitlines()
+    fifo = next(x for x in lines if x.startswith("2. **FIFO**"))
+    assert fifo.endswith("Tied with 1: their CIs overlap, so their order is not measured.")
+    assert "Tied" not in next(x for x in lines if x.startswith("3. **DEADLINE**"))
 
 
 def test_a_fix_not_settled_says_what_would_settle_it_and_why_its_size_fell_short():

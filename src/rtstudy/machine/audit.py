@@ -98,11 +98,15 @@ def _nohz_item(h: Host) -> AuditItem:
     f = h.nohz_file
     facts = {"cpus": h.nohz}
     if f.missing:
+        # No boot parameter helps this kernel: nohz_full is ignored without CONFIG_NO_HZ_FULL,
+        # so the remedy names the kernel, and the boot line item leaves nohz_full out.
+        kernel = ("this guest's kernel is the virtual machine's: only a guest kernel built with "
+                  "CONFIG_NO_HZ_FULL=y (from whoever provides the VM, or one you build for it) "
+                  "can stop the tick" if h.guest else
+                  "boot a kernel built with CONFIG_NO_HZ_FULL=y (check with "
+                  "`grep NO_HZ_FULL /boot/config-$(uname -r)`); nohz_full= is ignored until then")
         return AuditItem(name, "WARN", f"{f.problem}: the kernel is built without CONFIG_NO_HZ_FULL, "
-                         "so every CPU keeps its periodic tick",
-                         "boot a kernel built with CONFIG_NO_HZ_FULL=y (check with "
-                         "`grep NO_HZ_FULL /boot/config-$(uname -r)`), then add nohz_full: "
-                         + isolation_fix(h.online, h.isolated), facts=facts)
+                         "so every CPU keeps its periodic tick", kernel, facts=facts)
     if f.text is None:
         return AuditItem(name, "WARN", f.problem, UNREADABLE_REMEDY, facts=facts)
     if not h.nohz:

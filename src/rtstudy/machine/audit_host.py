@@ -148,6 +148,9 @@ class Host:
     process_note: str
     shielded: list[int] = field(default_factory=list)  # CPUs of a runtime shield (rtstudy host apply)
     shield_method: str = ""  # how the shield keeps tasks off them: cpuset or affinity
+    # A virtual machine's guest (the CPU's `hypervisor` flag): the hypervisor owns its clock and
+    # its kernel is often the VM provider's, so some host advice does not apply to it.
+    guest: bool = False
 
     @property
     def housekeeping(self) -> list[int]:
@@ -170,6 +173,8 @@ def load(root: Path) -> Host:
     # A runtime shield isolates its CPUs from the scheduler's load balancing and every movable
     # task, as isolcpus=domain does at boot: the items about isolated CPUs judge them too.
     isolated = sorted(set(to_cpus(isolated_file.text) or []) | set(shielded))
+    flags = re.search(r"^flags\s*:(.*)$", read_file(root, "/proc/cpuinfo").text or "", re.M)
     return Host(root, read_file(root, "/proc/cmdline"), online_cpus(root) or [], isolated_file,
                 isolated, nohz_file, to_cpus(nohz_file.text) or [], procs, note, shielded,
-                shielding.method_of(shield) if shield else "")
+                shielding.method_of(shield) if shield else "",
+                guest=bool(flags and "hypervisor" in flags.group(1).split()))

@@ -185,8 +185,8 @@ def boot_params_item(h: Host) -> AuditItem:
     tokens = h.cmdline.text.split()
     present, missing = [], []
     for param, why in TUNED_BOOT:
-        if param == "tsc=reliable" and clock != "tsc":
-            continue  # only the TSC has that watchdog
+        if param == "tsc=reliable" and (clock != "tsc" or h.guest):
+            continue  # only the TSC has that watchdog, and a guest needs it (boot_line_item)
         if param in tokens:
             present.append(param)
         elif param == "nosoftlockup" and soft == "0":
@@ -219,7 +219,8 @@ def clocksource_item(h: Host) -> AuditItem:
         return AuditItem(name, "PASS", evidence + "; read in user space without a system call",
                          facts={"clocksource": f.text})
     fix = (f"echo tsc > {f.path} (until reboot" + revert(f"echo {f.text} > {f.path}")
-           + "); at boot: " + boot_fix("clocksource=tsc tsc=reliable")
+           + "); at boot: " + boot_fix("clocksource=tsc" if h.guest else
+                                       "clocksource=tsc tsc=reliable")
            if "tsc" in available else
            "the kernel fell back from its fast clock: `dmesg | grep -i clocksource` says why "
            "(often a TSC it judged unstable)")
@@ -233,8 +234,14 @@ def boot_line_item(h: Host, items: list[AuditItem]) -> AuditItem:
     name = "boot line"
     merged: dict[str, str] = {}
     asking = []
+    # What this kernel or machine cannot take is left out: nohz_full and rcu_nocbs without
+    # CONFIG_NO_HZ_FULL (ignored), tsc=reliable in a guest (its TSC is the hypervisor's: the
+    # clocksource watchdog is what catches a TSC the hypervisor let drift).
+    cannot = ({"nohz_full", "rcu_nocbs"} if h.nohz_file.missing else set()) | \
+        ({"tsc"} if h.guest else set())
     for item in items:
-        args = boot_args(item.remedy) if item.status in ("WARN", "FAIL") else []
+        args = [a for a in (boot_args(item.remedy) if item.status in ("WARN", "FAIL") else [])
+                if a.split("=")[0] not in cannot]
         if args:
             asking.append(item.name)
         for arg in args:

@@ -142,6 +142,12 @@ class Advice:
     when : str
         That claim's verdicts over every host state with data, grouped by the host's tuning
         (:meth:`rtstudy.report.study_hosts.StudyHosts.when`); empty until the study fills it.
+    lateness : str
+        In the units practitioners quote: the lateness P99 (mean over runs, with its CI) and
+        the largest, before → after, in µs; empty where not measured.
+    code : str
+        Markdown: the Holoscan 4.6 and 5.0 code that gives an operator the measured
+        configuration, with the privilege it needs; empty where the study has none.
     """
 
     change: str
@@ -156,6 +162,15 @@ class Advice:
     why: str = ""
     claim: str = ""
     when: str = ""
+    lateness: str = ""
+    code: str = ""
+    low: float = float("nan")
+    high: float = float("nan")
+
+    def tied(self, other: "Advice") -> bool:
+        """Whether this change's rate-ratio CI overlaps ``other``'s: their order is not
+        measured (a tie, not a ranking)."""
+        return bool(self.low <= other.high and other.low <= self.high)
 
 
 @dataclass
@@ -262,6 +277,8 @@ def _environment(folder: Path) -> jinja2.Environment:
                        num=lambda v, d=1: f"{v:,.{d}f}", g=lambda v: f"{v:g}",
                        policy=short,
                        join_num=lambda vs, d=0: ", ".join(f"{v:,.{d}f}" for v in vs))
+    # `tied_with`: two changes whose rate-ratio CIs overlap (Advice.tied): not a ranking.
+    env.tests["tied_with"] = lambda a, other: a.tied(other)
     env.globals["rt_policies"] = list(RT_POLICIES)
     return env
 

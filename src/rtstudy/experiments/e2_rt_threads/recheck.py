@@ -302,6 +302,9 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
     -------
     dict
         ``observed``: :func:`session_test` of the real pair; ``targets``; ``draws``;
+        ``power_each`` / ``powerable_each``: per condition both sessions measured in at least
+        ``MIN_RUNS`` runs, the share of pairs with its late frames doubled that the check fails,
+        and whether any check could catch that (:func:`powerable`);
         ``words_agree``: the share of dealt pairs whose recommendation words all agree (the
         changes both sessions measured alike, :func:`alike_changes`);
         ``calibration``: the share of dealt pairs the check passes; ``power``: injection →
@@ -319,8 +322,17 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
     recorded = both.groupby("label")[["late", "n"]].sum()
     rate = {label: float(recorded.loc[label, "late"] / recorded.loc[label, "n"])
             for label in where.values() if label is not None and recorded.loc[label, "n"] > 0}
+    # Each condition both sessions measured gets a doubling of its own (protocol v1: the
+    # injections include every single condition, each fix among them where both measured it).
+    each = sorted(label for label in twice
+                  if min((first["runs"]["label"] == label).sum(),
+                         (second["runs"]["label"] == label).sum()) >= MIN_RUNS)
+    for label in each:
+        rate.setdefault(label, float(recorded.loc[label, "late"] / recorded.loc[label, "n"])
+                        if recorded.loc[label, "n"] > 0 else 0.0)
     rng = np.random.default_rng(seed)
     failed = {k: 0 for k in INJECTIONS}
+    failed_each = {label: 0 for label in each}
     agree, tests = 0, observed["tests"]
     for _ in range(draws):
         runs_a, runs_b = deal(first["runs"], second["runs"], rng)
@@ -331,9 +343,21 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
         for injection in INJECTIONS:
             failed[injection] += not session_test(
                 runs_a, inject(runs_b, injection, where, rng, rate, observed["phi"]))["passed"]
+        for label in each:
+            failed_each[label] += not session_test(runs_a, inject(
+                runs_b, DOUBLED, {"h2": label}, rng, rate, observed["phi"]))["passed"]
     power = {k: (None if k in TARGET_OF and where[TARGET_OF[k]] is None else failed[k] / draws)
              for k in INJECTIONS if k != "none"}
     return {"observed": observed, "targets": where, "draws": draws,
             "words_agree": agree / draws, "calibration": 1 - failed["none"] / draws,
             "power": power, "tests": tests,
-            "powerable": powerable(first["runs"], second["runs"], where, tests, observed["phi"])}
+            "powerable": powerable(first["runs"], second["runs"], where, tests, observed["phi"]),
+            "power_each": {label: failed_each[label] / draws for label in each},
+            "powerable_each": {label: powerable(first["runs"], second["runs"], {"h2": label},
+                                                tests, observed["phi"])[DOUBLED]
+                               for label in each}}
+
+
+# The doubling :func:`calibrate` injects into every condition both sessions measured, one at a
+# time (:func:`inject` with the condition as ``where["h2"]``).
+DOUBLED = "late ×2 at H2's baseline"

@@ -16,6 +16,7 @@ policy, priority and CPUs back on the operator's thread.
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 from rtstudy.measure.realtime import RealtimeRequest
@@ -81,12 +82,44 @@ def recipes(request: RealtimeRequest, period_ns: int,
             Recipe("5.0", code_50(request, operator), needs, note_50(period_ns, operator)))
 
 
+def measured_request(config: dict, runtime_fraction: float) -> RealtimeRequest | None:
+    """The request an E2 cell's target made, from its configuration (``plan.json``): its policy,
+    priority or DEADLINE reservation (``runtime_fraction`` of the period: E2's
+    ``deadline_runtime_fraction``; deadline = period), on its CPUs where pinned; None for a
+    target without a real-time policy."""
+    policy = config.get("policy")
+    if policy not in RT_POLICIES:
+        return None
+    cpus = tuple(config.get("target_cpus") or ()) if config.get("pinned") else ()
+    if policy == SCHED_DEADLINE:
+        period = int(config["period_ns"])
+        return RealtimeRequest("target", policy, runtime_ns=int(period * runtime_fraction),
+                               deadline_ns=period, period_ns=period, cpus=cpus)
+    return RealtimeRequest("target", policy, priority=int(config["priority"]), cpus=cpus)
+
+
 def recipes_markdown(request: RealtimeRequest, period_ns: int, operator: str = "my_op") -> str:
     """:func:`recipes` as Markdown: per SDK, the line naming it, its code as a fenced Python
     block and its note; then the privilege, the same for both."""
     pair = recipes(request, period_ns, operator)
     parts = [f"{HEADINGS[r.sdk]}\n\n```python\n{r.code}\n```\n\n{r.note}" for r in pair]
     return "\n\n".join([*parts, f"Privilege: {pair[0].privilege}"]) + "\n"
+
+
+def recipes_html(request: RealtimeRequest, period_ns: int, operator: str = "my_op") -> str:
+    """:func:`recipes` for the report's first screen: the two SDKs' code side by side (HTML,
+    the ``recipe`` class of the report's style), each under the line naming its SDK and how
+    the operator was paced when measured, then the privilege."""
+    pair = recipes(request, period_ns, operator)
+    paced = {"4.6": ("no PeriodicCondition: the kernel releases it" if request.policy ==
+                     SCHED_DEADLINE else f"<code>PeriodicCondition(self, {period_ns})</code>"),
+             "5.0": f"<code>hs.OnClock</code> every {period_ns / 1e6:.2f} ms"}
+    columns = "".join(
+        f'<div><p>{html.escape(HEADINGS[r.sdk])} <span>(paced as measured: {paced[r.sdk]})'
+        f'</span></p><pre><code class="language-python">{html.escape(r.code)}</code></pre></div>'
+        for r in pair)
+    return (f'<div class="recipe">{columns}</div>\n<p class="recipe-privilege">'
+            f"{html.escape(pair[0].privilege)}</p>\n")
 
 
 def check(request: RealtimeRequest, period_ns: int, operator: str) -> None:

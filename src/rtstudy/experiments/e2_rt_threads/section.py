@@ -11,7 +11,7 @@ import numpy as np
 
 from rtstudy.data.io import Dataset, read_plan
 from rtstudy.experiments.e2_rt_threads import (analysis, contrasts, figures, ladder, power,
-                                               published, tables, verdicts)
+                                               published, recipe, tables, verdicts)
 from rtstudy.experiments.e2_rt_threads.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.conditions import PLAIN, one_off_plain
 from rtstudy.experiments.e2_rt_threads.headline import E2Headline
@@ -65,8 +65,11 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         # Made when shown: the report sets the host's other sessions after this is built.
         return ladder.over_sessions(section.session_headlines(), ci.confidence)
 
+    # The configuration each condition was measured in: the code of its "Do" (recipe.py).
+    configs = {c["label"]: c["config"] for c in read_plan(ds.directory)["cells"]}
     section.advice = lambda: advice(h.recommendations, over(), h.ladder_policy,
-                                    section.session_headlines())
+                                    section.session_headlines(), configs,
+                                    cfg["deadline_runtime_fraction"])
     section.notes = lambda: words("advice")
     section.scope = words("scope")
     section.compare = partial(compare, h, confidence=ci.confidence)
@@ -326,11 +329,14 @@ def _counts(r: dict) -> str:
 
 
 def advice(recs: list[dict], over: dict, ladder_policy: str,
-           headlines: list[E2Headline] = ()) -> list[Advice]:
+           headlines: list[E2Headline] = (), configs: dict | None = None,
+           runtime_fraction: float = 0.1) -> list[Advice]:
     """Each change measured at the headline point as a row of the report's "What to do":
     pooled over the sessions where ``over`` (:func:`.ladder.over_sessions`) has it, else the
     latest session's (``recs``); with the changes only earlier ``headlines`` measured (the
-    rotated fixes); what helps first."""
+    rotated fixes); what helps first. Each has its lateness in µs (the latest session's) and,
+    for a real-time policy, the code that gives an operator the thread it was measured with
+    (:mod:`.recipe`, from ``configs``: condition label → its configuration)."""
     out = []
     for r in _rows(recs, list(headlines), over):
         o = over.get(r["change"])
@@ -352,10 +358,16 @@ def advice(recs: list[dict], over: dict, ladder_policy: str,
             sessions = 1
         settle = _to_settle(o or r, r["kind"]) if state == rates.NOT_SETTLED else ""
         # Whether busy polling helps depends on the host's tuning: H5c's verdicts say where.
+        request = (recipe.measured_request((configs or {}).get(r["label"], {}), runtime_fraction)
+                   if r["kind"] == "policy" else None)
+        code = recipe.recipes_html(request, (configs or {})[r["label"]]["period_ns"]) \
+            if request else ""
         out.append(Advice(what, against, late, tables.ratio_text(*ratio), rates.decision(state),
                           typical, cost, sessions, float(ratio[0]),
                           why=rates.reason(state) or settle,
-                          claim=H5C if r["change"] == verdicts.BUSY_POLL else ""))
+                          claim=H5C if r["change"] == verdicts.BUSY_POLL else "",
+                          lateness=tables.lateness_us(r), code=code,
+                          low=float(ratio[1]), high=float(ratio[2])))
     return sorted(out, key=lambda a: (_ORDER.index(a.word) if a.word in _ORDER else len(_ORDER),
                                       a.value if np.isfinite(a.value) else np.inf))
 

@@ -330,3 +330,18 @@ def tracing_cost_table(cost: pd.DataFrame) -> pd.DataFrame:
         "late / frames: untraced → traced": f"{r['late']} / {r['frames']:,} → "
                                             f"{r['traced_late']} / {r['traced_frames']:,}"}
         for r in cost.to_dict("records")])
+
+
+def lateness_us(r: dict) -> str:
+    """A change's lateness as practitioners quote it (µs): P99 before → after (each the mean
+    over runs with its CI), and the largest of all frames; empty where not measured."""
+    if not np.isfinite(r.get("p99_us", np.nan)):
+        return ""
+
+    def p99(value: float, low: float, high: float) -> str:
+        shown = f"{value:,.0f}"
+        return shown + (f" [{low:,.0f}, {high:,.0f}]" if np.isfinite(low) else "")
+
+    return (f"lateness P99 {p99(r['p99_base_us'], r['p99_base_low'], r['p99_base_high'])} → "
+            f"{p99(r['p99_us'], r['p99_us_low'], r['p99_us_high'])} µs, max "
+            f"{r['max_base_us']:,.0f} → {r['max_us']:,.0f} µs")
