@@ -26,8 +26,8 @@ VENV = Path(sys.prefix)
 # their own: point the Makefile at this venv and never let it reinstall it.
 MAKE = ["make", "--no-print-directory", f"VENV={VENV}", "-o", f"{VENV}/.rtstudy-installed"]
 STAGES = ("e1_async_buffer", "e2_rt_threads", "e3_overhead", "e4_host")
-SECTIONS = ("E1 — Async lock-free buffer", "E2 — Real-time vs normal thread",
-            "E3 — Scheduler overhead", "E4 — Host tuning audit")
+SECTIONS = ("E1 — Does the async lock-free buffer", "E2 — Does a real-time thread",
+            "E3 — What does the Holoscan scheduler cost", "E4 — Is an isolated core")
 # Outputs of the pipeline: a copy of the project starts without them, as a fresh clone does.
 OUTPUTS = ("data/raw/", "executed/", "report/")
 # The reference dataset's remote (6,860 files, 139 MB tracked by git): only `make pull`'s

@@ -37,16 +37,15 @@ __all__ = ["Study", "advice_table", "build_sections", "data_fingerprint", "first
 
 
 def advice_table(advice: list[Advice]) -> pd.DataFrame:
-    """The report's "What to do" as a table, one row per change (a "when it helps" column
-    where any change has one; a table cell shows its words as they are, so without the
-    list's bold)."""
-    when = any(a.when for a in advice)
+    """The report's "What to do" as a table, one row per change, with its lateness in µs
+    (a table cell shows its words as they are, so without the list's bold). Where a change's
+    verdict differs on other host states, the list says so on a line of its own."""
     return pd.DataFrame([{"change": a.change, "against": a.against,
                           "late frames: before → after": a.late, "late-frame ratio": a.ratio,
                           "decided": f"{a.word} ({a.why})" if a.why else a.word,
+                          "lateness (µs)": a.lateness.removeprefix("lateness ") or "—",
                           "typical jitter": a.typical,
-                          "costs": a.cost,
-                          **({"when it helps": a.when.replace("**", "")} if when else {})}
+                          "costs": a.cost}
                          for a in advice])
 
 
@@ -160,7 +159,8 @@ class Study(StudySessions, StudyHosts, StudyMetrics):
                  "verdicts": [{"claim": v.claim, "verdict": over.get(v.claim, {}).get(
                      "verdict", v.verdict)} for v in s.verdicts]}
                 for s in self.sections.values()]
-        blocks = [Markdown(words("verdicts", rows=rows, k=k, evidence=self.evidence()))]
+        blocks = [Markdown(words("verdicts", rows=rows, k=k, evidence=self.evidence())),
+                  Table(self.claims_table, words("caption_claims"))]
         before = self.sessions_of(kind=EXPLORATORY)
         if before:
             # The sessions measured before the protocol's freeze: exploratory, folded.

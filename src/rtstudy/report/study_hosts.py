@@ -230,6 +230,29 @@ class StudyHosts:
                                     self.verdicts_over_sessions(host_id).items()}})
         return states
 
+    def claims_table(self) -> pd.DataFrame:
+        """Every claim's verdict on every host state that tested it, in one short table: a
+        row per claim, a column per SDK and tuning (untuned, shielded, isolated at boot), each
+        cell the verdicts of the host states there (over their sessions where they have
+        several) with how many states gave each; empty where none tested it."""
+        cells: dict[str, dict[str, dict[str, int]]] = {}
+        for st in self.host_states():
+            fp = st["fp"] or {}
+            tuning = ("shielded" if st["shield"] else "isolated at boot"
+                      if (fp.get("isolation") or {}).get("isolated") else "untuned")
+            column = f"{st['sdk']}, {tuning}"
+            for claim in dict.fromkeys([*st["verdicts"], *st["over"]]):
+                verdict = st["over"].get(claim, st["verdicts"].get(claim))
+                if verdict in (None, judge.NOT_TESTABLE):
+                    continue
+                counts = cells.setdefault(claim, {}).setdefault(column, {})
+                counts[verdict] = counts.get(verdict, 0) + 1
+        columns = sorted({c for by in cells.values() for c in by})
+        return pd.DataFrame([{"claim": claim, **{c: "; ".join(
+            f"{v} ({n})" if n > 1 else str(v) for v, n in sorted(
+                by.get(c, {}).items(), key=lambda kv: -kv[1])) or "—" for c in columns}}
+            for claim, by in cells.items()])
+
     def hosts_blocks(self) -> list:
         """The "Hosts compared" section: each host's state, its verdicts, the headline table and
         the figure."""

@@ -266,7 +266,9 @@ def condition_table(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame([{
         "provocation": r["provocation"], "failure policy": r["probe_failure_policy"],
         "IRQ isolation": r["irq_isolation"], "the reference says": says(r),
-        "promise": r["promise"] or "—", "what happened": r["outcome"],
+        # 4.x has neither option, so nothing is promised: its rows are the contrast.
+        "promise": r["promise"] or "none (Holoscan 4.x has no failure policy)",
+        "what happened": r["outcome"],
         # The first of Holoscan's words: the diagnostic or log line that says why.
         "Holoscan's words": (r["diagnostics"] or r["logged"] or "—").split("; ")[0],
         "check": r["check"], "runs": r["runs"]} for _, r in table.iterrows()])
