@@ -296,7 +296,9 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
 
     Each draw deals the two sessions' runs again (:func:`.exchange.deal`: no session effect),
     then judges the dealt pair as it is (``none``) and with each of :data:`INJECTIONS` done to
-    its second session.
+    its second session, and with each condition's late frames doubled, one at a time.
+    Long because: one loop deals each pair once for every judgement made of it, so that every
+    share comes from the same dealt pairs.
 
     Returns
     -------

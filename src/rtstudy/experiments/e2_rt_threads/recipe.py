@@ -82,20 +82,13 @@ def recipes(request: RealtimeRequest, period_ns: int,
             Recipe("5.0", code_50(request, operator), needs, note_50(period_ns, operator)))
 
 
-def measured_request(config: dict, runtime_fraction: float) -> RealtimeRequest | None:
-    """The request an E2 cell's target made, from its configuration (``plan.json``): its policy,
-    priority or DEADLINE reservation (``runtime_fraction`` of the period: E2's
-    ``deadline_runtime_fraction``; deadline = period), on its CPUs where pinned; None for a
-    target without a real-time policy."""
-    policy = config.get("policy")
-    if policy not in RT_POLICIES:
-        return None
-    cpus = tuple(config.get("target_cpus") or ()) if config.get("pinned") else ()
-    if policy == SCHED_DEADLINE:
-        period = int(config["period_ns"])
-        return RealtimeRequest("target", policy, runtime_ns=int(period * runtime_fraction),
-                               deadline_ns=period, period_ns=period, cpus=cpus)
-    return RealtimeRequest("target", policy, priority=int(config["priority"]), cpus=cpus)
+def measured_request(requested: list[dict]) -> RealtimeRequest | None:
+    """The request an E2 cell's target made, as its sidecar records it (``requested.realtime``:
+    each request's fields); None for a target without a real-time policy."""
+    target = next((r for r in requested if r.get("operator") == "target"
+                   and r.get("policy") in RT_POLICIES), None)
+    return RealtimeRequest(**{**target, "cpus": tuple(target.get("cpus") or ())}) \
+        if target else None
 
 
 def recipes_markdown(request: RealtimeRequest, period_ns: int, operator: str = "my_op") -> str:

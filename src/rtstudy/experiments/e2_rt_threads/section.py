@@ -1,13 +1,13 @@
 """E2's report section: its prose (``report.md.j2``), tables, figures and summary rows."""
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-import pandas as pd
-
 import numpy as np
+import pandas as pd
 
 from rtstudy.data.io import Dataset, read_plan
 from rtstudy.experiments.e2_rt_threads import (analysis, contrasts, figures, ladder, power,
@@ -18,6 +18,7 @@ from rtstudy.experiments.e2_rt_threads.headline import E2Headline
 from rtstudy.experiments.e2_rt_threads.plan5 import TRACE_SUFFIX
 from rtstudy.inference import criteria, rates
 from rtstudy.inference.stats import CI, MIN_RUNS
+from rtstudy.paths import SIDECAR_FILE
 from rtstudy.policies import RT_POLICIES, SCHED_FIFO
 from rtstudy.report.section import (RATE_UNIT, Advice, Figure, LazyMarkdown, Markdown, Quantity,
                                     Section, Table, Verdict, render)
@@ -65,11 +66,8 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
         # Made when shown: the report sets the host's other sessions after this is built.
         return ladder.over_sessions(section.session_headlines(), ci.confidence)
 
-    # The configuration each condition was measured in: the code of its "Do" (recipe.py).
-    configs = {c["label"]: c["config"] for c in read_plan(ds.directory)["cells"]}
     section.advice = lambda: advice(h.recommendations, over(), h.ladder_policy,
-                                    section.session_headlines(), configs,
-                                    cfg["deadline_runtime_fraction"])
+                                    section.session_headlines(), measured(ds))
     section.notes = lambda: words("advice")
     section.scope = words("scope")
     section.compare = partial(compare, h, confidence=ci.confidence)
@@ -328,15 +326,28 @@ def _counts(r: dict) -> str:
     return f"{int(r['late_base']):,} → {int(r['late']):,} in {frames}"
 
 
+def measured(ds: Dataset) -> dict[str, tuple[int, list[dict]]]:
+    """Per condition (label): its period (ns) and the real-time requests its first measured run
+    made, as that run's sidecar records them: what a "Do" item's code gives (:mod:`.recipe`)."""
+    out: dict[str, tuple[int, list[dict]]] = {}
+    for cell in read_plan(ds.directory)["cells"]:
+        sidecar = ds.directory / cell["cell_id"] / SIDECAR_FILE
+        if cell["label"] in out or not sidecar.is_file():
+            continue
+        requested = json.loads(sidecar.read_text()).get("requested", {})
+        out[cell["label"]] = (int(cell["config"]["period_ns"]), requested.get("realtime", []))
+    return out
+
+
 def advice(recs: list[dict], over: dict, ladder_policy: str,
-           headlines: list[E2Headline] = (), configs: dict | None = None,
-           runtime_fraction: float = 0.1) -> list[Advice]:
+           headlines: list[E2Headline] = (),
+           requests: dict[str, tuple[int, list[dict]]] | None = None) -> list[Advice]:
     """Each change measured at the headline point as a row of the report's "What to do":
     pooled over the sessions where ``over`` (:func:`.ladder.over_sessions`) has it, else the
     latest session's (``recs``); with the changes only earlier ``headlines`` measured (the
     rotated fixes); what helps first. Each has its lateness in µs (the latest session's) and,
     for a real-time policy, the code that gives an operator the thread it was measured with
-    (:mod:`.recipe`, from ``configs``: condition label → its configuration)."""
+    (:mod:`.recipe`, from ``requests``: :func:`measured`)."""
     out = []
     for r in _rows(recs, list(headlines), over):
         o = over.get(r["change"])
@@ -358,10 +369,9 @@ def advice(recs: list[dict], over: dict, ladder_policy: str,
             sessions = 1
         settle = _to_settle(o or r, r["kind"]) if state == rates.NOT_SETTLED else ""
         # Whether busy polling helps depends on the host's tuning: H5c's verdicts say where.
-        request = (recipe.measured_request((configs or {}).get(r["label"], {}), runtime_fraction)
-                   if r["kind"] == "policy" else None)
-        code = recipe.recipes_html(request, (configs or {})[r["label"]]["period_ns"]) \
-            if request else ""
+        period, made = (requests or {}).get(r["label"], (0, []))
+        request = recipe.measured_request(made) if r["kind"] == "policy" else None
+        code = recipe.recipes_html(request, period) if request else ""
         out.append(Advice(what, against, late, tables.ratio_text(*ratio), rates.decision(state),
                           typical, cost, sessions, float(ratio[0]),
                           why=rates.reason(state) or settle,
