@@ -97,7 +97,7 @@ def test_a_change_a_claim_judges_says_where_it_helped_by_the_host_states_tuning(
     # On a line of its own, never beside this host's "Avoid".
     assert "   - On the other host states: " + when in front[0].text
     assert not [x for x in front[0].text.splitlines() if "Avoid" in x and "helps" in x]
-    assert "when it helps" not in front[1].make().columns
+    assert "when it helps" not in front[1].blocks[0].make().columns
 
 
 def test_table_of_contents_links_every_main_section():

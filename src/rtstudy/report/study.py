@@ -145,8 +145,10 @@ class Study(StudySessions, StudyHosts, StudyMetrics):
         advice = [replace(a, when=self.when(a.claim)) if a.claim else a for a in advice]
         notes = [n for n in (s.notes() for s in self.sections.values()) if n]
         scope = "; ".join(s.scope for s in self.sections.values() if s.scope)
+        # The table repeats the list with every column: folded, so the main page stays short.
         return [Markdown(words("what_to_do", advice=advice, ci=self.ci, scope=scope)),
-                Table(lambda: advice_table(advice), words("caption_advice", ci=self.ci)),
+                Details(words("advice_in_full"), [Table(lambda: advice_table(advice),
+                                                        words("caption_advice", ci=self.ci))]),
                 *[Markdown(n) for n in notes],
                 Details(words("glossary_in_full"), [Markdown(words("glossary"))])]
 

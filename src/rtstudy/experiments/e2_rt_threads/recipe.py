@@ -107,12 +107,14 @@ def recipes_html(request: RealtimeRequest, period_ns: int, operator: str = "my_o
     paced = {"4.6": ("no PeriodicCondition: the kernel releases it" if request.policy ==
                      SCHED_DEADLINE else f"<code>PeriodicCondition(self, {period_ns})</code>"),
              "5.0": f"<code>hs.OnClock</code> every {period_ns / 1e6:.2f} ms"}
+    # One line of HTML, the code's newlines as character references: Markdown around it would
+    # end the block at a blank line of the code and read its comments as headings.
     columns = "".join(
         f'<div><p>{html.escape(HEADINGS[r.sdk])} <span>(paced as measured: {paced[r.sdk]})'
-        f'</span></p><pre><code class="language-python">{html.escape(r.code)}</code></pre></div>'
-        for r in pair)
-    return (f'<div class="recipe">{columns}</div>\n<p class="recipe-privilege">'
-            f"{html.escape(pair[0].privilege)}</p>\n")
+        f'</span></p><pre><code class="language-python">'
+        f'{html.escape(r.code).replace(chr(10), "&#10;")}</code></pre></div>' for r in pair)
+    return (f'<div class="recipe">{columns}<p class="recipe-privilege">'
+            f"{html.escape(pair[0].privilege)}</p></div>\n")
 
 
 def check(request: RealtimeRequest, period_ns: int, operator: str) -> None:
