@@ -17,6 +17,7 @@ policy, priority and CPUs back on the operator's thread.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 
 from rtstudy.measure.realtime import RealtimeRequest
@@ -113,8 +114,8 @@ def recipes_html(request: RealtimeRequest, period_ns: int, operator: str = "my_o
         f'<div><p>{html.escape(HEADINGS[r.sdk])} <span>(paced as measured: {paced[r.sdk]})'
         f'</span></p><pre><code class="language-python">'
         f'{html.escape(r.code).replace(chr(10), "&#10;")}</code></pre></div>' for r in pair)
-    return (f'<div class="recipe">{columns}<p class="recipe-privilege">'
-            f"{html.escape(pair[0].privilege)}</p></div>\n")
+    privilege = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(pair[0].privilege))
+    return f'<div class="recipe">{columns}<p class="recipe-privilege">{privilege}</p></div>\n'
 
 
 def check(request: RealtimeRequest, period_ns: int, operator: str) -> None:
