@@ -108,9 +108,10 @@ def record(args, configs: dict, ci: CI) -> int:
     if not out["hosts"]:
         print("no host here has two sessions of E2 (make new-session, then make study)")
         return 1
-    # Every real pair of every host state, not only its newest (protocol v1): each pair's check,
-    # which fails where the sessions differ by more than their runs.
-    out["pairs"] = every_pair(args.host or list(described.index), args.profile)
+    # Every real pair of every host state with two sessions or more, whatever --host picked for
+    # the calibration (protocol v1): each pair's check, which fails where the sessions differ
+    # by more than their runs.
+    out["pairs"] = every_pair(list(described.index), args.profile)
     RECORD.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     print(table(out))
     print(pairs_table(out["pairs"]))

@@ -90,8 +90,9 @@ def e1_seed_figures(cells: pd.DataFrame, ci: CI, directory: Path | None = None) 
     n = int(fixed["repetition"].nunique()) if len(fixed) else 0
     whiskers = (f"{ci.level} t-interval over runs" if n >= MIN_RUNS
                 else "whiskers: range of the repetitions")
-    fig.suptitle(f"Fixed producer vs the other's period, SCHED_DEADLINE (points: {n} repetition(s); "
-                 f"line: mean, {whiskers})", fontsize="medium")
+    # One session's runs: the verdicts above the figure pool every session of the host state.
+    fig.suptitle(f"Fixed producer vs the other's period, SCHED_DEADLINE (points: the latest "
+                 f"session's {n} repetition(s); line: mean, {whiskers})", fontsize="medium")
     save(fig, "e1_seed_figures", directory)
     return fig
 
