@@ -174,8 +174,11 @@ pull: $(STAMP)
 
 # Maintainers: store the data of dvc.lock in the repository's reference remote
 # (data/reference/, tracked by git), then commit it with dvc.lock (data/README.md).
+# DVC trusts a directory object on the remote to mean all its files are there, which an
+# interrupted push makes false: the check removes such objects and the push runs again.
 publish-reference: $(STAMP)
 	$(BIN)/dvc push -r reference
+	@$(BIN)/rtstudy data published --repair || { $(BIN)/dvc push -r reference && $(BIN)/rtstudy data published; }
 	@echo "Stored in data/reference/ ($$(du -sh data/reference | cut -f1)). Commit it with dvc.lock: git add data/reference dvc.lock"
 
 # JupyterLab on this machine only, always with a token: $JUPYTER_TOKEN if set

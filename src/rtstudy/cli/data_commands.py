@@ -67,6 +67,19 @@ def _data_verify(args) -> int:
     return 0
 
 
+def _data_published(args) -> int:
+    from rtstudy.data import sharing
+    missing = sharing.unpublished(repair=args.repair)
+    if not missing:
+        print("data/reference/ holds every file of dvc.lock's raw data: commit it with dvc.lock")
+        return 0
+    print(f"data/reference/ lacks {len(missing)} file(s) of dvc.lock's raw data, e.g.:",
+          *missing[:5], sep="\n  ", file=sys.stderr)
+    print("Fix: " + ("removed the incomplete directory objects; push again: "
+                     if args.repair else "") + "make publish-reference", file=sys.stderr)
+    return 1
+
+
 def _data_schema(args) -> int:
     from rtstudy import data
 
@@ -179,6 +192,12 @@ def add_data(sub) -> None:
                           "checksums): names each damaged file")
     vf.add_argument("--profile", choices=params.PROFILES)
     vf.set_defaults(func=_data_verify)
+    pb = dtsub.add_parser("published", help="check that data/reference/ holds every file of "
+                          "dvc.lock's raw data (make publish-reference runs it)")
+    pb.add_argument("--repair", action="store_true",
+                    help="remove each incomplete directory object, so the next push sends its "
+                    "files")
+    pb.set_defaults(func=_data_published)
     sc = dtsub.add_parser("schema", help="the columns of the tables rtstudy.data.load returns: "
                           "kind, unit, meaning")
     sc.add_argument("experiment", nargs="?", choices=registry.REGISTRY,

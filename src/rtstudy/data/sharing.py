@@ -374,3 +374,47 @@ def _track(target: Path, source: Source, result: Imported) -> None:
          f"tracking {relative} with DVC")
     result.dvc_file = target.with_name(target.name + ".dvc")
     _record(result.dvc_file, source, result, before)
+
+
+def unpublished(repair: bool = False) -> list[str]:
+    """The files of ``dvc.lock``'s raw data that the reference remote (``data/reference/``) lacks.
+
+    Why this is checked rather than trusted: DVC takes a directory object found on a remote as
+    proof that all its files are there too, so a ``dvc push`` interrupted after it wrote one
+    (seen here: the reference's 5.0 shielded session lacked 106 files, and every later push
+    said "Everything is up to date") leaves a dataset that no clone can pull.
+
+    Parameters
+    ----------
+    repair : bool
+        Delete from the remote each directory object whose files are incomplete, so that the
+        next ``dvc push -r reference`` checks, and sends, every one of its files.
+
+    Returns
+    -------
+    list of str
+        ``"<experiment>: <relpath> (<md5>)"`` for every missing file; empty when complete.
+    """
+    remote = paths.data_dir() / "reference" / "files" / "md5"
+    cache = paths.root() / ".dvc" / "cache" / "files" / "md5"
+    lock = yaml.safe_load((paths.root() / "dvc.lock").read_text()) or {}
+    missing = []
+    for name in registry.REGISTRY:
+        outs = (lock.get("stages", {}).get(name) or {}).get("outs", [])
+        oid = next((o["md5"] for o in outs if o.get("path") == f"data/raw/{name}"), None)
+        if oid is None:
+            continue
+        where = [base / oid[:2] / oid[2:] for base in (remote, cache)]
+        listing_file = next((f for f in where if f.is_file()), None)
+        if listing_file is None:
+            missing.append(f"{name}: its directory object ({oid})")
+            continue
+        lacking = [f"{name}: {entry['relpath']} ({entry['md5']})"
+                   for entry in json.loads(listing_file.read_text())
+                   if not (remote / entry["md5"][:2] / entry["md5"][2:]).is_file()]
+        if not where[0].is_file():
+            lacking.append(f"{name}: its directory object ({oid})")
+        elif lacking and repair:
+            where[0].unlink()
+        missing += lacking
+    return missing
