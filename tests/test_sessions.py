@@ -113,6 +113,29 @@ def test_new_closes_every_dataset_of_the_checkout_and_folders_lists_them_oldest_
     assert found["new"] == raw / "e1_async_buffer" / "vm-x" / "default"
 
 
+
+def test_a_dataset_whose_session_was_closed_and_not_measured_since_stays_listed(tmp_path):
+    """`rtstudy session new` on one host state of a checkout closes every dataset in it (the
+    reference: its untuned host's, when its shielded state began a session); that host still
+    has its data, read from its latest closed session."""
+    from rtstudy import data
+
+    root = tmp_path / "data"
+    base = root / "raw" / "e1_async_buffer" / "vm-x" / "default"
+    fake_dataset(base, "first", finished="2026-11-26T09:00:00Z")
+    sessions.new("default", root=root)
+    fake_dataset(base, "second", finished="2026-11-26T10:00:00Z")
+    sessions.new("default", root=root)
+    assert not (base / PLAN_FILE).exists()
+    assert data.datasets("e1_async_buffer", "default", root) == [base]
+    assert data.dataset_base("e1_async_buffer", "vm-x", "default", root) == base
+    latest = data.dataset_dir("e1_async_buffer", "vm-x", "default", root)
+    assert latest.parent.name == SESSIONS_DIR and sessions._read(latest)[0] == "second"
+    assert list(sessions.folders("e1_async_buffer", "vm-x", "default", root)) == ["first",
+                                                                                    "second"]
+    checked, problems, _ = data.verify("default", root)
+    assert not [p for p in problems if "vm-x/default:" in p or p.endswith("vm-x/default")]
+
 def test_over_sessions_fixes_the_estimate_its_intervals_and_variance_components():
     # Three sessions, each from 5 runs with a standard error of exactly 1.
     t4 = sps.t.ppf(0.975, 4)

@@ -35,7 +35,7 @@ from typing import Iterable
 import pandas as pd
 
 from rtstudy import params, paths, registry
-from rtstudy.data.io import DataError, Dataset, read_host
+from rtstudy.data.io import DataError, Dataset, dataset_folders, read_host
 from rtstudy.data.schemas import (KINDS, Column, Table, schema, schema_markdown, schema_problems,
                                   with_schema_docs)
 from rtstudy.machine import kernelfs, shield
@@ -96,8 +96,8 @@ def _located(experiment: str, profile: str, root: Path | None) -> dict[str, list
     """Host id → every dataset folder of ``experiment`` and ``profile`` it has, over sources."""
     found: dict[str, list[Path]] = {}
     for folder in sources(root).values():
-        for plan in sorted((folder / experiment).glob(f"*/{profile}/{PLAN_FILE}")):
-            found.setdefault(plan.parent.parent.name, []).append(plan.parent)
+        for directory in dataset_folders(folder / experiment, profile):
+            found.setdefault(directory.parent.name, []).append(directory)
     return found
 
 
@@ -139,12 +139,24 @@ def datasets(experiment: str, profile: str | None = None, root: Path | None = No
     return [_one(h, folders) for h, folders in sorted(_located(experiment, profile, root).items())]
 
 
-def dataset_dir(experiment: str, host_id: str, profile: str | None = None,
-                root: Path | None = None) -> Path | None:
-    """The folder of ``host_id``'s dataset of ``experiment`` for ``profile``, or None."""
+def dataset_base(experiment: str, host_id: str, profile: str | None = None,
+                 root: Path | None = None) -> Path | None:
+    """The folder of ``host_id``'s dataset of ``experiment`` for ``profile`` (its closed
+    sessions under ``sessions/``), or None."""
     profile = _resolve_profile(profile)
     folders = _located(experiment, profile, root).get(host_id)
     return _one(host_id, folders) if folders else None
+
+
+def dataset_dir(experiment: str, host_id: str, profile: str | None = None,
+                root: Path | None = None) -> Path | None:
+    """The folder of ``host_id``'s current session of ``experiment`` for ``profile``, or None:
+    the dataset folder, or, where its current session was closed and nothing measured since,
+    its latest closed session (``sessions/<newest>/``)."""
+    base = dataset_base(experiment, host_id, profile, root)
+    if base is None or (base / PLAN_FILE).is_file():
+        return base
+    return sorted(base.joinpath(paths.SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))[-1].parent
 
 
 def has_dataset(experiment: str, host_id: str, profile: str, root: Path | None = None) -> bool:
@@ -199,7 +211,8 @@ def verify(profile: str | None = None, root: Path | None = None
             for directory in located:
                 closed = sorted(p.parent for p in
                                 (directory / paths.SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))
-                for folder in (*closed, directory):
+                current = [directory] if (directory / PLAN_FILE).is_file() else []
+                for folder in (*closed, *current):
                     sealed, vouched = integrity.seal_problems(folder, project)
                     found += sealed
                     if not vouched:
@@ -274,7 +287,7 @@ def hosts(profile: str | None = None, root: Path | None = None) -> pd.DataFrame:
             host_id = directory.parent.name
             row = rows.get(host_id)
             if row is None:
-                fp = read_host(directory) or {}
+                fp = read_host(dataset_dir(experiment, host_id, profile, root)) or {}
                 row = rows[host_id] = {
                     "host_id": host_id, "hostname": fp.get("hostname", "unknown"),
                     "state": _state(fp) if fp else "unknown",

@@ -360,6 +360,17 @@ def identity_problems(directory: Path) -> list[str]:
     return found
 
 
+def dataset_folders(experiment_dir: Path, profile: str = "*") -> list[Path]:
+    """The dataset folders (``<host id>/<profile>/``) under one experiment's folder, sorted:
+    each holding a current session (its ``plan.json``), closed ones (``sessions/*/plan.json``),
+    or both. A dataset whose current session was closed (``rtstudy session new`` closes every
+    dataset of a checkout) and not measured since holds closed sessions only."""
+    plans = [*Path(experiment_dir).glob(f"*/{profile}/{PLAN_FILE}"),
+             *Path(experiment_dir).glob(f"*/{profile}/{SESSIONS_DIR}/*/{PLAN_FILE}")]
+    return sorted({p.parent if p.parent.parent.name != SESSIONS_DIR else p.parent.parent.parent
+                   for p in plans})
+
+
 def read_host(directory: Path) -> dict | None:
     """The fingerprint of the host that measured the dataset in ``directory``, or None."""
     path = Path(directory) / HOST_FILE

@@ -14,8 +14,8 @@ from pathlib import Path
 import yaml
 
 from rtstudy import paths, registry
-from rtstudy.data.io import DataError
-from rtstudy.paths import PLAN_FILE
+from rtstudy.data.io import DataError, dataset_folders
+from rtstudy.paths import PLAN_FILE, SESSIONS_DIR
 
 # What marks a URL as a git repository rather than a DVC remote.
 GIT_URL = re.compile(r"(\.git/?$)|^git@|^(git|https?)://")
@@ -95,8 +95,7 @@ def git_head(path: Path) -> str | None:
 def raw_folder(path: Path) -> Path | None:
     """The folder of experiment folders under ``path``, or None (see :class:`Source`)."""
     for candidate in (path / "data" / "raw", path / "raw", path):
-        if any(next((candidate / name).glob(f"*/*/{PLAN_FILE}"), None)
-               for name in registry.REGISTRY):
+        if any(dataset_folders(candidate / name) for name in registry.REGISTRY):
             return candidate
     return None
 
@@ -117,8 +116,7 @@ def folder_listing(raw: Path) -> dict[Key, dict[str, Path]]:
     """Every dataset under ``raw`` (a folder of experiment folders), each file by its path inside the dataset folder."""
     found: dict[Key, dict[str, Path]] = {}
     for experiment in registry.REGISTRY:
-        for plan in sorted((raw / experiment).glob(f"*/*/{PLAN_FILE}")):
-            folder = plan.parent
+        for folder in dataset_folders(raw / experiment):
             key = (experiment, folder.parent.name, folder.name)
             found[key] = {str(p.relative_to(folder)): p for p in sorted(folder.rglob("*"))
                           if p.is_file()}
@@ -179,10 +177,14 @@ def odb_listing(odb, oids: list[str]) -> dict[Key, dict[str, str]]:
             if len(parts) == 3:
                 by_dataset.setdefault((parts[0], parts[1]), {})[parts[2]] = entry["md5"]
         for (host_id, profile), files in by_dataset.items():
-            if PLAN_FILE not in files:
+            # The current session's plan, else a closed one's (a dataset closed and not
+            # measured since): any names the experiment.
+            plan_file = next((f for f in files if f == PLAN_FILE or (
+                f.startswith(f"{SESSIONS_DIR}/") and f.endswith(f"/{PLAN_FILE}"))), None)
+            if plan_file is None:
                 continue
             try:
-                plan = json.loads(odb.fs.cat_file(odb.oid_to_path(files[PLAN_FILE])))
+                plan = json.loads(odb.fs.cat_file(odb.oid_to_path(files[plan_file])))
             except (FileNotFoundError, ValueError):
                 continue  # not pushed, or not a dataset of this study: nothing to take
             key = (plan.get("experiment"), host_id, profile)

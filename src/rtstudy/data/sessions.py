@@ -107,7 +107,7 @@ def folders(experiment: str, host_id: str, profile: str | None = None,
     The closed sessions (``sessions/*/``, each with its ``plan.json``), then the current one
     (the dataset folder itself) if it holds cells. Empty when the host has no such dataset.
     """
-    directory = data.dataset_dir(experiment, host_id, profile, root)
+    directory = data.dataset_base(experiment, host_id, profile, root)
     if directory is None:
         return {}
     found = {}  # session → (first cell's finish, folder)

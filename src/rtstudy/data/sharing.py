@@ -40,7 +40,7 @@ from pathlib import Path
 import yaml
 
 from rtstudy import data, params, paths, registry
-from rtstudy.data.io import REFETCH, REMEASURE, DataError, identity_problems
+from rtstudy.data.io import REFETCH, REMEASURE, DataError, dataset_folders, identity_problems
 from rtstudy.data.origins import (Key, Source, classify, folder_listing, git_head, lock_oids,
                                   odb_listing, raw_folder, remote_odb)
 from rtstudy.measure import integrity
@@ -174,13 +174,14 @@ def _check(fetched: dict[Key, Path], listing: dict, source: Source) -> None:
         experiment, host_id, profile = key
         found = []
         # Each session as it was measured (its seal), filed under the host that measured it.
-        for each in (*sorted(p.parent for p in
-                             folder.glob(f"{paths.SESSIONS_DIR}/*/{paths.PLAN_FILE}")), folder):
+        closed = sorted(p.parent for p in folder.glob(f"{SESSIONS_DIR}/*/{PLAN_FILE}"))
+        current = [folder] if (folder / PLAN_FILE).is_file() else []
+        for each in (*closed, *current):
             found += integrity.seal_problems(each)[0]
             found += [p.replace(REFETCH, ASK_FRESH) for p in identity_problems(each)]
         if not found:
             try:
-                registry.get(experiment).analysis.load(folder,
+                registry.get(experiment).analysis.load((*closed, *current)[-1],
                                                        params.stage_config(experiment, profile))
             except DataError as exc:
                 found.append(str(exc).replace(REMEASURE, ASK_FRESH))
@@ -202,8 +203,8 @@ def _ours(name: str) -> dict[Key, Path]:
         if source_name == f"imported: {name}":
             continue
         for experiment in registry.REGISTRY:
-            for plan in (folder / experiment).glob(f"*/*/{PLAN_FILE}"):
-                found[(experiment, plan.parent.parent.name, plan.parent.name)] = plan.parent
+            for dataset in dataset_folders(folder / experiment):
+                found[(experiment, dataset.parent.name, dataset.name)] = dataset
     return found
 
 
