@@ -44,8 +44,9 @@ def test_repro_measures_then_renders_the_report(project):
     html = (dest / "report" / "report.html").read_text()
     assert "E3 — What does the Holoscan scheduler cost per iteration?" in html
     assert "seed published" in html
-    for section in ("E1 — Async lock-free buffer", "E2 — Real-time vs normal thread",
-                    "E4 — Host tuning audit"):
+    for section in ("E1 — Does the async lock-free buffer decouple producers",
+                    "E2 — Does a real-time thread keep an operator on time",
+                    "E4 — Is an isolated core's latency tail close to its median?"):
         assert section in html
     assert html.count("data:image/png;base64") >= 10, "figures must be embedded"
     host_id = json.loads((dest / "data" / "host" / "fingerprint.json").read_text())["host_id"]

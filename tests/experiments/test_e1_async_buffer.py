@@ -140,7 +140,7 @@ def test_the_section_reads_its_numbers_from_the_data(e1_data, e1_cfg):
     assert isinstance(sec.blocks[0], LazyMarkdown)
     text = sec.blocks[0].make()
     # The report writes the heading from the title; the words start with the source.
-    assert sec.title.startswith("Async lock-free buffer") and text.startswith("Source:")
+    assert sec.title.startswith("Does the async lock-free buffer decouple") and text.startswith("Source:")
     assert f"{sec.headline.n_cells} runs" in text
     # The threshold's one source (rtstudy.inference.criteria), judged on the CI's lower bound.
     assert f"{analysis.DEFAULT_MIN_SLOPE:g} ms/ms (the CI's lower bound" in " ".join(text.split())

@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from rtstudy import data, paths, registry
+from rtstudy import data, paths, protocol, registry
 from rtstudy.data import sessions
 from rtstudy.data.io import DataError, completed_cells, read_host
 from rtstudy.inference import judge, records
@@ -50,10 +50,11 @@ def report_host(profile: str) -> str:
     for name in registry.REGISTRY:
         for d in data.datasets(name, profile):
             counts[d.parent.name] = counts.get(d.parent.name, 0) + 1
-            newest[d.parent.name] = max(newest.get(d.parent.name, ""), sessions.started(d))
+            newest[d.parent.name] = max(newest.get(d.parent.name, ""), sessions.started(
+                data.dataset_dir(name, d.parent.name, profile)))
             # The closed sessions and the current one, the dataset folder itself.
             session_counts[d.parent.name] = (session_counts.get(d.parent.name, 0)
-                                             + sessions.closed(d) + 1)
+                                             + sessions.closed(d) + (d / paths.PLAN_FILE).is_file())
             confirmed[d.parent.name] = max(confirmed.get(d.parent.name, 0), len(
                 sessions.confirmatory(sessions.folders(name, d.parent.name, profile))))
     if not counts:
@@ -267,18 +268,31 @@ class StudyHosts:
             return st["verdicts"].get(claim, "—")
 
         claims = list(dict.fromkeys(c for st in states for c in st["verdicts"]))
-        # One row per host state, named by its label (CPU model, state, SDK): a reader's words;
-        # the shown one first, then by label, so one machine's states sit together.
-        verdicts = pd.DataFrame([{"host state": st["label"] + (" (shown)" if st["host_id"] ==
-                                                               self.host_id else ""),
+
+        def verdicts(subset: list[dict]) -> pd.DataFrame:
+            # One row per host state, named by its label (CPU model, state, SDK): a reader's
+            # words; the shown one first, then by label, so one machine's states sit together.
+            return pd.DataFrame([{"host state": st["label"] + (
+                                      " (shown)" if st["host_id"] == self.host_id else ""),
                                   **{claim: verdict(st, claim) for claim in claims}}
-                                 for st in sorted(states, key=lambda st: (
+                                 for st in sorted(subset, key=lambda st: (
                                      st["host_id"] != self.host_id, st["label"]))])
+
+        # Host states with data measured under the protocol in force lead; those measured
+        # before its freeze are exploratory, folded (docs/protocol.md).
+        confirmed = [st for st in states if st["host_id"] == self.host_id
+                     or self.evidence(st["host_id"])["status"] == "confirmatory"]
+        earlier = [st for st in states if st not in confirmed]
         blocks = [Markdown(words("hosts", hosts=hosts, profile=self.profile,
                                  shown_label=self.label()))]
         if hosts:
-            blocks += [Table(lambda: verdicts, words("caption_host_verdicts")),
-                       Details(words("hosts_in_full"), [
+            blocks += [Table(lambda: verdicts(confirmed), words("caption_host_verdicts"))]
+            if earlier:
+                blocks += [Details(words("hosts_exploratory", n=len(earlier),
+                                         version=protocol.VERSION),
+                                   [Table(lambda: verdicts(earlier),
+                                          words("caption_host_verdicts"))])]
+            blocks += [Details(words("hosts_in_full"), [
                            Markdown(words("host_states", states=states, shown=self.host_id)),
                            Table(lambda: cross_host_table(xh), words("caption_hosts")),
                            Figure(lambda: figures.cross_host(xh))])]
@@ -299,10 +313,10 @@ class StudyHosts:
         for row in rows or ([{"host_id": self.host_id, "label": sdks.label(self.fingerprint)}]
                             if self.sections else []):
             for section in by_host.get(row["host_id"], {}).values():
-                if section.sdk_blocks:
-                    blocks += [Markdown(words("sdk_blocks", label=section.label,
-                                              title=section.title, sdk=row["label"])),
-                               *section.sdk_blocks]
+                if section.sdk_blocks:  # folded: the main page stays within 12 screens
+                    blocks += [Details(words("sdk_blocks", label=section.label,
+                                             title=section.title, sdk=row["label"]),
+                                       section.sdk_blocks)]
         described = self.described()
         audits = [{"host_id": h, "label": described.at[h, "label"], "finding": records.finding(a)}
                   for h, a in self.placement_audits().items()]
