@@ -82,8 +82,8 @@ def test_repro_measures_then_renders_the_report(project):
         assert "H5" not in hosts[host_id]
         assert "placement records against the kernel (H5a)" in html
         # H5b: E5's table for each SDK version of this machine state, in "SDK versions compared".
-        assert html.count("E5, Does Holoscan 5.0 keep its placement promises when provoked?: "
-                          "Holoscan") == 2
+        assert html.count("E5 on Holoscan") == 2 and html.count(
+            "Does Holoscan 5.0 keep its placement promises when provoked?") >= 2
     # The tables DVC plots (dvc.yaml plots:), one per experiment, and `dvc plots show` draws them.
     plots = sorted(p.name for p in (dest / "report" / "plots").glob("*.csv"))
     assert plots == ["e1_max_latency.csv", "e2_period_std.csv", "e3_whole_app.csv",

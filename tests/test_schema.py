@@ -91,8 +91,10 @@ def test_a_table_unlike_its_schema_is_named(reference):
 def test_a_table_without_rows_has_the_declared_columns(reference, tmp_path):
     """A dataset whose cells are not measured yet: its plan only."""
     profile = next(p for p in params.PROFILES if data.datasets("e3_overhead", p, reference))
-    measured = data.datasets("e3_overhead", profile, reference)[0]
-    planned = tmp_path / "raw" / "e3_overhead" / measured.parent.name / profile
+    # The folder of a host's current session (or, closed since, its latest one).
+    host_id = data.datasets("e3_overhead", profile, reference)[0].parent.name
+    measured = data.dataset_dir("e3_overhead", host_id, profile, reference)
+    planned = tmp_path / "raw" / "e3_overhead" / host_id / profile
     planned.mkdir(parents=True)
     shutil.copy2(measured / paths.PLAN_FILE, planned)
     with pytest.warns(UserWarning, match="not measured yet"):

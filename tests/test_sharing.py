@@ -238,7 +238,9 @@ def test_a_fresh_clone_pulls_the_reference_dataset_when_the_default_remote_is_ou
     states = record["hosts"]
     assert {v["state"].split(" ")[0] for v in states.values()} >= {"untuned", "shielded"}
     for host_id, values in states.items():
-        claims = {c for label, part in values.items() if isinstance(part, dict)
+        # Each experiment's part (E1…E5) holds its verdicts; "evidence" says what they rest on.
+        assert values["evidence"]["status"] in ("confirmatory", "exploratory"), host_id
+        claims = {c for label, part in values.items() if label in CLAIMS
                   for c in part["verdicts"]}
         # Each experiment a host state measured gives its claim (E4 has no Holoscan: measured
         # once per machine state; E5 on a VM of its own, so its host states have only H5b).
