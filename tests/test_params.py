@@ -139,3 +139,26 @@ def test_params_check_runs_every_stages_host_checks_before_any_stage(edit, words
     assert words in err and "nothing was measured" in err, err
     assert not (tmp_path / "data" / "raw").exists() or \
         not list((tmp_path / "data" / "raw").rglob("cell.json"))
+
+
+def test_params_yaml_is_parsed_once_per_text_and_each_caller_gets_its_own_copy(tmp_path,
+                                                                                 monkeypatch):
+    """A command asks for its parameters from many places (the report about 6 times): the file
+    is read each time, so an edit is seen, but its text is parsed once."""
+    from rtstudy.cli import main
+
+    parses = []
+    real = yaml.load
+    monkeypatch.setattr(params.yaml, "load", lambda *a, **k: parses.append(1) or real(*a, **k))
+    monkeypatch.setattr(params, "_parsed", None)
+    first = params.load()
+    first["profile"] = "changed by one caller"
+    params.configs()
+    params.stage_config("e2_rt_threads")
+    assert main(["protocol"]) == 0
+    assert params.load()["profile"] != "changed by one caller"
+    assert len(parses) == 1
+    edited = tmp_path / "params.yaml"
+    edited.write_text("# edited\n" + params.paths.params_file().read_text())
+    params.load(edited)
+    assert len(parses) == 2

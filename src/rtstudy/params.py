@@ -9,6 +9,7 @@ message that names the key, the value and what is allowed;
 """
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 
@@ -69,21 +70,34 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# The text last parsed and its mapping. Many callers of one command ask for the parameters (a
+# report about 6 times, a measuring stage about 3); the file is read each time, so an edit
+# between two calls is seen, but its text is parsed once.
+_parsed: tuple[str, dict] | None = None
+
+
 def load(path: Path | None = None) -> dict:
-    """Read ``params.yaml`` (or ``path``) as a mapping; syntax errors name the file and line."""
+    """Read ``params.yaml`` (or ``path``) as a mapping; syntax errors name the file and line.
+
+    Returns a fresh copy each call: a caller may change it without changing another's.
+    """
+    global _parsed
     path = path or paths.params_file()
     try:
         text = path.read_text()
     except FileNotFoundError:
         raise ParamError(f"{path}: parameter file not found. Run from a checkout of rtstudy "
                          "(or set RTSTUDY_ROOT to one).") from None
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as exc:
-        raise ParamError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ParamError(f"{path}: expected a mapping of parameter groups, got {type(data).__name__}")
-    return data
+    if _parsed is None or _parsed[0] != text:
+        try:
+            data = yaml.load(text, Loader=_UniqueKeyLoader)
+        except yaml.YAMLError as exc:
+            raise ParamError(f"{path}: not valid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise ParamError(f"{path}: expected a mapping of parameter groups, got "
+                             f"{type(data).__name__}")
+        _parsed = (text, data)
+    return copy.deepcopy(_parsed[1])
 
 
 def validate(data: dict) -> None:
