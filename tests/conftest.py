@@ -3,7 +3,9 @@ reference dataset pulled once, the smoke study measured once), the tiers, and th
 keeps measuring one test at a time. Helpers that are not fixtures are in tests/helpers.py."""
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
@@ -27,46 +29,45 @@ from rtstudy.sdks import sdk, sdkroot
 # tests/test_render.py checks the formats themselves.
 os.environ[figstyle.FORMATS_ENV] = "png"
 
-# The tiers (pyproject.toml's markers): every test of these modules is in that tier; a test
-# may also be marked itself (`network`). `make test-fast` runs the rest, pure logic, between
-# two edits; `make test` runs every tier.
-TIERS = {
-    "cells": ("experiments/", "test_harness.py", "test_drift.py", "test_data.py", "test_sdk.py",
-              "test_sdk_35.py", "test_sdk_e1_e3.py", "test_robustness.py", "test_shield.py",
-              "test_trace.py", "test_recipe.py"),
-    "pipeline": ("test_pipeline.py", "test_sharing.py", "test_import.py", "test_report.py",
-                 "test_sessions.py", "test_schema.py", "test_explore.py", "test_verdicts.py"),
-    "server": ("test_ssh_remote.py", "test_lab.py"),
-}
-# Tests of an otherwise fast module that start a fresh interpreter per module or ask apt.
-SLOW_TESTS = ("test_every_module_imports_on_its_own", "test_the_debian_names_exist")
-# The modules whose tests measure, or must not run beside a test that does (`alone`), go to
-# one worker, one after another, in this order: the smoke study first (test_pipeline's
-# measured_project), explore's notebooks last (they need the reference, which the other
-# worker pulls early). The other worker runs every other module, those that need no smoke
-# data first, so it never waits for the smoke study.
-EXCLUSIVE = ("test_pipeline.py", *TIERS["cells"], "test_explore.py")
+# The tiers are pyproject.toml's markers, each test module marking its own (`pytestmark`), a
+# test of an otherwise fast module marking itself: `make test-fast` runs the unmarked, pure
+# logic, between two edits; `make test` runs every tier.
+#
+# The modules whose tests measure (`cells`), or must not run beside a test that does (`alone`),
+# or whose fixture measures (`exclusive`: test_pipeline's smoke study, measured_project) go to
+# one worker, one after another: the `exclusive` ones first, then `cells`, then `alone` ones
+# (explore's notebooks, which need the reference the other worker pulls early). The other
+# worker runs every other module, those that need no smoke data first, so it never waits for
+# the smoke study.
+EXCLUSIVE_MARKS = ("exclusive", "cells", "alone")
+TESTS = Path(__file__).parent
 
 
 def _module(item) -> str:
-    return item.path.relative_to(Path(__file__).parent).as_posix()
+    return item.path.relative_to(TESTS).as_posix()
 
 
-def _matches(where: str, modules) -> int | None:
-    """The index in ``modules`` of the first entry naming ``where`` (a module, or a folder
-    ending in "/"), None if none does."""
-    return next((i for i, m in enumerate(modules)
-                 if where == m or (m.endswith("/") and where.startswith(m))), None)
+@functools.cache
+def module_marks(where: str) -> frozenset[str]:
+    """The marks a test module gives all its tests (its ``pytestmark``), read from its source:
+    xdist's controller, which schedules the modules, never collects them."""
+    tree = ast.parse((TESTS / where).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytestmark"
+                                                for t in node.targets):
+            return frozenset(n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute)
+                             and getattr(n.value, "attr", None) == "mark")
+    return frozenset()
+
+
+def exclusive_rank(where: str) -> int | None:
+    """Where a module goes among those run one after another on one worker, None if not."""
+    marks = module_marks(where)
+    return next((i for i, mark in enumerate(EXCLUSIVE_MARKS) if mark in marks), None)
 
 
 def pytest_collection_modifyitems(items) -> None:
     for item in items:
-        where = _module(item)
-        for tier, modules in TIERS.items():
-            if _matches(where, modules) is not None:
-                item.add_marker(getattr(pytest.mark, tier))
-        if item.name.startswith(SLOW_TESTS):
-            item.add_marker(pytest.mark.pipeline)
         # A test outside the cells tier that measures too (a `dvc repro` of a measuring stage)
         # is marked `measures` itself; `measured_project` takes the lock while it measures.
         if item.get_closest_marker("cells"):
@@ -75,7 +76,7 @@ def pytest_collection_modifyitems(items) -> None:
 
     def rank(item) -> tuple:
         where = _module(item)
-        place = _matches(where, EXCLUSIVE)
+        place = exclusive_rank(where)
         return (0, place) if place is not None else (1 + (where in needs_smoke_data), 0)
 
     items.sort(key=rank)  # stable: each module's tests keep their order
@@ -93,7 +94,7 @@ def pytest_xdist_make_scheduler(config, log):
     class Exclusive(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             where = nodeid.split("::")[0].removeprefix("tests/")
-            return "exclusive" if _matches(where, EXCLUSIVE) is not None else where
+            return "exclusive" if exclusive_rank(where) is not None else where
 
     config.option.loadscopereorder = False
     return Exclusive(config, log)

@@ -22,6 +22,8 @@ from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_
 from rtstudy.experiments.e4_host import analysis as e4_analysis, plan as e4_plan
 from rtstudy.measure.harness import SweepContext, run_sweep
 
+pytestmark = pytest.mark.cells
+
 OTHER_HOST = "otherhost-0123abcd"
 
 

@@ -27,6 +27,8 @@ from rtstudy.report import stability
 from rtstudy.report.section import Verdict
 from rtstudy.report.study import Study, words
 
+pytestmark = pytest.mark.cells
+
 CI_SETTINGS = CI(0.95)
 
 

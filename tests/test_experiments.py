@@ -159,6 +159,7 @@ def test_shared_layers_import_nothing_above_them(shared):
     assert not bad, f"{shared}.py imports {bad}, a layer above it"
 
 
+@pytest.mark.pipeline  # a fresh interpreter per module: slow for make test-fast
 def test_every_module_imports_on_its_own():
     """No import cycle: each module imports first, with no other rtstudy module imported
     (apps only as cells: ``app5`` needs Holoscan 5.0, which only its SDK root has). One fresh

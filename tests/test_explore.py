@@ -27,7 +27,7 @@ from rtstudy.report import browser
 
 # With nothing measuring beside it (conftest.py's lock): twice in seven runs on two workers the
 # Explorer cell's papermill run hung while the other worker measured (docs/install.md).
-pytestmark = pytest.mark.alone
+pytestmark = [pytest.mark.pipeline, pytest.mark.alone]
 
 BIN = Path(sys.executable).parent
 NOTEBOOK = Path("notebooks") / "explore.ipynb"

@@ -13,6 +13,8 @@ from rtstudy.measure.readback import verify_realtime
 from rtstudy.measure.realtime import RealtimeRequest
 from rtstudy.policies import BY_NUMBER
 
+pytestmark = pytest.mark.cells
+
 PROBE = "rtstudy.apps.rt_probe"
 
 PERIOD_NS = 5_000_000

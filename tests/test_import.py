@@ -22,6 +22,8 @@ from rtstudy.machine import host
 from rtstudy.measure import integrity
 from helpers import BIN, copy_project, files, sh
 
+pytestmark = pytest.mark.pipeline
+
 # Files of an import's .dvc that record its source.
 META_KEYS = {"imported_by", "imported_utc", "source", "datasets"}
 

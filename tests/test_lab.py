@@ -25,6 +25,8 @@ from helpers import end_group, free_port, wait_for_lab
 from rtstudy import paths
 from rtstudy.sdks import sdkroot
 
+pytestmark = pytest.mark.server
+
 STAMP = ".venv/.rtstudy-installed"
 START_TIMEOUT_S = 90
 CELL_TIMEOUT_S = 180

@@ -22,6 +22,9 @@ from rtstudy.inference import records
 from rtstudy.machine.sysdeps import which
 from rtstudy.sdks import sdkroot
 
+pytestmark = [pytest.mark.pipeline, pytest.mark.exclusive]
+
+
 def ran(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([\w-]+)'", output))
 

@@ -24,6 +24,8 @@ from rtstudy.measure.realtime import RealtimeRequest
 from rtstudy.policies import NUMBERS, SCHED_DEADLINE, SCHED_FIFO, SCHED_RR
 from rtstudy.sdks import sdk
 
+pytestmark = pytest.mark.cells
+
 PERIOD_NS = 16_666_667  # E2's 60 FPS
 LAST_CPU = max(os.sched_getaffinity(0))
 REQUESTS = {

@@ -14,6 +14,8 @@ from rtstudy.report.render import add_toc
 from rtstudy.report.section import Advice, Section
 from rtstudy.report.study import Study
 
+pytestmark = pytest.mark.pipeline
+
 # ---------------------------------------------------------------------------
 # What the report derives
 

@@ -37,6 +37,8 @@ from rtstudy.experiments.e3_overhead import plan as e3_plan
 from rtstudy.measure.harness import Cell, DataDirError, SweepError, run_order, run_sweep
 from rtstudy.sdks import sdk
 
+pytestmark = pytest.mark.cells
+
 BIN = Path(sys.executable).parent
 ROOT = paths.root()
 E3_APP = "rtstudy.experiments.e3_overhead.app"

@@ -13,6 +13,8 @@ import pytest
 
 from rtstudy import cli, data, params, paths
 
+pytestmark = pytest.mark.pipeline
+
 README = "data/README.md"
 REGENERATE = "rtstudy data schema --update-readme"
 

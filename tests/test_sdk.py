@@ -18,6 +18,8 @@ from rtstudy.sdks import sdk, sdkroot
 
 from helpers import probe_sdk
 
+pytestmark = pytest.mark.cells
+
 
 def mounts() -> list[str]:
     return Path("/proc/self/mountinfo").read_text().splitlines()

@@ -19,6 +19,8 @@ from rtstudy.sdks import sdk, sdkroot, sdkvenv
 
 from helpers import probe_sdk
 
+pytestmark = pytest.mark.cells
+
 VERSION = "3.5.0"
 
 

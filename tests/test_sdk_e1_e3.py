@@ -19,6 +19,8 @@ from rtstudy.inference.stats import CI
 from rtstudy.machine import placement
 from rtstudy.measure.harness import SweepContext, run_sweep
 
+pytestmark = pytest.mark.cells
+
 SCHED_DEADLINE = 6  # linux/sched.h; Python's os module has no name for it
 
 

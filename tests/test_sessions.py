@@ -22,6 +22,8 @@ from rtstudy.paths import PLAN_FILE, SEAL_FILE, SESSIONS_DIR, SIDECAR_FILE
 
 from helpers import BIN, copy_project
 
+pytestmark = pytest.mark.pipeline
+
 
 def fake_dataset(folder, session_id: str | None, cells=3, finished="2026-11-26T10:00:00Z"):
     """A dataset folder whose cells carry only what sessions read (their sidecars)."""

@@ -26,6 +26,8 @@ from rtstudy import paths
 from rtstudy.machine import host
 from rtstudy.measure import integrity
 
+pytestmark = pytest.mark.pipeline
+
 # The claim each experiment's section judges (its label in report/metrics.json → its verdict).
 CLAIMS = {"E1": "H1 S1", "E2": "H2", "E3": "H3", "E4": "H4", "E5": "H5b"}
 ROOT = os.geteuid() == 0

@@ -29,7 +29,9 @@ BASE = shielding.cpuset_root()
 ONLINE = tuning.online_cpus() or []
 CPU = ONLINE[-1] if len(ONLINE) > 1 else None
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or CPU is None, reason="needs root and 2+ CPUs")
+pytestmark = [pytest.mark.cells,
+              pytest.mark.skipif(os.geteuid() != 0 or CPU is None, reason="needs root and 2+ CPUs")]
+
 needs_cpuset = pytest.mark.skipif(
     shielding.cpuset_problem() is not None,
     reason=f"needs a writable cgroup v1 cpuset ({shielding.cpuset_problem()})")

@@ -23,6 +23,8 @@ from rtstudy import data
 from rtstudy.machine import sysdeps
 from rtstudy.measure.process import end_process
 
+pytestmark = pytest.mark.server
+
 SSHD = sysdeps.which("sshd")
 # `git status --porcelain` codes of an unmerged path.
 CONFLICTS = {"DD", "AU", "UD", "UA", "DU", "AA", "UU"}

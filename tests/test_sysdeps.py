@@ -284,6 +284,7 @@ def _apt_lists() -> bool:
 @pytest.mark.skipif(sysdeps.detect().family != "debian" or shutil.which("apt-cache") is None
                     or not _apt_lists(), reason="needs a Debian host with apt lists "
                     "(`apt-get update`)")
+@pytest.mark.pipeline  # asks apt: slow for make test-fast
 @pytest.mark.parametrize("tool", [t.name for t in sysdeps.TOOLS])
 def test_the_debian_names_exist_in_this_hosts_archive(tool):
     for choice in sysdeps.packages(sysdeps.detect(), tool):

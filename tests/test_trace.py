@@ -22,8 +22,9 @@ from rtstudy.apps import trace
 from rtstudy.machine import tracefs
 from rtstudy.measure.harness import SweepContext, run_cell
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a system-wide scheduler trace "
-                                "and mounting tracefs need root")
+pytestmark = [pytest.mark.cells,
+              pytest.mark.skipif(os.geteuid() != 0, reason="a system-wide scheduler trace "
+                                "and mounting tracefs need root")]
 
 
 def _perf() -> str:

@@ -18,6 +18,8 @@ from rtstudy.experiments.e4_host import analysis as e4
 from rtstudy.inference import judge
 from rtstudy.inference.stats import CI
 
+pytestmark = pytest.mark.pipeline
+
 CI95 = CI(0.95)
 PERIODS = (20, 60, 100)
 

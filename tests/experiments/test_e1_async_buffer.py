@@ -14,6 +14,8 @@ from rtstudy.inference.stats import CI
 from rtstudy.measure.harness import SweepContext, run_sweep
 from rtstudy.policies import BY_NUMBER
 
+pytestmark = pytest.mark.cells
+
 CI95 = CI(0.95)
 
 

@@ -25,6 +25,8 @@ from rtstudy.measure.readback import verify_realtime
 from rtstudy.measure.realtime import RealtimeRequest
 from rtstudy.policies import BY_NUMBER, RT_POLICIES
 
+pytestmark = pytest.mark.cells
+
 
 def smoke_cfg(**changes) -> dict:
     cfg = params.stage_config("e2_rt_threads", "smoke")

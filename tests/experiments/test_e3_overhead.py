@@ -9,6 +9,8 @@ from rtstudy.experiments.e3_overhead import analysis, plan
 from rtstudy.inference.stats import CI
 from rtstudy.measure.harness import run_sweep
 
+pytestmark = pytest.mark.cells
+
 
 @pytest.fixture(scope="module")
 def e3_data(tmp_path_factory, fingerprint):

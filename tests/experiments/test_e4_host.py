@@ -13,6 +13,8 @@ from rtstudy.experiments.e4_host import analysis, plan
 from rtstudy.experiments.e4_host.app import probe_binary
 from rtstudy.measure.harness import SweepContext, run_sweep
 
+pytestmark = pytest.mark.cells
+
 
 @pytest.fixture(scope="module")
 def probe(tmp_path_factory):

@@ -19,6 +19,8 @@ from rtstudy.inference import judge
 from rtstudy.machine import placement
 from rtstudy.measure.harness import SweepContext, run_sweep
 
+pytestmark = pytest.mark.cells
+
 FP = {"cpu": {"online": [0, 1]}, "isolation": {}}
 OUTCOMES = {analysis.RAN, analysis.FALLBACK, analysis.REJECTED, analysis.FAILED, analysis.RAISED}
 
