@@ -3,6 +3,8 @@ baselines it is compared with, and the two slices of the design the report reads
 grid and the headline point)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from rtstudy.inference import criteria
@@ -18,6 +20,29 @@ WAKE_DEFAULT = "sleep"
 # The seeds' plain layout: Holoscan's dispatcher left normal, the loads as operators in the app
 # (every other dispatcher and load placement is a change against it).
 PLAIN = {"dispatcher": "other", "load_placement": "operators"}
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A change for late frames, measured one factor away from the headline point."""
+
+    name: str
+    factor: str  # the cell configuration's key, and the runs table's column
+    level: str | None  # its value at the fix; None: params.yaml's shorter switch interval
+    rotates: bool = True  # planned through params.yaml's `fixes`, some each session (rotation)
+
+
+# Every fix, in the order the report's table lists them: the one list the parameters, the plan,
+# the rotation and the ladder read.
+FIX_LIST = (
+    Fix("operators_pinned", "load_placement", "operators_pinned"),
+    Fix("dispatcher_pinned", "dispatcher", "fifo_pinned"),
+    Fix("switch_interval", "switch_interval_ms", None),
+    # Holoscan 5.0's busy polling: a wake mode the plan measures at the headline point on 5.0,
+    # not one of params.yaml's rotating fixes; H5c judges its row (verdicts.h5c_parts).
+    Fix("busy_poll", "wake_mode", "busy_poll", rotates=False),
+    Fix("fragment", "load_placement", "fragment"),
+)
 BASELINE = "normal_dedicated"     # H2's baseline: only the policy differs
 SEED_BASELINE = "normal"          # the seed's: target and loads share one pool
 # A condition whose mean frame period (over its runs) is more than this fraction off the

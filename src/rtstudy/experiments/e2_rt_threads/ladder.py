@@ -3,7 +3,7 @@ and what removes them.
 
 The ladder (``params.yaml: e2_rt_threads.ladder``; :mod:`.plan` measures it) climbs from
 the operating system's floor to the seeds' layout one factor per rung, every rung with the
-ladder's policy at the same period, priority and CPU (:data:`RUNGS`). The fixes (:data:`FIXES`)
+ladder's policy at the same period, priority and CPU (:data:`RUNGS`). The fixes (:data:`conditions.FIX_LIST`)
 are each one factor away from the headline point (the ladder's policy with load operators
 free to use its CPU), and the real-time policies are compared with ``normal_dedicated``
 there, so :func:`recommendations` can say for each what it does to typical jitter and to
@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads.conditions import (
-    BASELINE, PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS, WAKE_DEFAULT, is_plain)
+    BASELINE, FIX_LIST, PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS, WAKE_DEFAULT,
+    is_plain)
 from rtstudy.experiments.e2_rt_threads.contrasts import summarize
 from rtstudy.experiments.e2_rt_threads.headline import E2Headline
 from rtstudy.inference import criteria, judge, rates
@@ -39,14 +40,6 @@ RUNGS = (
 )
 # Holoscan 5.0's busy polling, a fix whose row H5c judges (verdicts.h5c_parts).
 BUSY_POLL = "busy_poll"
-# The fixes at the headline point: key → the factor level that differs from it.
-FIXES = {
-    "operators_pinned": {"load_placement": "operators_pinned"},
-    "dispatcher_pinned": {"dispatcher": "fifo_pinned"},
-    "switch_interval": {"switch_interval_ms": "shorter"},
-    BUSY_POLL: {"wake_mode": BUSY_POLL},
-    "fragment": {"load_placement": "fragment"},
-}
 # What a reader does for each change, and what it costs beside what the table measures.
 CHANGES = {
     SCHED_FIFO: ("give the operator SCHED_FIFO (its own pinned thread)",
@@ -255,7 +248,7 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
     Returns
     -------
     DataFrame
-        One row per measured change: ``change`` (the policy, or the :data:`FIXES` key),
+        One row per measured change: ``change`` (the policy, or the :data:`conditions.FIX_LIST` key),
         ``kind`` (``policy`` or ``fix``), ``label`` and ``baseline`` (the two conditions),
         then :func:`_compare`'s columns and :func:`_message_cost`'s (what the fragment's
         messages cost; NaN for every other change).
@@ -277,11 +270,10 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
             rows.append(_change_row(pol, "policy", _heads(g), _heads(base), ci, sizes, None))
     head = seeds_layout[seeds_layout["policy"] == policy]
     mine = top[top["policy"] == policy]
-    for fix, level in FIXES.items():
-        (column, value), = level.items()
-        g = _fix_runs(mine, column, value)
+    for fix in FIX_LIST:
+        g = _fix_runs(mine, fix.factor, fix.level)
         if len(g) and len(head) and _one_length(g, head):
-            rows.append(_change_row(fix, "fix", g, head, ci, sizes, messages))
+            rows.append(_change_row(fix.name, "fix", g, head, ci, sizes, messages))
     return pd.DataFrame(rows)
 
 
@@ -308,9 +300,9 @@ def _one_length(fix: pd.DataFrame, base: pd.DataFrame) -> bool:
 
 
 def _fix_runs(mine: pd.DataFrame, column: str, value) -> pd.DataFrame:
-    """The runs of the fix that sets ``column`` to ``value`` (:data:`FIXES`) among ``mine``
-    (the ladder policy's at the headline point): every other factor at the seeds' layout, a
-    switch interval shorter than Python's own for ``switch_interval_ms``."""
+    """The runs of the fix that sets ``column`` to ``value`` (:data:`conditions.FIX_LIST`)
+    among ``mine`` (the ladder policy's at the headline point): every other factor at the seeds'
+    layout, a switch interval shorter than Python's own for ``switch_interval_ms``."""
     if column == "switch_interval_ms":
         return mine[(mine["switch_interval_ms"] < DEFAULT_SWITCH_INTERVAL_MS) & is_plain(mine)
                     & (mine["wake_mode"] == WAKE_DEFAULT)]

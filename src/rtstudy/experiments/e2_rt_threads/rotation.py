@@ -5,13 +5,11 @@ planned (:func:`rtstudy.data.sessions.plans`), wherever they were measured.
 """
 from __future__ import annotations
 
+from rtstudy.experiments.e2_rt_threads.conditions import FIX_LIST
 
-# Each fix as a cell's configuration shows it, the one factor it changes from the headline
-# point: key → value (None: the switch interval params.yaml gives; plan._fixes() plans them).
-FIX_FACTORS = {"operators_pinned": ("load_placement", "operators_pinned"),
-               "dispatcher_pinned": ("dispatcher", "fifo_pinned"),
-               "switch_interval": ("switch_interval_ms", None),
-               "fragment": ("load_placement", "fragment")}
+# Each rotating fix as a cell's configuration shows it, the one factor it changes from the
+# headline point: key → value (None: the switch interval params.yaml gives; plan._fixes()).
+FIX_FACTORS = {f.name: (f.factor, f.level) for f in FIX_LIST if f.rotates}
 
 
 def fix_frames(cfg: dict) -> int:
