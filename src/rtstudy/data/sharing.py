@@ -382,7 +382,7 @@ def unpublished(repair: bool = False) -> list[str]:
 
     Why this is checked rather than trusted: DVC takes a directory object found on a remote as
     proof that all its files are there too, so a ``dvc push`` interrupted after it wrote one
-    (seen here: the reference's 5.0 shielded session lacked 106 files, and every later push
+    (seen here: the reference's second shielded session lacked 106 files, and every later push
     said "Everything is up to date") leaves a dataset that no clone can pull.
 
     Parameters

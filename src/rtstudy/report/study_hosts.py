@@ -52,9 +52,10 @@ def report_host(profile: str) -> str:
             counts[d.parent.name] = counts.get(d.parent.name, 0) + 1
             newest[d.parent.name] = max(newest.get(d.parent.name, ""), sessions.started(
                 data.dataset_dir(name, d.parent.name, profile)))
-            # The closed sessions and the current one, the dataset folder itself.
+            # The closed sessions and the current one (the dataset folder itself), if any.
+            current = (d / paths.PLAN_FILE).is_file()
             session_counts[d.parent.name] = (session_counts.get(d.parent.name, 0)
-                                             + sessions.closed(d) + (d / paths.PLAN_FILE).is_file())
+                                             + sessions.closed(d) + current)
             confirmed[d.parent.name] = max(confirmed.get(d.parent.name, 0), len(
                 sessions.confirmatory(sessions.folders(name, d.parent.name, profile))))
     if not counts:

@@ -3,11 +3,11 @@ and what removes them.
 
 The ladder (``params.yaml: e2_rt_threads.ladder``; :mod:`.plan` measures it) climbs from
 the operating system's floor to the seeds' layout one factor per rung, every rung with the
-ladder's policy at the same period, priority and CPU (:data:`RUNGS`). The fixes (:data:`conditions.FIX_LIST`)
-are each one factor away from the headline point (the ladder's policy with load operators
-free to use its CPU), and the real-time policies are compared with ``normal_dedicated``
-there, so :func:`recommendations` can say for each what it does to typical jitter and to
-late frames, with CIs over runs, and what it costs.
+ladder's policy at the same period, priority and CPU (:data:`RUNGS`). The fixes
+(:data:`conditions.FIX_LIST`) are each one factor away from the headline point (the ladder's
+policy with load operators free to use its CPU), and the real-time policies are compared with
+``normal_dedicated`` there, so :func:`recommendations` can say for each what it does to
+typical jitter and to late frames, with CIs over runs, and what it costs.
 """
 from __future__ import annotations
 
