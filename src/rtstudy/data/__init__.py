@@ -35,7 +35,7 @@ from typing import Iterable
 import pandas as pd
 
 from rtstudy import params, paths, registry
-from rtstudy.data.io import DataError, Dataset, dataset_folders, read_host
+from rtstudy.data.io import DataError, Dataset, dataset_folders, read_host, session_folders
 from rtstudy.data.schemas import (KINDS, Column, Table, schema, schema_markdown, schema_problems,
                                   with_schema_docs)
 from rtstudy.machine import kernelfs, shield
@@ -154,9 +154,7 @@ def dataset_dir(experiment: str, host_id: str, profile: str | None = None,
     the dataset folder, or, where its current session was closed and nothing measured since,
     its latest closed session (``sessions/<newest>/``)."""
     base = dataset_base(experiment, host_id, profile, root)
-    if base is None or (base / PLAN_FILE).is_file():
-        return base
-    return sorted(base.joinpath(paths.SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))[-1].parent
+    return session_folders(base)[-1] if base is not None else None
 
 
 def has_dataset(experiment: str, host_id: str, profile: str, root: Path | None = None) -> bool:
@@ -209,10 +207,7 @@ def verify(profile: str | None = None, root: Path | None = None
         schema = registry.get(experiment).analysis.SAMPLES
         for located in _located(experiment, profile, root).values():
             for directory in located:
-                closed = sorted(p.parent for p in
-                                (directory / paths.SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))
-                current = [directory] if (directory / PLAN_FILE).is_file() else []
-                for folder in (*closed, *current):
+                for folder in session_folders(directory):
                     sealed, vouched = integrity.seal_problems(folder, project)
                     found += sealed
                     if not vouched:

@@ -371,6 +371,14 @@ def dataset_folders(experiment_dir: Path, profile: str = "*") -> list[Path]:
                    for p in plans})
 
 
+def session_folders(directory: Path) -> list[Path]:
+    """A dataset folder's sessions, each a folder with its ``plan.json``: the closed ones
+    (``sessions/*/``, by name: oldest first), then the current one (``directory`` itself) if it
+    has begun. The last is the dataset's latest session."""
+    closed = sorted(p.parent for p in (Path(directory) / SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))
+    return closed + [Path(directory)] * (Path(directory) / PLAN_FILE).is_file()
+
+
 def read_host(directory: Path) -> dict | None:
     """The fingerprint of the host that measured the dataset in ``directory``, or None."""
     path = Path(directory) / HOST_FILE

@@ -40,11 +40,12 @@ from pathlib import Path
 import yaml
 
 from rtstudy import data, params, paths, registry
-from rtstudy.data.io import REFETCH, REMEASURE, DataError, dataset_folders, identity_problems
+from rtstudy.data.io import (REFETCH, REMEASURE, DataError, dataset_folders, identity_problems,
+                             session_folders)
 from rtstudy.data.origins import (Key, Source, classify, folder_listing, git_head, lock_oids,
                                   odb_listing, raw_folder, remote_odb)
 from rtstudy.measure import integrity
-from rtstudy.paths import FAILED_DIR, HOST_FILE, PLAN_FILE, SESSIONS_DIR
+from rtstudy.paths import FAILED_DIR, HOST_FILE, SESSIONS_DIR
 
 GIT_TIMEOUT_S = 600
 DVC_ADD_TIMEOUT_S = 600
@@ -174,14 +175,12 @@ def _check(fetched: dict[Key, Path], listing: dict, source: Source) -> None:
         experiment, host_id, profile = key
         found = []
         # Each session as it was measured (its seal), filed under the host that measured it.
-        closed = sorted(p.parent for p in folder.glob(f"{SESSIONS_DIR}/*/{PLAN_FILE}"))
-        current = [folder] if (folder / PLAN_FILE).is_file() else []
-        for each in (*closed, *current):
+        for each in session_folders(folder):
             found += integrity.seal_problems(each)[0]
             found += [p.replace(REFETCH, ASK_FRESH) for p in identity_problems(each)]
         if not found:
             try:
-                registry.get(experiment).analysis.load((*closed, *current)[-1],
+                registry.get(experiment).analysis.load(session_folders(folder)[-1],
                                                        params.stage_config(experiment, profile))
             except DataError as exc:
                 found.append(str(exc).replace(REMEASURE, ASK_FRESH))
@@ -396,8 +395,12 @@ def unpublished(repair: bool = False) -> list[str]:
     list of str
         ``"<experiment>: <relpath> (<md5>)"`` for every missing file; empty when complete.
     """
-    remote = paths.data_dir() / "reference" / "files" / "md5"
-    cache = paths.root() / ".dvc" / "cache" / "files" / "md5"
+    from dvc.repo import Repo
+
+    # Where .dvc/config puts the reference remote and the cache, as DVC reads it.
+    with Repo(str(paths.root())) as repo:
+        remote = Path(repo.cloud.get_remote_odb("reference").path)
+        cache = Path(repo.cache.local.path)
     lock = yaml.safe_load((paths.root() / "dvc.lock").read_text()) or {}
     missing = []
     for name in registry.REGISTRY:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from rtstudy import data, paths, protocol, registry
 from rtstudy.data import sessions
-from rtstudy.data.io import DataError, completed_cells, read_host
+from rtstudy.data.io import DataError, completed_cells, read_host, session_folders
 from rtstudy.inference import judge, records
 from rtstudy.machine import host, shield
 from rtstudy.measure.harness import git_state
@@ -50,12 +50,9 @@ def report_host(profile: str) -> str:
     for name in registry.REGISTRY:
         for d in data.datasets(name, profile):
             counts[d.parent.name] = counts.get(d.parent.name, 0) + 1
-            newest[d.parent.name] = max(newest.get(d.parent.name, ""), sessions.started(
-                data.dataset_dir(name, d.parent.name, profile)))
-            # The closed sessions and the current one (the dataset folder itself), if any.
-            current = (d / paths.PLAN_FILE).is_file()
-            session_counts[d.parent.name] = (session_counts.get(d.parent.name, 0)
-                                             + sessions.closed(d) + current)
+            found = session_folders(d)
+            newest[d.parent.name] = max(newest.get(d.parent.name, ""), sessions.started(found[-1]))
+            session_counts[d.parent.name] = session_counts.get(d.parent.name, 0) + len(found)
             confirmed[d.parent.name] = max(confirmed.get(d.parent.name, 0), len(
                 sessions.confirmatory(sessions.folders(name, d.parent.name, profile))))
     if not counts:
