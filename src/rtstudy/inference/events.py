@@ -117,6 +117,8 @@ def pooled_rate(events, exposure, confidence: float) -> Rate:
     if runs < MIN_RUNS:
         return Rate(value, np.nan, np.nan, total_k, total_n, runs, phi, confidence)
     alpha = 1 - confidence
+    # By hand, not statsmodels' confint_poisson: ΣK/φ is real-valued (equal for whole counts:
+    # tests/test_statsmodels.py).
     k_eff, n_eff = total_k / phi, total_n / phi
     low = float(sps.gamma.ppf(alpha / 2, k_eff)) / n_eff
     high = float(sps.gamma.ppf(1 - alpha / 2, k_eff + 1)) / n_eff

@@ -200,6 +200,8 @@ def _hksj(v: np.ndarray, var: np.ndarray, confidence: float) -> tuple[float, flo
     """The sessions' random-effects mean (τ² by DerSimonian–Laird) and the half-width of its
     Hartung–Knapp–Sidik–Jonkman CI (t with k − 1 df, never narrower than the DerSimonian–Laird
     one): :func:`random_effects` for three sessions or more, or two that disagree."""
+    # By hand: protocol v1's floor (never narrower than DerSimonian–Laird's) is not statsmodels'
+    # combine_effects; without it they agree (tests/test_statsmodels.py).
     w = 1 / var
     mean = float((w * v).sum() / w.sum())
     k = v.size

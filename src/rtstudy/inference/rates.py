@@ -109,6 +109,8 @@ def ratio_from_totals(k_a: float, n_a: float, k_b: float, n_b: float, phi: float
                      confidence)
 
 
+# By hand: statsmodels' confint_poisson_2indep has no exact conditional interval; its
+# test_poisson_2indep("exact-cond") reaches its level at these bounds (tests/test_statsmodels.py).
 def _bounds(a, b, scale: float, confidence: float) -> tuple[np.ndarray, np.ndarray]:
     """The CI of the ratio from the quasi-Poisson counts before (``a``) and after (``b``):
     φ times the Poisson variance is Poisson of K/φ, so the counts come divided by φ; their sum
@@ -230,6 +232,8 @@ def decision_power(rate_a: float, ratio: float, frames: float, phi: float = 1.0,
     φ > 1 is taken as Poisson counts of K/φ events (the quasi-Poisson scaling the interval
     uses), so the result is exact for φ = 1 and close otherwise.
     """
+    # By hand: statsmodels' power_poisson_ratio_2indep is the Wald test's, not this rule's (close
+    # at large counts: tests/test_statsmodels.py).
     margin = margin or criteria.value("e2_late_ratio_margin")
     min_events = criteria.value("e2_min_late_events") if min_events is None else min_events
     target = _target(ratio, margin)
@@ -335,7 +339,7 @@ def frames_needed(rate_a: float, ratio: float, phi: float = 1.0, confidence: flo
 
 def exact_test_power(late_a: float, late_b: float, share: float, alpha: float) -> float:
     """The chance that the exact conditional test of two rates (the re-run check's, in
-    :func:`rtstudy.experiments.e2_rt_threads.exchange.session_test`) rejects at level
+    :func:`rtstudy.experiments.e2_rt_threads.recheck.session_test`) rejects at level
     ``alpha``, at its best: Poisson counts (φ = 1) and no other test in its family.
 
     No check can do better, so where this is below the power wanted, an injection into that
@@ -358,6 +362,8 @@ def exact_test_power(late_a: float, late_b: float, share: float, alpha: float) -
     float
         The probability of a rejection (0 where no late frame is expected).
     """
+    # By hand: statsmodels plans two rates by the normal approximation only (this matches its
+    # exact tests' rejections on drawn counts: tests/test_statsmodels.py).
     mu = late_a + late_b
     if mu <= 0:
         return 0.0

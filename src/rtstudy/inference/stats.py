@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
 
 from rtstudy.inference import criteria
 
@@ -264,13 +265,8 @@ def holm(pvalues) -> np.ndarray:
         raise ValueError(f"p-values must lie in [0, 1], got {bad[:3].tolist()}")
     out = np.full(p.shape, np.nan)
     idx = np.flatnonzero(np.isfinite(p))
-    m = idx.size
-    if m == 0:
-        return out
-    order = idx[np.argsort(p[idx], kind="stable")]
-    # Step-down: the k-th smallest is multiplied by (m - k), then made monotone.
-    adjusted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
-    out[order] = adjusted
+    if idx.size:
+        out[idx] = multipletests(p[idx], method="holm")[1]
     return out
 
 

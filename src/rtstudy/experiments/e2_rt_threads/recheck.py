@@ -42,6 +42,8 @@ def _exact_p(ka: float, kb: float, share: float) -> float:
     1 without an event."""
     if ka + kb <= 0:
         return 1.0
+    # By hand: statsmodels' exact-cond test takes whole counts and its two-sided p is the
+    # minlike one; its one-sided tails are these (tests/test_statsmodels.py).
     # The binomial's tails for real-valued counts (the regularized incomplete beta).
     upper = sps.beta.cdf(share, kb, ka + 1) if kb > 0 else 1.0
     lower = sps.beta.sf(share, kb + 1, ka) if ka > 0 else 1.0
@@ -86,6 +88,17 @@ def _tarone(least: np.ndarray, alpha: float) -> np.ndarray:
         if (least <= alpha / k).sum() <= k:
             return least <= alpha / k
     return np.ones(least.size, bool)
+
+
+def _holm(ps: np.ndarray, alpha: float) -> list[int]:
+    """The tests Holm's step-down procedure rejects at family-wise level ``alpha``, smallest p
+    first. By hand for speed: statsmodels' multipletests runs gc.collect() on every call (40 ms
+    here) and :func:`calibrate` tests thousands of pairs; equal to it (tests/test_statsmodels.py)."""
+    order = sorted(range(ps.size), key=lambda i: ps[i])
+    for rank, i in enumerate(order):
+        if ps[i] > alpha / (ps.size - rank):  # stop at the first p above its level
+            return order[:rank]
+    return order
 
 
 def _log_iqr(a: pd.DataFrame, b: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -147,11 +160,7 @@ def session_test(a: pd.DataFrame, b: pd.DataFrame, alpha: float | None = None) -
                   if v.sum() > 0 else 1.0)
         least.append(0.0)
     family = np.flatnonzero(_tarone(np.array(least), alpha))
-    differ = []
-    for rank, i in enumerate(sorted(family, key=lambda i: ps[i])):
-        if ps[i] > alpha / (family.size - rank):  # Holm: stop at the first p above its level
-            break
-        differ.append(names[i])
+    differ = [names[family[i]] for i in _holm(np.array(ps)[family], alpha)]
     return {"tests": int(family.size), "set_aside": len(ps) - int(family.size), "phi": phi,
             "differ": differ, "passed": not differ}
 

@@ -112,7 +112,7 @@ def upper_per_10k(part: judge.Part) -> float:
     (:func:`rtstudy.inference.events.pooled_rate`'s interval)."""
     c = part.counts
     phi = c["dispersion"] if np.isfinite(c["dispersion"]) and c["dispersion"] > 1 else 1.0
-    k, n = c["events_b"] / phi, c["exposure_b"] / phi
+    k, n = c["events_b"] / phi, c["exposure_b"] / phi  # real-valued: as pooled_rate, by hand
     return float(sps.gamma.ppf(1 - (1 - BOUND_CONFIDENCE) / 2, k + 1) / n * 1e4)
 
 
