@@ -5,7 +5,7 @@ Runs E2's two Holoscan 5.0 cells at the headline point that differ only in the w
 (``SCHED_FIFO-lf3-native``, the target asleep between frames, and ``…-busy_poll``, spinning),
 at the default profile's size, in the Debian 13 root, into a folder of its own (never the
 dataset), and prints one JSON line per cell label: its late frames and skipped releases on
-the releases its clock recorded (:mod:`rtstudy.experiments.e2_rt_threads.metrics`), the
+the releases its clock recorded (:mod:`rtstudy.experiments.e2_rt_threads.analysis.metrics`), the
 skip events' spacing, and the host state (``kernel.sched_rt_runtime_us`` of
 ``sched_rt_period_us``; the shield). Run it in each host state, as root, on a quiet machine::
 
@@ -33,7 +33,8 @@ import pandas as pd
 
 from rtstudy import data, params, paths
 from rtstudy.data import sessions
-from rtstudy.experiments.e2_rt_threads import analysis, metrics, plan
+from rtstudy.experiments.e2_rt_threads.analysis import dataset as analysis, metrics
+from rtstudy.experiments.e2_rt_threads.measuring import plan
 from rtstudy.machine import host, placement, shield
 from rtstudy.measure.harness import SweepContext, run_sweep
 from rtstudy.sdks import sdk

@@ -20,7 +20,7 @@ the pair ``benchmarks/rerun_agreement.py`` measured one after the other) and jud
 the first re-run check: every ladder rung's typical jitter and every late-frame rate at the headline
 point inside the other session's CI, both ways, and the recommendation table's conclusions the
 same. Then it deals the two sessions' runs again ``--draws`` times, condition by condition, and
-judges each dealt pair the same way (:mod:`rtstudy.experiments.e2_rt_threads.exchange`): the
+judges each dealt pair the same way (:mod:`rtstudy.experiments.e2_rt_threads.checks.exchange`): the
 share that pass is the check's chance with no session effect; the share with at least as many
 misses as the real pair is the real pair's p-value. Prints Markdown for docs/benchmarks.md;
 0.1-0.17 s per draw and host on 2 vCPUs (the reference dataset's four hosts, 1000 draws each:
@@ -37,8 +37,8 @@ import numpy as np
 
 from rtstudy import data, params
 from rtstudy.data import sessions
-from rtstudy.experiments.e2_rt_threads.exchange import exchange_test
-from rtstudy.experiments.e2_rt_threads.recheck import calibrate, session_test
+from rtstudy.experiments.e2_rt_threads.checks.exchange import exchange_test
+from rtstudy.experiments.e2_rt_threads.checks.recheck import calibrate, session_test
 from rtstudy.inference.stats import CI
 
 EXPERIMENT = "e2_rt_threads"

@@ -11,7 +11,7 @@ import os
 import time
 
 from rtstudy import params, paths
-from rtstudy.experiments.e2_rt_threads import plan
+from rtstudy.experiments.e2_rt_threads.measuring import plan
 from rtstudy.machine import host, placement
 from rtstudy.measure.harness import SweepContext, run_sweep
 from rtstudy.sdks import sdk

@@ -23,7 +23,8 @@ import argparse
 import numpy as np
 
 from rtstudy import data, params
-from rtstudy.experiments.e2_rt_threads import exchange, ladder
+from rtstudy.experiments.e2_rt_threads.checks import exchange
+from rtstudy.experiments.e2_rt_threads.analysis import ladder
 from rtstudy.inference.stats import CI
 from rerun_exchange import EXPERIMENT, pairs   # this folder's: the same two sessions per host
 

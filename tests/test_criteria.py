@@ -42,7 +42,7 @@ def test_each_change_names_a_commit_of_this_history_with_its_date(name, change):
 
 def test_histories_are_in_time_order_and_values_are_what_the_code_applies():
     from rtstudy.experiments.e1_async_buffer import analysis as e1
-    from rtstudy.experiments.e2_rt_threads import analysis as e2
+    from rtstudy.experiments.e2_rt_threads.analysis import dataset as e2
     from rtstudy.experiments.e3_overhead import analysis as e3
     from rtstudy.experiments.e4_host import analysis as e4
     from rtstudy.inference import stats

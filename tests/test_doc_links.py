@@ -137,11 +137,17 @@ def test_the_readme_is_a_landing_page():
 
 @pytest.mark.parametrize("name", registry.REGISTRY)
 def test_each_experiment_folders_readme_maps_every_file(name):
-    """Its README.md names each file of the folder, measuring and reporting apart."""
+    """Its README.md names each file of the folder, measuring and reporting apart (with rooms,
+    each room and each file in it)."""
     folder = registry.get(name).folder
     text = (folder / "README.md").read_text()
-    assert "**Measuring**" in text and "**Reporting**" in text
-    missing = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "README.md"
+    rooms = [p for p in folder.iterdir() if (p / "__init__.py").is_file()]
+    if rooms:
+        assert all(f"## {room.name}/" in text for room in rooms), [r.name for r in rooms]
+    else:
+        assert "**Measuring**" in text and "**Reporting**" in text
+    files = [p for d in [folder, *rooms] for p in d.iterdir()]
+    missing = sorted(p.name for p in files if p.is_file() and p.name != "README.md"
                      and p.name != "__init__.py" and not p.name.endswith((".pyc", ".so"))
                      and f"`{p.name}`" not in text)
     assert not missing, f"{name}/README.md does not name {missing}"
@@ -151,7 +157,7 @@ def test_the_readme_layout_names_every_module():
     """Every module of src/rtstudy appears by its file name in the README's Layout.
 
     By file name only: the protocol modules every experiment has (``params.py``, ``plan.py``, ...)
-    are named once for all of them.
+    are named once for all of them; a module in an experiment's room, in the experiment's map.
     """
     root = paths.root()
     readme = (root / "README.md").read_text()
@@ -160,5 +166,13 @@ def test_the_readme_layout_names_every_module():
     package = root / "src" / "rtstudy"
     modules = [p for p in package.rglob("*") if p.suffix in (".py", ".c") and p.name != "__init__.py"]
     assert modules, f"no module found under {package}"
-    missing = sorted(str(p.relative_to(package)) for p in modules if p.name not in layout)
+
+    def named(p):
+        # A module in an experiment's room (a sub-package) is named in that experiment's map.
+        room = p.parent
+        if (room / "__init__.py").is_file() and room.parent.parent.name == "experiments":
+            return p.name in (room.parent / "README.md").read_text()
+        return p.name in layout
+
+    missing = sorted(str(p.relative_to(package)) for p in modules if not named(p))
     assert not missing, f"README.md's Layout does not name: {', '.join(missing)}"

@@ -75,11 +75,14 @@ def test_each_experiment_runs_on_a_version_as_its_plan_says(version, header):
         elif sdk.KNOWN[version].api not in apis:
             assert "not ported" in says, label
         elif sdk.KNOWN[version].api == 5:
-            assert (experiment.folder / "app5.py").is_file()
-            assert f"`{name}/app5.py`" in says or f"`{name}/app.py`, `app5.py`" in says, label
+            app5 = experiment.file("app").with_name("app5.py")
+            assert app5.is_file()
+            app, app5 = (f.relative_to(experiment.folder.parent).as_posix()
+                         for f in (experiment.file("app"), app5))
+            assert f"`{app5}`" in says or f"`{app}`, `app5.py`" in says, label
         else:
             # 3.5.0 has no real-time dispatcher: the plans that ask for it say which cells go.
             drops = (not sdk.KNOWN[version].realtime_dispatcher
-                     and "realtime_dispatcher(" in (experiment.folder / "plan.py").read_text())
+                     and "realtime_dispatcher(" in experiment.file("plan").read_text())
             assert ("but the `fifo` dispatcher's" in says) == drops, label
             assert "cell" in says and "not ported" not in says, label

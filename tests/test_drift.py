@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 from rtstudy import params
 from rtstudy.data import io
-from rtstudy.experiments.e2_rt_threads import analysis as e2_analysis
+from rtstudy.experiments.e2_rt_threads.analysis import dataset as e2_analysis
 from rtstudy.experiments.e3_overhead import analysis as e3_analysis, plan as e3_plan
 from rtstudy.experiments.e4_host import analysis as e4_analysis
 from rtstudy.inference import stats

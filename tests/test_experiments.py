@@ -94,8 +94,9 @@ def test_every_experiment_implements_the_protocol(name):
                     f"{name}/{part}.py: {attr} must take {args}"
     for other in exp.params.USES:
         assert other in registry.REGISTRY, f"{name} names an unregistered experiment {other!r}"
-    for file in ("app.py", "figures.py", "published.py", "report.md.j2"):
-        assert (exp.folder / file).is_file(), f"{name} lacks {file}"
+    for file in (exp.file("app"), exp.file("figures"), exp.file("published"),
+                 exp.file("section").with_name("report.md.j2")):
+        assert file.is_file(), f"{name} lacks {file.relative_to(exp.folder)}"
     assert set(exp.analysis.TABLES) and set(exp.analysis.SAMPLES.values()) <= {"int64", "string"}
     apis = exp.plan.SDK_APIS
     assert isinstance(apis, tuple) and all(isinstance(a, int) for a in apis)

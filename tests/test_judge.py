@@ -150,7 +150,7 @@ def test_a_second_session_can_settle_what_one_left_open_and_a_disagreeing_one_ca
 
 def late(change, base, after, frames=1200, runs=5, frames_after=None):
     """A rate part from a recommendations-like row: late frames before and after."""
-    from rtstudy.experiments.e2_rt_threads import analysis as e2
+    from rtstudy.experiments.e2_rt_threads.analysis import dataset as e2
 
     frames_after = frames if frames_after is None else frames_after
     rr = rates.rate_ratio([base // runs] * runs, [frames // runs] * runs,
@@ -163,7 +163,7 @@ def late(change, base, after, frames=1200, runs=5, frames_after=None):
 
 
 def test_h2_is_judged_on_late_frames_and_pooled_as_counts():
-    from rtstudy.experiments.e2_rt_threads import analysis as e2
+    from rtstudy.experiments.e2_rt_threads.analysis import dataset as e2
 
     assert e2.h2_combine([late("SCHED_FIFO", 100, 5), late("SCHED_RR", 100, 10)])[0] == \
         "reproduced"

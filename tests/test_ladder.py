@@ -10,8 +10,11 @@ import pandas as pd
 import pytest
 
 from rtstudy import params
-from rtstudy.experiments.e2_rt_threads import (conditions, exchange, ladder, plan, plan5, recheck,
-                                               rotation, section, tables, verdicts)
+from rtstudy.experiments.e2_rt_threads import conditions
+from rtstudy.experiments.e2_rt_threads.checks import exchange, recheck
+from rtstudy.experiments.e2_rt_threads.analysis import ladder, verdicts
+from rtstudy.experiments.e2_rt_threads.measuring import plan, plan5, rotation
+from rtstudy.experiments.e2_rt_threads.report import section, tables
 from rtstudy.inference import judge, rates
 from rtstudy.inference.stats import CI
 from rtstudy.report import study
@@ -719,7 +722,7 @@ def test_calibrate_reports_calibration_and_power_per_injection():
 
 
 def test_the_power_plan_sizes_each_comparison_from_its_baseline():
-    from rtstudy.experiments.e2_rt_threads import power
+    from rtstudy.experiments.e2_rt_threads.checks import power
 
     runs, _ = synthetic_runs()
     cfg = {"ladder_policy": "SCHED_FIFO", "fps": 60, "headline_duration_s": 4}

@@ -10,10 +10,13 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from rtstudy.experiments.e2_rt_threads import attribution, conditions, contrasts, tables
-from rtstudy.experiments.e2_rt_threads.metrics import (FIXED, PREVIOUS, RECORDED, RunFrames,
-                                                       lateness_ns, release_grid, run_metrics,
-                                                       skipped_per_gap, skipped_releases)
+from rtstudy.experiments.e2_rt_threads import conditions
+from rtstudy.experiments.e2_rt_threads.analysis import attribution, contrasts
+from rtstudy.experiments.e2_rt_threads.report import tables
+from rtstudy.experiments.e2_rt_threads.analysis.metrics import (FIXED, PREVIOUS, RECORDED,
+                                                                RunFrames, lateness_ns,
+                                                                release_grid, run_metrics,
+                                                                skipped_per_gap, skipped_releases)
 from rtstudy.inference.events import pooled_rate, wilks_quantile
 from rtstudy.inference.stats import CI, MIN_RUNS
 
@@ -168,7 +171,7 @@ def test_a_deadline_run_that_slips_once_is_late_on_the_source_clock_from_then_on
 
 
 def test_yardsticks_at_the_headline_point():
-    from rtstudy.experiments.e2_rt_threads import analysis
+    from rtstudy.experiments.e2_rt_threads.analysis import dataset as analysis
 
     rows = [{"policy": p, "topology": "dedicated", "dispatcher": "other",
              "load_placement": "operators", "load_factor": 3.0, "load_work_model": "native",

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from rtstudy.apps.trace import parse
-from rtstudy.experiments.e2_rt_threads import attribution
+from rtstudy.experiments.e2_rt_threads.analysis import attribution
 from rtstudy.inference.stats import CI
 
 PERIOD, W, H, O = 10_000_000, 11, 99, 77  # the target's worker, a load (GIL holder), another

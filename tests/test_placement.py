@@ -13,7 +13,7 @@ import pytest
 
 from rtstudy import params
 from rtstudy.experiments.e1_async_buffer import plan as e1_plan
-from rtstudy.experiments.e2_rt_threads import plan as e2_plan
+from rtstudy.experiments.e2_rt_threads.measuring import plan as e2_plan
 from rtstudy.experiments.e4_host import plan as e4_plan
 from rtstudy.machine import placement
 from rtstudy.policies import RT_POLICIES

@@ -191,7 +191,7 @@ def test_the_exact_tests_power_is_the_rerun_checks_own_rejection_rate(late_a, ra
     test rejects as often as :func:`rates.exact_test_power` says."""
     import pandas as pd
 
-    from rtstudy.experiments.e2_rt_threads import recheck
+    from rtstudy.experiments.e2_rt_threads.checks import recheck
 
     rng = np.random.default_rng(5)
     frames_a = 10_000

@@ -19,7 +19,7 @@ import subprocess
 import pytest
 from helpers import require_policy
 
-from rtstudy.experiments.e2_rt_threads.recipe import recipes, recipes_markdown
+from rtstudy.experiments.e2_rt_threads.report.recipe import recipes, recipes_markdown
 from rtstudy.measure.realtime import RealtimeRequest
 from rtstudy.policies import NUMBERS, SCHED_DEADLINE, SCHED_FIFO, SCHED_RR
 from rtstudy.sdks import sdk

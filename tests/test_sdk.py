@@ -102,7 +102,7 @@ def test_a_holoscan_5_e2_cell_runs_in_the_root_with_its_fifo_policy_read_back(ro
                                                                                tmp_path):
     from rtstudy import params
     from rtstudy.data.io import read_samples
-    from rtstudy.experiments.e2_rt_threads import plan
+    from rtstudy.experiments.e2_rt_threads.measuring import plan
     from rtstudy.machine import placement
     from rtstudy.measure.harness import SweepContext, run_cell
 
@@ -149,7 +149,7 @@ class _Without(sdk.Environment):
 
 def _e2_cell(fp: dict, label: str):
     from rtstudy import params
-    from rtstudy.experiments.e2_rt_threads import plan
+    from rtstudy.experiments.e2_rt_threads.measuring import plan
     from rtstudy.machine import placement
 
     configs = {"cpus": params.stage_config("cpus", "smoke")}

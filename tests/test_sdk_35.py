@@ -78,7 +78,7 @@ def test_a_rebuilt_venv_is_another_host_state(env35, fingerprint, tmp_path):
 
 def test_a_holoscan_3_5_e2_cell_runs_with_its_fifo_policy_read_back(env35, fingerprint, tmp_path):
     from rtstudy.data.io import read_samples
-    from rtstudy.experiments.e2_rt_threads import plan
+    from rtstudy.experiments.e2_rt_threads.measuring import plan
 
     fp = env35.fingerprint(fingerprint)
     if fp["realtime"].get("SCHED_FIFO") != "ok":
@@ -138,7 +138,7 @@ def test_the_native_module_is_built_for_the_venvs_python_where_missing(env35, tm
 def test_e2_on_3_5_leaves_out_only_the_real_time_dispatcher(fingerprint, tmp_path):
     """3.5.0's GXF has no GXF_EBS_DISPATCHER_* settings; the other cells are 4.6's, same ids,
     but the fragment fix's (verified on 4.6.0 only: plan.FRAGMENT_SDKS)."""
-    from rtstudy.experiments.e2_rt_threads import plan
+    from rtstudy.experiments.e2_rt_threads.measuring import plan
 
     fp = sdk.Environment(sdk.KNOWN[VERSION], own_venv=tmp_path).fingerprint(fingerprint)
     cfg = {**params.stage_config("e2_rt_threads", "default"), "fixes_per_session": 0}

@@ -19,37 +19,8 @@ REPORT_SIDE = ("analysis", "section", "figures")
 MEASURING_SIDE = ("plan", "app")
 
 
-def folder_imports(name: str, start: tuple[str, ...]) -> set[str]:
-    """The modules of experiment ``name``'s folder that ``start`` import, directly or not."""
-    folder = registry.get(name).folder
-    package = f"rtstudy.experiments.{name}"
-    seen, todo = set(), [m for m in start if (folder / f"{m}.py").is_file()]
-    while todo:
-        module = todo.pop()
-        if module in seen:
-            continue
-        seen.add(module)
-        for node in ast.walk(ast.parse((folder / f"{module}.py").read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module == package:
-                todo += [a.name for a in node.names if (folder / f"{a.name}.py").is_file()]
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package + "."):
-                todo.append(node.module.rsplit(".", 1)[1])
-    return seen
-
-
 def deps(stage: str) -> set[str]:
     return set(yaml.safe_load((paths.root() / "dvc.yaml").read_text())["stages"][stage]["deps"])
-
-
-@pytest.mark.parametrize("name", [e.name for e in registry.every()])
-def test_each_stage_depends_on_the_folder_modules_it_runs(name):
-    for stage, side in (("report", REPORT_SIDE), (name, MEASURING_SIDE)):
-        listed = deps(stage)
-        modules = folder_imports(name, side)
-        assert modules, f"{name}: no {side} module found"
-        missing = sorted(m for m in modules
-                         if f"src/rtstudy/experiments/{name}/{m}.py" not in listed)
-        assert not missing, f"dvc.yaml stage {stage!r} lacks {name}'s modules {missing}"
 
 
 SRC = paths.root() / "src" / "rtstudy"
@@ -92,6 +63,16 @@ def closure(starts: list[Path]) -> set[Path]:
     return seen
 
 
+@pytest.mark.parametrize("name", [e.name for e in registry.every()])
+def test_each_stage_depends_on_the_folder_modules_it_runs(name):
+    exp = registry.get(name)
+    for stage, side in (("report", REPORT_SIDE), (name, MEASURING_SIDE)):
+        files = {f for f in closure([exp.file(part) for part in side]) if exp.folder in f.parents}
+        assert files, f"{name}: no {side} module found"
+        missing = uncovered(stage, files)
+        assert not missing, f"dvc.yaml stage {stage!r} lacks {name}'s modules {missing}"
+
+
 def docstring_only(file: Path) -> bool:
     """A package's ``__init__.py`` with nothing that runs but its docstring and constants."""
     return all(isinstance(n, ast.Expr) or (isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant))
@@ -109,15 +90,16 @@ def uncovered(stage: str, files: set[Path]) -> list[str]:
 def test_a_measuring_stage_depends_on_every_module_its_cells_import(name):
     """The cell's app and the plan, and the harness that runs them: every module they import
     (the registry reads the experiment's folder, so the closure stops at other experiments)."""
-    folder = registry.get(name).folder
-    starts = [folder / f"{m}.py" for m in MEASURING_SIDE + ("app5", "plan5")
-              if (folder / f"{m}.py").is_file()] + [SRC / "measure" / "harness.py"]
+    exp = registry.get(name)
+    parts = [exp.file(m) for m in MEASURING_SIDE]
+    starts = parts + [f.with_name(f"{f.stem}5.py") for f in parts
+                      if f.with_name(f"{f.stem}5.py").is_file()] + [SRC / "measure" / "harness.py"]
     missing = uncovered(name, closure(starts))
     assert not missing, f"dvc.yaml stage {name!r} lacks {missing}"
 
 
 def test_the_report_stage_depends_on_every_module_the_report_imports():
     starts = [SRC / "report" / "study.py"] + [
-        e.folder / f"{m}.py" for e in registry.every() for m in REPORT_SIDE]
+        e.file(m) for e in registry.every() for m in REPORT_SIDE]
     missing = uncovered("report", closure(starts))
     assert not missing, f"dvc.yaml stage 'report' lacks {missing}"

@@ -14,7 +14,7 @@ from statsmodels.stats.meta_analysis import combine_effects
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats import rates as sm_rates
 
-from rtstudy.experiments.e2_rt_threads import recheck
+from rtstudy.experiments.e2_rt_threads.checks import recheck
 from rtstudy.inference import events, meta, rates
 from rtstudy.inference.stats import holm
 

@@ -18,7 +18,8 @@ import pytest
 
 from rtstudy import params, paths
 from rtstudy.data.io import Dataset
-from rtstudy.experiments.e2_rt_threads import plan as e2_plan, section as e2_section
+from rtstudy.experiments.e2_rt_threads.measuring import plan as e2_plan
+from rtstudy.experiments.e2_rt_threads.report import section as e2_section
 from rtstudy.experiments.e4_host import section as e4_section
 from rtstudy.machine import sysdeps
 from rtstudy.measure.harness import write_plan

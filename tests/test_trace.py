@@ -108,7 +108,7 @@ def test_a_trace_that_cannot_be_read_back_is_recorded_as_unavailable_and_the_blo
 def test_a_traced_cell_whose_trace_is_unreadable_keeps_its_measurement(
         unreadable_perf, tmp_path, fingerprint):
     from rtstudy.data.io import read_samples
-    from rtstudy.experiments.e2_rt_threads import plan
+    from rtstudy.experiments.e2_rt_threads.measuring import plan
     from rtstudy.machine import placement
 
     require_policy(fingerprint, "SCHED_FIFO")
@@ -129,7 +129,7 @@ def test_a_holoscan_5_traced_cell_on_a_freshly_booted_host_keeps_its_trace(env5,
                                                                             tmp_path):
     """The first-boot failure: the root's perf 6.12 recorded, then could not read back, its
     trace while the host had no tracefs mounted (now mounted in the root's namespace only)."""
-    from rtstudy.experiments.e2_rt_threads import plan
+    from rtstudy.experiments.e2_rt_threads.measuring import plan
     from rtstudy.machine import placement
     from rtstudy.sdks import sdkroot
 

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from rtstudy.experiments.e1_async_buffer import analysis as e1
-from rtstudy.experiments.e2_rt_threads import analysis as e2
-from rtstudy.experiments.e2_rt_threads.contrasts import reductions as e2_reductions
+from rtstudy.experiments.e2_rt_threads.analysis import dataset as e2
+from rtstudy.experiments.e2_rt_threads.analysis.contrasts import reductions as e2_reductions
 from rtstudy.experiments.e3_overhead import analysis as e3
 from rtstudy.experiments.e4_host import analysis as e4
 from rtstudy.inference import judge
@@ -274,7 +274,7 @@ def straddling_reductions() -> pd.DataFrame:
 
 
 def test_a_ci_straddling_the_threshold_is_not_settled_in_the_code_and_in_the_words():
-    from rtstudy.experiments.e2_rt_threads import section as e2_section
+    from rtstudy.experiments.e2_rt_threads.report import section as e2_section
     from rtstudy.report.section import render
 
     v = e2.h2_std(straddling_reductions())
@@ -293,7 +293,7 @@ def test_a_ci_straddling_the_threshold_is_not_settled_in_the_code_and_in_the_wor
 
 
 def test_h2s_verdict_is_on_late_frames_in_the_code_and_in_the_words():
-    from rtstudy.experiments.e2_rt_threads import section as e2_section
+    from rtstudy.experiments.e2_rt_threads.report import section as e2_section
     from rtstudy.report.section import render
 
     recs = [{"change": p, "kind": "policy", "late_ratio": r, "late_ratio_low": lo,

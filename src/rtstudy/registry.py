@@ -4,7 +4,8 @@ A leaf: it imports nothing of rtstudy, so every layer may read it — params, th
 stages, the dataset API and the report — without importing an experiment. An
 experiment's modules are imported only when a member is asked for
 (:class:`Experiment`), so a cell's subprocess
-(``python -m rtstudy.experiments.<name>.app``) imports its app only.
+(``python -m rtstudy.experiments.<name>.app``) imports its app only (and its package's
+``__init__``).
 
 An experiment is a folder ``rtstudy/experiments/<name>/`` (``<name>`` is its
 ``params.yaml`` group, its DVC stage and its data folder ``data/raw/<name>/``).
@@ -55,6 +56,10 @@ nothing outside the folders reads any other):
     One function per figure; the source document's published figures and where
     they are; the section's words.
 
+An experiment with many modules may keep them in rooms (sub-packages) and name where each
+part lives in its ``__init__.py``'s ``PARTS`` (part → ``room.module``; E2's map is its
+README). :meth:`Experiment.module_name` and :meth:`Experiment.file` follow it.
+
 Adding an experiment is one new folder, one line in :data:`REGISTRY` and one
 stage in ``dvc.yaml`` (docs/adding-an-experiment.md).
 """
@@ -84,8 +89,19 @@ class Experiment:
 
     name: str
 
+    def module_name(self, part: str) -> str:
+        """The dotted name of ``part``'s module: ``<part>`` in the experiment's folder, or where
+        the experiment's ``PARTS`` puts it (E2 keeps its modules in rooms: ``measuring.plan``)."""
+        package = importlib.import_module(f"{PACKAGE}.{self.name}")
+        return f"{PACKAGE}.{self.name}.{getattr(package, 'PARTS', {}).get(part, part)}"
+
+    def file(self, part: str) -> Path:
+        """The source file of ``part`` (``"app"``, ``"plan"``, ``"analysis"``, ...)."""
+        inner = self.module_name(part)[len(f"{PACKAGE}.{self.name}."):]
+        return self.folder.joinpath(*inner.split(".")).with_suffix(".py")
+
     def _module(self, part: str) -> ModuleType:
-        return importlib.import_module(f"{PACKAGE}.{self.name}.{part}")
+        return importlib.import_module(self.module_name(part))
 
     @property
     def folder(self) -> Path:

@@ -14,8 +14,10 @@ import pytest
 from helpers import require_policy
 from rtstudy import params
 from rtstudy.apps.trace import PROBE_GROUP, parse as trace_parse
-from rtstudy.experiments.e2_rt_threads import (analysis, attribution, conditions, contrasts, ladder,
-                                               plan)
+from rtstudy.experiments.e2_rt_threads import conditions
+from rtstudy.experiments.e2_rt_threads.analysis import (dataset as analysis, attribution, contrasts,
+                                                        ladder)
+from rtstudy.experiments.e2_rt_threads.measuring import plan
 from rtstudy.experiments.e2_rt_threads.params import FIXES
 from rtstudy.inference.stats import CI
 from rtstudy.machine import placement, tracefs
@@ -244,7 +246,7 @@ def test_frames_runs_floor_and_attribution(e2_run):
 
 
 def test_the_section_compares_the_prespecified_configurations_with_the_floor(e2_run):
-    from rtstudy.experiments.e2_rt_threads import section
+    from rtstudy.experiments.e2_rt_threads.report import section
 
     cfg, _, out, _ = e2_run
     ds = analysis.load(out, cfg)
@@ -469,7 +471,7 @@ def test_a_load_process_that_wrote_nothing_fails_the_cell_quoting_its_last_lines
                                                                                capsys):
     """Its output reaches the cell's log whole, and the failure's one line quotes its end: the
     cell's reason keeps only the cell's last lines, so a CI log would otherwise say nothing."""
-    from rtstudy.experiments.e2_rt_threads import fragments
+    from rtstudy.experiments.e2_rt_threads.measuring import fragments
     log = tmp_path / "load.log"
     log.write_text("[warning] noise\n\nTraceback (most recent call last):\n  File x\n"
                    "ValueError: the receiver saw 3 of 70 frames\n")
@@ -489,7 +491,7 @@ def test_the_fragment_ports_are_free_and_outside_the_kernels_ephemeral_range(tmp
     come from below it, so nothing on the machine takes one before Holoscan binds it."""
     import socket
 
-    from rtstudy.experiments.e2_rt_threads import fragments
+    from rtstudy.experiments.e2_rt_threads.measuring import fragments
     low = fragments.ephemeral_low()
     ports = fragments.free_ports(4)
     assert len(set(ports)) == 4 and all(1024 <= p < low for p in ports)

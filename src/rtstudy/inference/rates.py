@@ -339,7 +339,7 @@ def frames_needed(rate_a: float, ratio: float, phi: float = 1.0, confidence: flo
 
 def exact_test_power(late_a: float, late_b: float, share: float, alpha: float) -> float:
     """The chance that the exact conditional test of two rates (the re-run check's, in
-    :func:`rtstudy.experiments.e2_rt_threads.recheck.session_test`) rejects at level
+    :func:`rtstudy.experiments.e2_rt_threads.checks.recheck.session_test`) rejects at level
     ``alpha``, at its best: Poisson counts (φ = 1) and no other test in its family.
 
     No check can do better, so where this is below the power wanted, an injection into that

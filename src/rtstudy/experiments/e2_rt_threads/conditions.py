@@ -14,9 +14,16 @@ FACTORS = ["policy", "topology", "dispatcher", "load_placement", "load_factor", 
            "switch_interval_ms", "wake_mode"]
 # Python's GIL switch interval (ms) where a run set none (plan.DEFAULT_SWITCH_INTERVAL_MS).
 SWITCH_INTERVAL_MS = 5.0
-# How the target's thread waits between frames where a run chose none: sleeping (Holoscan 4.x
-# always; 5.0's default SLEEPING_WAITSET). 5.0's BUSY_POLL spins: a factor of its own.
+# How the target's thread waits between frames (Holoscan 5.0's ThreadPlacement wake modes): the
+# one list params.yaml's `wake_modes` is checked against. Adding one touches this list, its
+# mapping in measuring/app5.py (WAKE_MODES) and its words (analysis/ladder.py's CHANGES).
+WAKE_MODES = ("sleep", "busy_poll")
+# Where a run chose none: sleeping (Holoscan 4.x always; 5.0's default SLEEPING_WAITSET).
 WAKE_DEFAULT = "sleep"
+# 5.0's BUSY_POLL spins: a fix at the headline point, whose row H5c judges (verdicts.h5c_parts).
+BUSY_POLL = "busy_poll"
+# A traced condition's label: its untraced condition's, then this.
+TRACE_SUFFIX = "-trace"
 # The seeds' plain layout: Holoscan's dispatcher left normal, the loads as operators in the app
 # (every other dispatcher and load placement is a change against it).
 PLAIN = {"dispatcher": "other", "load_placement": "operators"}

@@ -1,7 +1,7 @@
 """E2's parameter group (``params.yaml: e2_rt_threads``): each key's rule and the cross-checks."""
 from __future__ import annotations
 
-from rtstudy.experiments.e2_rt_threads.conditions import FIX_LIST, PLAIN
+from rtstudy.experiments.e2_rt_threads.conditions import FIX_LIST, PLAIN, WAKE_MODES
 from rtstudy.policies import PRIORITY_POLICIES, RT_POLICIES, SCHED_DEADLINE
 from rtstudy.rules import SWEEP_SCHEMA, Rule, boolean, choice, integer, list_of, number
 
@@ -19,8 +19,6 @@ DISPATCHERS = ("other", "fifo", "fifo_pinned")
 # another process: no shared GIL; load_placement "fragment", a fix only, not in PLACEMENTS).
 FIXES = tuple(f.name for f in FIX_LIST if f.rotates)
 SEED_TOPOLOGIES = ("seed_python", "seed_cpp")
-# Holoscan 5.0's ThreadPlacement wake modes: sleep on a wait set (5.0's default) or spin.
-WAKE_MODES = ("sleep", "busy_poll")
 
 SCHEMA: dict[str, Rule] = {
     "policies": Rule(list_of(choice(*POLICY_NAMES))),

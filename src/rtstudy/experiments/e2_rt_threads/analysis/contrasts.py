@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads import published
+from rtstudy.experiments.e2_rt_threads.report import published
 from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, PLAIN, grid,
                                                           headline_point, starved)
-from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
+from rtstudy.experiments.e2_rt_threads.analysis.metrics import PER_FRAMES
 from rtstudy.inference import criteria
 from rtstudy.inference.events import pooled_rate, wilks_quantile
 from rtstudy.inference.stats import (CI, Estimate, holm, over_runs, rank_test, ratio_ci,

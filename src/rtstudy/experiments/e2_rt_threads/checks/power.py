@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads.ladder import recommendations
+from rtstudy.experiments.e2_rt_threads.analysis.ladder import recommendations
 from rtstudy.inference import criteria, rates
 from rtstudy.inference.stats import CI
 

@@ -46,10 +46,11 @@ import itertools
 from pathlib import Path
 
 from rtstudy import params
-from rtstudy.experiments.e2_rt_threads import plan5
+from rtstudy.experiments.e2_rt_threads.measuring import plan5
 from rtstudy.experiments.e2_rt_threads.conditions import (
     PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS, is_plain)
-from rtstudy.experiments.e2_rt_threads.rotation import FIX_FACTORS, fix_frames, session_fixes
+from rtstudy.experiments.e2_rt_threads.measuring.rotation import (FIX_FACTORS, fix_frames,
+                                                                  session_fixes)
 from rtstudy.machine import placement
 from rtstudy.machine.sysdeps import which
 from rtstudy.measure.harness import Cell, with_drift_check
@@ -59,9 +60,9 @@ from rtstudy.sdks import sdk
 
 EXPERIMENT = "e2_rt_threads"
 APP = "e2_rt_threads"  # the name cells record (part of every cell id): never change it
-MODULE = "rtstudy.experiments.e2_rt_threads.app"
-FLOOR_MODULE = "rtstudy.experiments.e2_rt_threads.floor"
-PYTHREAD_MODULE = "rtstudy.experiments.e2_rt_threads.pythread"
+MODULE = "rtstudy.experiments.e2_rt_threads.measuring.app"
+FLOOR_MODULE = "rtstudy.experiments.e2_rt_threads.measuring.floor"
+PYTHREAD_MODULE = "rtstudy.experiments.e2_rt_threads.measuring.pythread"
 # The SDKs whose app runs the fragment fix: verified with holoscan-cu12 4.6.0 (app.py's calls,
 # EventBasedScheduler's network_connection_timeout among them, are 4.6's); app5 has none.
 FRAGMENT_SDKS = ("4.6.0",)

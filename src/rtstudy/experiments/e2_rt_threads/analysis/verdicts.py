@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from rtstudy.experiments.e2_rt_threads.conditions import BASELINE
-from rtstudy.experiments.e2_rt_threads.ladder import BUSY_POLL, late_part
+from rtstudy.experiments.e2_rt_threads.analysis.ladder import late_part
+from rtstudy.experiments.e2_rt_threads.conditions import BASELINE, BUSY_POLL
 from rtstudy.inference import criteria, judge, rates
 from rtstudy.inference.stats import MIN_RUNS
 from rtstudy.policies import RT_POLICIES

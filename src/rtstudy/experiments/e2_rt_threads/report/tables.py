@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads import published
-from rtstudy.experiments.e2_rt_threads.attribution import PARTS
+from rtstudy.experiments.e2_rt_threads.report import published
+from rtstudy.experiments.e2_rt_threads.analysis.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.conditions import PLAIN
-from rtstudy.experiments.e2_rt_threads.metrics import PER_FRAMES
+from rtstudy.experiments.e2_rt_threads.analysis.metrics import PER_FRAMES
 from rtstudy.experiments.e2_rt_threads.params import PLACEMENTS, POLICY_NAMES
 from rtstudy.inference.stats import format_p
 

@@ -19,8 +19,9 @@ import pandas as pd
 
 from rtstudy.data.io import CellData, read_samples
 from rtstudy.experiments.e2_rt_threads.conditions import FACTORS
-from rtstudy.experiments.e2_rt_threads.gil import GIL_COLUMNS, NO_GIL, Gil, thread_class
-from rtstudy.experiments.e2_rt_threads.metrics import kept_releases, lateness_ns, release_grid
+from rtstudy.experiments.e2_rt_threads.analysis.gil import GIL_COLUMNS, NO_GIL, Gil, thread_class
+from rtstudy.experiments.e2_rt_threads.analysis.metrics import (kept_releases, lateness_ns,
+                                                                release_grid)
 from rtstudy.inference.stats import CI, ratio_ci
 from rtstudy.measure.realtime import DISPATCHER
 

@@ -59,9 +59,9 @@ from holoscan.schedulers import EventBasedScheduler
 
 from rtstudy.apps.loads import beside
 from rtstudy.apps.trace import sched_trace
-from rtstudy.experiments.e2_rt_threads import fragments
-from rtstudy.experiments.e2_rt_threads.fragments import FRAGMENT, LOAD_WORKER, load_worker
-from rtstudy.experiments.e2_rt_threads.operators import make_loads, make_target
+from rtstudy.experiments.e2_rt_threads.measuring import fragments
+from rtstudy.experiments.e2_rt_threads.measuring.fragments import FRAGMENT, LOAD_WORKER, load_worker
+from rtstudy.experiments.e2_rt_threads.measuring.operators import make_loads, make_target
 from rtstudy.measure.realtime import DISPATCHER
 
 SEED_CPUS = [0, 1]    # NVIDIA's Python benchmark: its shared pool's CPUs; loads on the last one

@@ -139,7 +139,7 @@ def e2_ladder(ladder: pd.DataFrame, runs: pd.DataFrame, threshold_ms: float, pol
     Parameters
     ----------
     ladder : DataFrame
-        :func:`rtstudy.experiments.e2_rt_threads.ladder.ladder`'s rows.
+        :func:`rtstudy.experiments.e2_rt_threads.analysis.ladder.ladder`'s rows.
     runs : DataFrame
         The ``runs`` and ``floor`` tables together (each run's ``period_iqr_us``).
     threshold_ms : float
@@ -182,10 +182,10 @@ def e2_typical_and_late(runs: pd.DataFrame, conditions: pd.DataFrame, threshold_
     Parameters
     ----------
     runs : DataFrame
-        :func:`rtstudy.experiments.e2_rt_threads.analysis.load`'s ``runs`` (its
+        :func:`rtstudy.experiments.e2_rt_threads.analysis.dataset.load`'s ``runs`` (its
         ``period_iqr_us``) with the floor's runs.
     conditions : DataFrame
-        :func:`rtstudy.experiments.e2_rt_threads.contrasts.condition_summary` of them.
+        :func:`rtstudy.experiments.e2_rt_threads.analysis.contrasts.condition_summary` of them.
     threshold_ms : float
         The lateness above which a frame is late (ms), for the axis label.
     ci : CI
@@ -224,7 +224,7 @@ def e2_std(frames: pd.DataFrame, runs: pd.DataFrame, ci: CI,
     Parameters
     ----------
     frames, runs : DataFrame
-        :func:`rtstudy.experiments.e2_rt_threads.analysis.load` output (periods and std in ms).
+        :func:`rtstudy.experiments.e2_rt_threads.analysis.dataset.load` output (periods and std in ms).
     ci : CI
         The level of the t-interval over runs (the report's parameters); below
         three runs the diamond has no whisker.
@@ -276,7 +276,7 @@ def e2_factorial(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI,
     Parameters
     ----------
     runs, floor : DataFrame
-        :func:`rtstudy.experiments.e2_rt_threads.analysis.load`'s ``runs`` and ``floor`` (ms).
+        :func:`rtstudy.experiments.e2_rt_threads.analysis.dataset.load`'s ``runs`` and ``floor`` (ms).
     ci : CI
         The report's CI settings; below three runs there is no whisker.
     directory : Path, optional
@@ -335,7 +335,7 @@ def e2_attribution(att: pd.DataFrame, parts: dict, directory: Path | None = None
     Parameters
     ----------
     att : DataFrame
-        :func:`rtstudy.experiments.e2_rt_threads.analysis.load`'s ``attribution`` (ms per part).
+        :func:`rtstudy.experiments.e2_rt_threads.analysis.dataset.load`'s ``attribution`` (ms per part).
     parts : dict
         Part column → its readable name (``attribution.PARTS``), in the order they happen.
     directory : Path, optional

@@ -29,7 +29,7 @@ from rtstudy.apps.child import apply_realtime  # noqa: I001
 from holoscan.core import Application, Fragment
 from holoscan.schedulers import EventBasedScheduler
 
-from rtstudy.experiments.e2_rt_threads.operators import (LoadOp, ReceiverOp, SenderOp,
+from rtstudy.experiments.e2_rt_threads.measuring.operators import (LoadOp, ReceiverOp, SenderOp,
                                                          make_loads, make_target)
 from rtstudy.measure.process import die_with_parent, end_process
 from rtstudy.measure.realtime import DISPATCHER

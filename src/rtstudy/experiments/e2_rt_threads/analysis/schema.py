@@ -3,7 +3,7 @@ column's (kind, unit, meaning); :func:`rtstudy.data.schema` adds the columns eve
 """
 from __future__ import annotations
 
-from rtstudy.experiments.e2_rt_threads.attribution import PARTS
+from rtstudy.experiments.e2_rt_threads.analysis.attribution import PARTS
 
 # A run's condition (conditions.factor_levels and what was read back): in every table.
 _CONDITION = {

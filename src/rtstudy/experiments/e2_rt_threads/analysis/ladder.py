@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads.conditions import (
-    BASELINE, FIX_LIST, PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS, WAKE_DEFAULT,
-    is_plain)
-from rtstudy.experiments.e2_rt_threads.contrasts import summarize
-from rtstudy.experiments.e2_rt_threads.headline import E2Headline
+    BASELINE, BUSY_POLL, FIX_LIST, PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS,
+    WAKE_DEFAULT, is_plain)
+from rtstudy.experiments.e2_rt_threads.analysis.contrasts import summarize
+from rtstudy.experiments.e2_rt_threads.analysis.headline import E2Headline
 from rtstudy.inference import criteria, judge, rates
 from rtstudy.inference.stats import CI, over_runs, ratio_ci
 from rtstudy.policies import RT_POLICIES, SCHED_DEADLINE, SCHED_FIFO, SCHED_RR
@@ -38,8 +38,6 @@ RUNGS = (
     ("operators_pinned", "+ load operators on other CPUs"),
     ("operators", "+ load operators free to use its CPU"),
 )
-# Holoscan 5.0's busy polling, a fix whose row H5c judges (verdicts.h5c_parts).
-BUSY_POLL = "busy_poll"
 # What a reader does for each change, and what it costs beside what the table measures.
 CHANGES = {
     SCHED_FIFO: ("give the operator SCHED_FIFO (its own pinned thread)",

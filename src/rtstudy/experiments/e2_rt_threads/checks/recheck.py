@@ -30,8 +30,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from rtstudy.experiments.e2_rt_threads.exchange import alike_changes, compare, deal, rerun_check
-from rtstudy.experiments.e2_rt_threads.ladder import recommendations
+from rtstudy.experiments.e2_rt_threads.checks.exchange import (alike_changes, compare, deal,
+                                                               rerun_check)
+from rtstudy.experiments.e2_rt_threads.analysis.ladder import recommendations
 from rtstudy.inference import criteria, rates
 from rtstudy.inference.stats import CI, MIN_RUNS
 

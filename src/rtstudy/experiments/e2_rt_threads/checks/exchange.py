@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
-from rtstudy.experiments.e2_rt_threads.contrasts import condition_summary
-from rtstudy.experiments.e2_rt_threads.ladder import (finding, ladder, late_name, recommendations,
-                                                      rung_name)
+from rtstudy.experiments.e2_rt_threads.analysis.contrasts import condition_summary
+from rtstudy.experiments.e2_rt_threads.analysis.ladder import (finding, ladder, late_name,
+                                                               recommendations, rung_name)
 from rtstudy.inference.stats import CI
 
 

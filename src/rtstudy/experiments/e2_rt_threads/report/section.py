@@ -10,12 +10,14 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.data.io import Dataset, read_plan
-from rtstudy.experiments.e2_rt_threads import (analysis, contrasts, figures, ladder, power,
-                                               published, recipe, tables, verdicts)
-from rtstudy.experiments.e2_rt_threads.attribution import PARTS
-from rtstudy.experiments.e2_rt_threads.conditions import PLAIN, one_off_plain
-from rtstudy.experiments.e2_rt_threads.headline import E2Headline
-from rtstudy.experiments.e2_rt_threads.plan5 import TRACE_SUFFIX
+from rtstudy.experiments.e2_rt_threads.analysis import (dataset as analysis, contrasts, ladder,
+                                                        verdicts)
+from rtstudy.experiments.e2_rt_threads.report import figures, published, recipe, tables
+from rtstudy.experiments.e2_rt_threads.checks import power
+from rtstudy.experiments.e2_rt_threads.analysis.attribution import PARTS
+from rtstudy.experiments.e2_rt_threads.conditions import (BUSY_POLL, PLAIN, TRACE_SUFFIX,
+                                                          one_off_plain)
+from rtstudy.experiments.e2_rt_threads.analysis.headline import E2Headline
 from rtstudy.inference import criteria, rates
 from rtstudy.inference.stats import CI, MIN_RUNS
 from rtstudy.paths import SIDECAR_FILE
@@ -183,7 +185,7 @@ def _verdicts(h: E2Headline, words) -> list[Verdict]:
     spin = verdicts.h5c_parts(h.recommendations)
     h5c, why = verdicts.h5c_combine(spin)
     traced = next((m for m in h.mechanism
-                   if m["label"].endswith(f"-{verdicts.BUSY_POLL}{TRACE_SUFFIX}")), None)
+                   if m["label"].endswith(f"-{BUSY_POLL}{TRACE_SUFFIX}")), None)
     return [Verdict(HYPOTHESIS, published.SUMMARY, words("summary", v=h.verdict),
                     h.verdict["verdict"], int(h.verdict.get("runs", 0)),
                     words("criterion"), tuple(h.verdict["parts"]), verdicts.h2_combine),
@@ -375,7 +377,7 @@ def advice(recs: list[dict], over: dict, ladder_policy: str,
         out.append(Advice(what, against, late, tables.ratio_text(*ratio), rates.decision(state),
                           typical, cost, sessions, float(ratio[0]),
                           why=rates.reason(state) or settle,
-                          claim=H5C if r["change"] == verdicts.BUSY_POLL else "",
+                          claim=H5C if r["change"] == BUSY_POLL else "",
                           lateness=tables.lateness_us(r), code=code,
                           low=float(ratio[1]), high=float(ratio[2])))
     return sorted(out, key=lambda a: (_ORDER.index(a.word) if a.word in _ORDER else len(_ORDER),

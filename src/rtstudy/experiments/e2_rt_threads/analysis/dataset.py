@@ -25,24 +25,27 @@ import pandas as pd
 
 from rtstudy.data.io import (CellData, Dataset, read_cells, read_samples, set_aside_drift, stack,
                              wide)
-from rtstudy.experiments.e2_rt_threads.attribution import (PARTS, PATTERNS, attribute_cell,
+from rtstudy.experiments.e2_rt_threads.analysis.attribution import (PARTS, PATTERNS, attribute_cell,
                                                            attribution_summary, mechanism_summary,
                                                            mechanism_totals, tracing_cost)
 from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, PLAIN, SEED_BASELINE,
                                                           STARVED_OFFSET, SWITCH_INTERVAL_MS,
                                                           factor_levels, grid, headline_point)
-from rtstudy.experiments.e2_rt_threads.contrasts import (DECIDED_SHARE, condition_summary, effects,
-                                                         floor_ratios, reductions, seed_compatible)
-from rtstudy.experiments.e2_rt_threads.gil import GIL_TIMES
-from rtstudy.experiments.e2_rt_threads.headline import E2Headline
-from rtstudy.experiments.e2_rt_threads.ladder import ladder, late_part, recommendations
-from rtstudy.experiments.e2_rt_threads.metrics import (FIXED, PREVIOUS, RECORDED, RunFrames, release_grid,
-                                                      run_metrics)
+from rtstudy.experiments.e2_rt_threads.analysis.contrasts import (DECIDED_SHARE, condition_summary,
+                                                                  effects, floor_ratios, reductions,
+                                                                  seed_compatible)
+from rtstudy.experiments.e2_rt_threads.analysis.gil import GIL_TIMES
+from rtstudy.experiments.e2_rt_threads.analysis.headline import E2Headline
+from rtstudy.experiments.e2_rt_threads.analysis.ladder import ladder, late_part, recommendations
+from rtstudy.experiments.e2_rt_threads.analysis.metrics import (FIXED, PREVIOUS, RECORDED,
+                                                                RunFrames, release_grid,
+                                                                run_metrics)
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
-from rtstudy.experiments.e2_rt_threads.schema import SCHEMA
-from rtstudy.experiments.e2_rt_threads.verdicts import (CONTROL_FLOOR_MULTIPLE, MIN_REDUCTION,
-                                                        control_margin, h2_combine, h2_std,
-                                                        h2_verdict, null_verdict)
+from rtstudy.experiments.e2_rt_threads.analysis.schema import SCHEMA
+from rtstudy.experiments.e2_rt_threads.analysis.verdicts import (CONTROL_FLOOR_MULTIPLE,
+                                                                 MIN_REDUCTION, control_margin,
+                                                                 h2_combine, h2_std, h2_verdict,
+                                                                 null_verdict)
 from rtstudy.inference import criteria
 from rtstudy.inference.stats import CI, MIN_RUNS, drift_check
 from rtstudy.measure.realtime import DISPATCHER
@@ -439,6 +442,6 @@ def plot_table(ds: Dataset) -> pd.DataFrame | None:
 def power_plan(ds: Dataset, cfg: dict, ci: CI, host_id: str) -> str:
     """The frames per condition each late-frame comparison needs to decide at 80 % power,
     from ``ds`` (:mod:`.power`), as ``rtstudy plan power`` prints it."""
-    from rtstudy.experiments.e2_rt_threads import power
+    from rtstudy.experiments.e2_rt_threads.checks import power
 
     return power.text(power.plan(ds.tables["runs"], cfg, ci), cfg, host_id)

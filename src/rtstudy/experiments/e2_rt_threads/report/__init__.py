@@ -1,0 +1,1 @@
+"""E2's report room: the section, its tables, figures, words (report.md.j2) and recipes."""
