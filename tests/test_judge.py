@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from rtstudy.experiments.e2_rt_threads.analysis.ladder import LATE_RULE
 from rtstudy.inference import judge, meta, rates, stats
 
 AT_LEAST = judge.Rule(judge.AT_LEAST, 0.5)
@@ -155,11 +156,7 @@ def late(change, base, after, frames=1200, runs=5, frames_after=None):
     frames_after = frames if frames_after is None else frames_after
     rr = rates.rate_ratio([base // runs] * runs, [frames // runs] * runs,
                           [after // runs] * runs, [frames_after // runs] * runs, 0.95)
-    return e2.late_part({"change": change, "late_ratio": rr.value, "late_ratio_low": rr.low,
-                         "late_ratio_high": rr.high, "runs": runs, "runs_base": runs,
-                         "late_base": rr.events_a, "frames_base": rr.exposure_a,
-                         "late": rr.events_b, "frames": rr.exposure_b,
-                         "late_phi": rr.dispersion, "late_frames_needed": np.nan})
+    return judge.Part(change, LATE_RULE, rr.value, rr.low, rr.high, runs, "runs", rr)
 
 
 def test_h2_is_judged_on_late_frames_and_pooled_as_counts():
@@ -186,7 +183,8 @@ def test_h2_is_judged_on_late_frames_and_pooled_as_counts():
     session = [late("SCHED_FIFO", 20, 5)]
     assert e2.h2_combine(session)[0] == judge.NOT_SETTLED
     pooled = judge.pool_by_name([session] * 4, 0.95)
-    assert pooled[0].counts["events_a"] == 80 and pooled[0].level == "sessions"
+    assert pooled[0].rate.events_a == 80 and pooled[0].level == "sessions"
+    assert pooled[0].rate.df == 4 * 8  # each session's 5 + 5 runs less 2
     assert e2.h2_combine(pooled)[0] == "reproduced"
 
 

@@ -292,7 +292,9 @@ def spin_row(late_base, late, iqr, low, high, runs=5, frames=1200):
             "iqr_low": low, "iqr_high": high, "late_ratio": rr.value,
             "late_ratio_low": rr.low, "late_ratio_high": rr.high, "late_base": late_base,
             "frames_base": frames * runs, "late": late, "frames": frames * runs,
-            "late_phi": 1.0, "late_frames_needed": np.nan}
+            "late_phi": 1.0, "late_frames_needed": np.nan,
+            "late_part": judge.Part("busy_poll", ladder.LATE_RULE, rr.value, rr.low, rr.high,
+                                    runs, "runs", rr)}
 
 
 @pytest.mark.parametrize("row, word", [

@@ -3,6 +3,8 @@ simulation of the rule itself, and sessions pooled (rtstudy.inference.rates). Sy
 only."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -102,10 +104,15 @@ def test_the_power_plan_gives_the_frames_that_decide_80_percent_of_the_time(rati
     assert _decided(np.random.default_rng(6), rate, ratio, n / 2, word) < power - 0.1
 
 
+def _session(late_a: int, late_b: int) -> rates.RateRatio:
+    """One session's comparison as pooling reads it: its counts in 3 000 frames a side, φ 1,
+    5 + 5 runs (8 df); the ratio and its CI are not read."""
+    return rates.RateRatio(np.nan, np.nan, np.nan, late_a, late_b, 3000.0, 3000.0, 1.0, 0.95, 8)
+
+
 def test_a_third_session_can_settle_what_two_left_open():
     """Sessions pool: each narrows the CI; unanimity could only unsettle."""
-    session = {"events_a": 20, "exposure_a": 3000.0, "events_b": 5, "exposure_b": 3000.0,
-               "dispersion": 1.0, "df": 8}
+    session = _session(20, 5)
     one = rates.pooled_over_sessions([session], 0.95)
     two = rates.pooled_over_sessions([session] * 2, 0.95)
     three = rates.pooled_over_sessions([session] * 3, 0.95)
@@ -117,13 +124,12 @@ def test_a_third_session_can_settle_what_two_left_open():
 def test_a_drift_both_arms_share_between_sessions_does_not_widen_the_pooled_interval():
     """Protocol v1: φ within sessions. Two sessions whose rates differ tenfold but whose ratio
     is the same give the interval of two that agree; a session more dispersed within widens it."""
-    agree = [{"events_a": 30, "exposure_a": 3000.0, "events_b": 12, "exposure_b": 3000.0,
-              "dispersion": 1.0, "df": 8}] * 2
-    drift = [dict(agree[0], events_a=55, events_b=22), dict(agree[0], events_a=5, events_b=2)]
+    agree = [_session(30, 12)] * 2
+    drift = [_session(55, 22), _session(5, 2)]
     a, d = (rates.pooled_over_sessions(rows, 0.95) for rows in (agree, drift))
     assert a.value == pytest.approx(d.value)
     assert d.dispersion == a.dispersion == 1 and (d.low, d.high) == pytest.approx((a.low, a.high))
-    lumpy = [agree[0], dict(agree[0], dispersion=3.0)]
+    lumpy = [agree[0], replace(agree[0], dispersion=3.0)]
     w = rates.pooled_over_sessions(lumpy, 0.95)
     assert w.dispersion == 2.0 and w.high / w.low > a.high / a.low
 

@@ -15,7 +15,8 @@ from rtstudy.experiments.e2_rt_threads.analysis import dataset as e2
 from rtstudy.experiments.e2_rt_threads.analysis.contrasts import reductions as e2_reductions
 from rtstudy.experiments.e3_overhead import analysis as e3
 from rtstudy.experiments.e4_host import analysis as e4
-from rtstudy.inference import judge
+from rtstudy.experiments.e2_rt_threads.analysis.ladder import LATE_RULE
+from rtstudy.inference import judge, rates
 from rtstudy.inference.stats import CI
 
 pytestmark = pytest.mark.pipeline
@@ -298,7 +299,10 @@ def test_h2s_verdict_is_on_late_frames_in_the_code_and_in_the_words():
 
     recs = [{"change": p, "kind": "policy", "late_ratio": r, "late_ratio_low": lo,
              "late_ratio_high": hi, "runs": 5, "runs_base": 5, "late_base": 120, "late": k,
-             "frames_base": 1200, "frames": 1200, "late_phi": 1.0, "late_frames_needed": np.nan}
+             "frames_base": 1200, "frames": 1200, "late_phi": 1.0, "late_frames_needed": np.nan,
+             "late_part": judge.Part(p, LATE_RULE, r, lo, hi, 5, "runs",
+                                     rates.RateRatio(r, lo, hi, 120, k, 1200.0, 1200.0, 1.0,
+                                                     0.95, 8))}
             for p, r, lo, hi, k in (("SCHED_FIFO", 0.05, 0.02, 0.11, 6),
                                     ("SCHED_RR", 0.6, 0.4, 1.3, 72))]
     v = e2.h2_verdict(recs + [{"change": "fragment", "kind": "fix"}])

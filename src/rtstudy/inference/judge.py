@@ -133,10 +133,15 @@ class Part:
         The independent units behind it: runs, or, pooled, sessions (``level``).
     level : str
         ``runs`` or ``sessions``.
-    counts : dict
-        A rate part's counts, as :func:`rtstudy.inference.rates.pooled_over_sessions` takes a
-        session's: ``events_a``, ``exposure_a``, ``events_b``, ``exposure_b``, ``dispersion``,
-        ``df``; and ``frames_needed`` (per condition, NaN where decided). Empty for other parts.
+    rate : RateRatio or None
+        A rate part's rate ratio itself (its counts, φ, level and df, as
+        :func:`rtstudy.inference.rates.pooled_over_sessions` pools them); None for other parts.
+    frames_needed : float
+        A rate part's frames per condition that would decide it (NaN where decided or not
+        planned).
+    state : str
+        The part's word, computed once when the part is made (:meth:`Rule.state`; a rate
+        part's, :func:`rtstudy.inference.rates.word`).
     """
 
     name: str
@@ -146,22 +151,22 @@ class Part:
     high: float
     runs: int
     level: str = "runs"
-    counts: dict = field(default_factory=dict)
+    rate: rates.RateRatio | None = None
+    frames_needed: float = np.nan
+    state: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def state(self) -> str:
-        """The part's word (:meth:`Rule.state`; a rate part's,
-        :func:`rtstudy.inference.rates.word`)."""
+    def __post_init__(self):
         if self.rule.kind != RATE:
-            return self.rule.state(self.low, self.high)
-        return rates.word(self.ratio(), self.rule.threshold)
+            word = self.rule.state(self.low, self.high)
+        elif self.rate is None:
+            raise ValueError(f"rate part {self.name!r} needs its rate ratio")
+        else:
+            word = rates.word(self.rate, self.rule.threshold)
+        object.__setattr__(self, "state", word)
 
     def ratio(self) -> rates.RateRatio:
         """A rate part as the rate ratio it is."""
-        c = self.counts
-        return rates.RateRatio(self.value, self.low, self.high, int(c["events_a"]),
-                               int(c["events_b"]), c["exposure_a"], c["exposure_b"],
-                               c["dispersion"], np.nan)
+        return self.rate
 
     @property
     def decided(self) -> bool:
@@ -183,9 +188,8 @@ class Part:
         if self.decided:
             return np.nan
         if self.rule.kind == RATE:
-            c = self.counts
-            per_run = c["exposure_b"] / max(self.runs, 1)
-            need = c.get("frames_needed", np.nan)
+            per_run = self.rate.exposure_b / max(self.runs, 1)
+            need = self.frames_needed
             return float(np.ceil(need / per_run)) if np.isfinite(need) and per_run > 0 \
                 else np.nan
         if not (np.isfinite(self.low) and np.isfinite(self.high)):
@@ -223,12 +227,9 @@ def pool(parts: list[Part], confidence: float) -> Part:
         raise ValueError("no session's part to pool")
     first = parts[0]
     if first.rule.kind == RATE:
-        rr = rates.pooled_over_sessions([p.counts for p in parts], confidence)
-        counts = {"events_a": rr.events_a, "exposure_a": rr.exposure_a,
-                  "events_b": rr.events_b, "exposure_b": rr.exposure_b,
-                  "dispersion": rr.dispersion, "df": sum(p.counts["df"] for p in parts)}
+        rr = rates.pooled_over_sessions([p.rate for p in parts], confidence)
         return Part(first.name, first.rule, rr.value, rr.low, rr.high, len(parts), "sessions",
-                    {**counts, "frames_needed": rates.frames_to_decide(rr, confidence)})
+                    rr, rates.frames_to_decide(rr, confidence))
     value, low, high = random_effects([p.value for p in parts], [p.low for p in parts],
                                       [p.high for p in parts], confidence,
                                       runs=[p.runs for p in parts])

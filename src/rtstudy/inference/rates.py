@@ -53,6 +53,10 @@ class RateRatio:
         per condition having events).
     confidence : float
         The CI's level.
+    df : int
+        The degrees of freedom behind φ: the runs of both conditions less 2 (0 where not
+        counted), which weigh each session's φ when sessions are pooled
+        (:func:`pooled_over_sessions`).
     """
 
     value: float
@@ -64,6 +68,7 @@ class RateRatio:
     exposure_b: float
     dispersion: float
     confidence: float
+    df: int = 0
 
 
 def _pearson(k: np.ndarray, n: np.ndarray) -> tuple[float, int]:
@@ -167,8 +172,9 @@ def rate_ratio(events_a, exposure_a, events_b, exposure_b, confidence: float) ->
     """
     ka, na = _counts(events_a, exposure_a, "condition a")
     kb, nb = _counts(events_b, exposure_b, "condition b")
-    rr = ratio_from_totals(ka.sum(), na.sum(), kb.sum(), nb.sum(),
-                           dispersion((ka, na), (kb, nb)), confidence)
+    rr = replace(ratio_from_totals(ka.sum(), na.sum(), kb.sum(), nb.sum(),
+                                   dispersion((ka, na), (kb, nb)), confidence),
+                 df=max(ka.size + kb.size - 2, 0))
     if min(ka.size, kb.size) < MIN_RUNS:
         # Neither the spread between runs nor the frames' independence can be judged.
         return replace(rr, low=float("nan"), high=float("nan"))
@@ -392,16 +398,20 @@ def frames_to_decide(rr: RateRatio, confidence: float) -> float:
     return frames_needed(rr.events_a / rr.exposure_a, planned, rr.dispersion, confidence)
 
 
-def pooled_over_sessions(rows: list[dict], confidence: float) -> RateRatio:
+def pooled_over_sessions(rows: list[RateRatio], confidence: float) -> RateRatio:
     """One rate ratio from several sessions' counts of the same comparison: sessions are
     pooled, never required to agree, so each new session narrows the CI.
 
     Parameters
     ----------
-    rows : list of dict
-        Per session: ``events_a``, ``exposure_a``, ``events_b``, ``exposure_b`` (totals over
-        its runs) and ``dispersion`` (its runs' φ, NaN or 1 where not estimable) and
-        ``df`` (its runs' degrees of freedom behind φ).
+    rows : list of RateRatio
+        Per session, its comparison: the totals over its runs, its runs' φ (``dispersion``,
+        NaN or 1 where not estimable) and the degrees of freedom behind it (``df``).
+
+    Returns
+    -------
+    RateRatio
+        The pooled ratio; its ``df`` the sessions' together.
 
     Notes
     -----
@@ -411,17 +421,17 @@ def pooled_over_sessions(rows: list[dict], confidence: float) -> RateRatio:
     """
     if not rows:
         raise ValueError("no session to pool")
-    tot = {k: float(sum(r[k] for r in rows))
+    tot = {k: float(sum(getattr(r, k) for r in rows))
            for k in ("events_a", "exposure_a", "events_b", "exposure_b")}
-    df = sum(r["df"] for r in rows)
-    within = (sum(r["df"] * (r["dispersion"] if np.isfinite(r["dispersion"]) else 1.0)
+    df = sum(r.df for r in rows)
+    within = (sum(r.df * (r.dispersion if np.isfinite(r.dispersion) else 1.0)
                   for r in rows) / df) if df else 1.0
     # Protocol v1: φ from within the sessions only. The sessions are strata of one
     # comparison (each compares its two arms in one sitting, balanced): a drift of both arms'
     # rates between sessions cancels in the ratio and must not widen it.
     phi = max(1.0, within)
-    return ratio_from_totals(tot["events_a"], tot["exposure_a"], tot["events_b"],
-                             tot["exposure_b"], phi, confidence)
+    return replace(ratio_from_totals(tot["events_a"], tot["exposure_a"], tot["events_b"],
+                                     tot["exposure_b"], phi, confidence), df=df)
 
 
 def pooled_log_ratio(values, lows, highs, confidence: float) -> tuple[float, float, float]:

@@ -150,9 +150,10 @@ def ladder(runs: pd.DataFrame, floor: pd.DataFrame, policy: str, ci: CI) -> pd.D
     return pd.DataFrame(rows)
 
 
-def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI, sizes: bool = True) -> dict:
+def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI, late: judge.Part) -> dict:
     """``other`` against ``base``: typical jitter, |lateness| P99 and the CPU the loads got as
-    ratios with CIs over runs, late-frame rates side by side and their ratio's word."""
+    ratios with CIs over runs, late-frame rates side by side and their ratio (``late``,
+    :func:`late_part`) with its word."""
     a, b = summarize(base, ci), summarize(other, ci)
     p99_a, p99_b = over_runs(base["lateness_p99_us"], ci), over_runs(other["lateness_p99_us"], ci)
     iqr = ratio_ci(base["period_iqr_us"], other["period_iqr_us"], ci)
@@ -174,33 +175,25 @@ def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI, sizes: bool = True
             "late_high": b["late_high"], "late_base": a["late"],
             "late_base_rate": a["late_rate"], "late_base_low": a["late_low"],
             "late_base_high": a["late_high"],
-            **_late_ratio(base, other, ci, sizes),
+            "late_ratio": late.value, "late_ratio_low": late.low, "late_ratio_high": late.high,
+            "late_phi": late.rate.dispersion, "late_frames": late.state,
+            "late_frames_needed": late.frames_needed,
             "cpu_ratio": cpu.value if cpu else np.nan,
             "cpu_low": cpu.low if cpu else np.nan, "cpu_high": cpu.high if cpu else np.nan}
 
 
-def _late_ratio(base: pd.DataFrame, other: pd.DataFrame, ci: CI, sizes: bool = True) -> dict:
-    """``other``'s late-frame rate over ``base``'s (:func:`rtstudy.inference.rates.rate_ratio`), its
-    word against the pre-registered margin, and where that word is not decided, the frames per
-    condition that would decide it at 80 % power (``late_frames_needed``; NaN without
-    ``sizes``: the search costs about 0.5 s a comparison)."""
+def late_part(change: str, base: pd.DataFrame, other: pd.DataFrame, ci: CI,
+              sizes: bool = True) -> judge.Part:
+    """``change``'s late frames (its runs ``other``) against its baseline's (``base``) as a rate
+    part (:mod:`rtstudy.inference.judge`): the rate ratio
+    (:func:`rtstudy.inference.rates.rate_ratio`) and its word against the pre-registered
+    margin, made once here; what the row shows, H2 judges and the sessions pool. Where the word
+    is not decided, the frames per condition that would decide it at 80 % power
+    (``frames_needed``; NaN without ``sizes``: the search costs about 0.5 s a comparison)."""
     rr = rates.rate_ratio(base["late"], base["n"], other["late"], other["n"], ci.confidence)
-    return {"late_ratio": rr.value, "late_ratio_low": rr.low, "late_ratio_high": rr.high,
-            "late_phi": rr.dispersion, "late_frames": rates.word(rr),
-            "late_frames_needed": rates.frames_to_decide(rr, ci.confidence) if sizes
-            else np.nan}
-
-
-def late_part(r: dict) -> judge.Part:
-    """A change's late frames against its baseline as a rate part (:mod:`rtstudy.inference.judge`),
-    from a :func:`recommendations` row: what H2 and the pooled recommendations judge."""
-    return judge.Part(r["change"], LATE_RULE, r["late_ratio"], r["late_ratio_low"],
-                      r["late_ratio_high"], int(min(r["runs"], r["runs_base"])), "runs",
-                      {"events_a": r["late_base"], "exposure_a": r["frames_base"],
-                       "events_b": r["late"], "exposure_b": r["frames"],
-                       "dispersion": r.get("late_phi", np.nan),
-                       "df": max(r["runs"] + r["runs_base"] - 2, 0),
-                       "frames_needed": r.get("late_frames_needed", np.nan)})
+    return judge.Part(change, LATE_RULE, rr.value, rr.low, rr.high,
+                      int(min(len(other), len(base))), "runs", rr,
+                      rates.frames_to_decide(rr, ci.confidence) if sizes else np.nan)
 
 
 def _message_cost(g: pd.DataFrame, messages: pd.DataFrame | None, ci: CI) -> dict:
@@ -314,10 +307,12 @@ def _fix_runs(mine: pd.DataFrame, column: str, value) -> pd.DataFrame:
 
 def _change_row(change: str, kind: str, g: pd.DataFrame, base: pd.DataFrame, ci: CI,
                 sizes: bool, messages: pd.DataFrame | None) -> dict:
-    """A :func:`recommendations` row: ``change``'s runs ``g`` against ``base``."""
+    """A :func:`recommendations` row: ``change``'s runs ``g`` against ``base``; ``late_part``
+    holds its late frames' rate part (:func:`late_part`), which the row's late columns show."""
+    late = late_part(change, base, g, ci, sizes)
     return {"change": change, "kind": kind, "label": str(g["label"].iloc[0]),
-            "baseline": str(base["label"].iloc[0]), **_compare(base, g, ci, sizes),
-            **_message_cost(g, messages, ci)}
+            "baseline": str(base["label"].iloc[0]), **_compare(base, g, ci, late),
+            **_message_cost(g, messages, ci), "late_part": late}
 
 
 def over_sessions(headlines: list[E2Headline], confidence: float) -> dict[str, dict]:
@@ -353,7 +348,7 @@ def over_sessions(headlines: list[E2Headline], confidence: float) -> dict[str, d
             by_change.setdefault(r["change"], []).append(r)
     out: dict[str, dict] = {}
     for change, rows in by_change.items():
-        late = judge.pool([late_part(r) for r in rows], confidence)
+        late = judge.pool([r["late_part"] for r in rows], confidence)
         iqr = rates.pooled_log_ratio([r["iqr_ratio"] for r in rows],
                                      [r["iqr_low"] for r in rows],
                                      [r["iqr_high"] for r in rows], confidence)
@@ -362,9 +357,9 @@ def over_sessions(headlines: list[E2Headline], confidence: float) -> dict[str, d
                        "held": {"late_frames": late.state},
                        "iqr_ratio": iqr[0], "iqr_low": iqr[1], "iqr_high": iqr[2],
                        "late_ratio": late.value, "late_ratio_low": late.low,
-                       "late_ratio_high": late.high, "late": late.counts["events_b"],
-                       "late_frames_needed": late.counts["frames_needed"],
-                       "late_base": late.counts["events_a"],
-                       "frames": late.counts["exposure_b"],
-                       "frames_base": late.counts["exposure_a"]}
+                       "late_ratio_high": late.high, "late": late.rate.events_b,
+                       "late_frames_needed": late.frames_needed,
+                       "late_base": late.rate.events_a,
+                       "frames": late.rate.exposure_b,
+                       "frames_base": late.rate.exposure_a}
     return out

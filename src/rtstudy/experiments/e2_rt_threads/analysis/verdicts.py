@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from rtstudy.experiments.e2_rt_threads.analysis.ladder import late_part
 from rtstudy.experiments.e2_rt_threads.conditions import BASELINE, BUSY_POLL
 from rtstudy.inference import criteria, judge, rates
 from rtstudy.inference.stats import MIN_RUNS
@@ -82,12 +81,12 @@ def h2_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
     judged = [p for p in parts if p.state != rates.TOO_FEW]
     bounds = "; ".join(f"{p.name} at most {upper_per_10k(p):.0f} late per 10 000 frames "
                        f"({BOUND_CONFIDENCE:.0%} upper bound, "
-                       f"{p.counts['events_b']:.0f} in {p.counts['exposure_b']:,.0f})"
+                       f"{p.rate.events_b:.0f} in {p.rate.exposure_b:,.0f})"
                        for p in rare)
     aside = f"; too few late frames to compare: {bounds}" if rare else ""
     if not judged:
-        base = parts[0].counts if parts else {}
-        return (judge.NOT_SETTLED, (f"{base['events_a']:.0f} of {base['exposure_a']:,.0f} "
+        base = parts[0].rate if parts else None
+        return (judge.NOT_SETTLED, (f"{base.events_a:.0f} of {base.exposure_a:,.0f} "
                                     f"{BASELINE} frames late, " if base else "")
                 + f"too few to compare a policy: {bounds}")
     if not all(p.decided for p in judged):
@@ -110,9 +109,9 @@ def upper_per_10k(part: judge.Part) -> float:
     """The upper bound of the change's late-frame rate, per 10 000 frames: the exact Poisson
     (Garwood) bound of its count, scaled by the comparison's over-dispersion φ
     (:func:`rtstudy.inference.events.pooled_rate`'s interval)."""
-    c = part.counts
-    phi = c["dispersion"] if np.isfinite(c["dispersion"]) and c["dispersion"] > 1 else 1.0
-    k, n = c["events_b"] / phi, c["exposure_b"] / phi  # real-valued: as pooled_rate, by hand
+    rr = part.rate
+    phi = rr.dispersion if np.isfinite(rr.dispersion) and rr.dispersion > 1 else 1.0
+    k, n = rr.events_b / phi, rr.exposure_b / phi  # real-valued: as pooled_rate, by hand
     return float(sps.gamma.ppf(1 - (1 - BOUND_CONFIDENCE) / 2, k + 1) / n * 1e4)
 
 
@@ -124,7 +123,7 @@ def h5c_parts(recs: list[dict]) -> list[judge.Part]:
     if row is None:
         return []
     runs = int(min(row["runs"], row["runs_base"]))
-    return [replace(late_part(row), name="busy polling's late frames"),
+    return [replace(row["late_part"], name="busy polling's late frames"),
             judge.Part("busy polling's typical jitter cut", H5C_CUT, 1 - row["iqr_ratio"],
                        1 - row["iqr_high"], 1 - row["iqr_low"], runs)]
 
@@ -160,7 +159,7 @@ def h2_verdict(recs: list[dict]) -> dict:
     if not rows:
         return {"verdict": judge.NOT_TESTABLE, "why": "no real-time policy measured beside "
                 f"{BASELINE} at the headline point", "parts": [], "rows": [], "runs": 0}
-    parts = [late_part(r) for r in rows]
+    parts = [r["late_part"] for r in rows]
     verdict, why = h2_combine(parts)
     return {"verdict": verdict, "parts": parts, "rows": rows,
             "each": {p.name: p.state for p in parts},
