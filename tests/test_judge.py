@@ -150,9 +150,7 @@ def test_a_second_session_can_settle_what_one_left_open_and_a_disagreeing_one_ca
 
 
 def late(change, base, after, frames=1200, runs=5, frames_after=None):
-    """A rate part from a recommendations-like row: late frames before and after."""
-    from rtstudy.experiments.e2_rt_threads.analysis import dataset as e2
-
+    """H2's rate part of a change: late frames before and after, spread over ``runs`` runs."""
     frames_after = frames if frames_after is None else frames_after
     rr = rates.rate_ratio([base // runs] * runs, [frames // runs] * runs,
                           [after // runs] * runs, [frames_after // runs] * runs, 0.95)

@@ -13,6 +13,7 @@ reads them both read it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,14 @@ FROZEN: dict[int, Frozen] = {
 VERSION = max(FROZEN)
 
 
-def record() -> dict:
+class ProtocolRecord(TypedDict):
+    """The frozen protocol a cell was measured under, as its sidecar records it."""
+
+    version: int
+    sha256: str  # of the protocol's text (rtstudy protocol)
+
+
+def record() -> ProtocolRecord:
     """What a cell records of the protocol it was measured under."""
     return {"version": VERSION, "sha256": FROZEN[VERSION].sha256}
 

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypedDict
 
 import numpy as np
 
@@ -26,18 +26,31 @@ from rtstudy.paths import RAW_SAMPLES_FILE, RESULT_FILE
 from rtstudy.policies import SCHED_DEADLINE
 
 
-def thread_record() -> dict:
+class ThreadSched(TypedDict):
+    """A thread's scheduling attributes as a cell records them (``_native.thread_sched``'s keys)."""
+
+    tid: int
+    policy: int  # SCHED_OTHER 0, FIFO 1, RR 2, DEADLINE 6
+    priority: int
+    nice: int
+    runtime_ns: int  # SCHED_DEADLINE's reservation; 0 otherwise (or read from outside)
+    deadline_ns: int
+    period_ns: int
+    cpus: list[int]  # its affinity
+
+
+def thread_record() -> ThreadSched:
     """The calling thread's effective scheduling attributes (policy, priority, CPUs, ...)."""
     return _native.thread_sched()
 
 
-def steering_env() -> dict:
+def steering_env() -> dict[str, str]:
     """Every ``GXF_*`` / ``HOLOSCAN_*`` variable of this process, as the app runs with it (the
     harness passes none of the caller's but the logging ones: rtstudy.measure.harness.child_env)."""
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(STEERING_PREFIXES)}
 
 
-def task_record(tid: int) -> dict:
+def task_record(tid: int) -> ThreadSched:
     """Another thread's scheduling attributes, in :func:`thread_record`'s keys (FIFO/RR/OTHER).
 
     Read from outside the thread (``sched_getscheduler`` and friends), so a

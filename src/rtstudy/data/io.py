@@ -14,15 +14,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rtstudy.machine.host import host_id as id_of
+from rtstudy.machine.host import HostRecord, host_id as id_of
 from rtstudy.measure import integrity
 from rtstudy.paths import HOST_FILE, PLAN_FILE, SAMPLES_FILE, SESSIONS_DIR, SIDECAR_FILE
+
+if TYPE_CHECKING:  # the cell's records, as the harness writes them
+    from rtstudy.measure.records import PlanRecord, Sidecar
 
 # Sidecar (cell.json) keys the loaders read; the harness writes these and more.
 SIDECAR_KEYS = ("cell_id", "experiment", "host_id", "profile", "repetition", "requested",
@@ -76,7 +80,7 @@ class Dataset:
     extra: dict = field(default_factory=dict)
 
 
-def read_json(path: Path) -> dict:
+def read_json(path: Path) -> dict[str, Any]:
     """A JSON file as a mapping; :class:`DataError` names the file if it is missing or invalid."""
     try:
         value = json.loads(Path(path).read_text())
@@ -142,7 +146,7 @@ def check_schema(path: Path, schema: dict[str, str], experiment: str) -> None:
                         + f" (the file has: {have}); {REMEASURE}")
 
 
-def read_plan(directory: Path) -> dict:
+def read_plan(directory: Path) -> PlanRecord:
     """The plan of the sweep stored in ``directory`` (which cells make up its configuration)."""
     directory = Path(directory)
     if not (directory / PLAN_FILE).exists():
@@ -154,7 +158,7 @@ def read_plan(directory: Path) -> dict:
     return record
 
 
-def _check_cell(d: Path, schema: dict[str, str] | None, experiment: str) -> dict:
+def _check_cell(d: Path, schema: dict[str, str] | None, experiment: str) -> Sidecar:
     """The sidecar of the completed cell in ``d``, checked; :class:`DataError` if damaged."""
     if not (d / SIDECAR_FILE).is_file():
         # The harness renames a cell into place only when complete, so this
@@ -223,10 +227,10 @@ def completed_cells(directory: Path, schema: dict[str, str] | None = None
 class CellData:
     """One completed cell as a loader reads it (:func:`read_cells`): its checked sidecar."""
 
-    sidecar: dict
+    sidecar: Sidecar  # with "_dir", the cell's folder
 
     @property
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         """The configuration the cell's app received."""
         return self.sidecar["requested"]["config"]
 
@@ -238,7 +242,7 @@ class CellData:
         """The cell's ``samples.parquet`` (its columns checked by :func:`read_cells`)."""
         return read_samples(self.folder / SAMPLES_FILE)
 
-    def columns(self, **factors) -> dict:
+    def columns(self, **factors) -> dict[str, Any]:
         """The columns every loader gives each of the cell's rows.
 
         ``cell_id``, ``host_id``, then the experiment's ``factors`` in the order
@@ -379,7 +383,7 @@ def session_folders(directory: Path) -> list[Path]:
     return closed + [Path(directory)] * (Path(directory) / PLAN_FILE).is_file()
 
 
-def read_host(directory: Path) -> dict | None:
+def read_host(directory: Path) -> HostRecord | None:
     """The fingerprint of the host that measured the dataset in ``directory``, or None."""
     path = Path(directory) / HOST_FILE
     return read_json(path) if path.is_file() else None

@@ -18,6 +18,7 @@ import re
 import resource
 import socket
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy import _native, atomic, paths
 from rtstudy.machine import kernelfs, shield
@@ -35,6 +36,68 @@ PROBES = {
     SCHED_DEADLINE: dict(policy=_native.SCHED_DEADLINE, runtime_ns=1_000_000,
                          deadline_ns=10_000_000, period_ns=10_000_000),
 }
+
+
+class Kernel(TypedDict):
+    release: str
+    version: str
+    preempt_model: str  # PREEMPT_RT, PREEMPT, PREEMPT_DYNAMIC's current model, ...
+    arch: str
+
+
+class Cpus(TypedDict):
+    model: str
+    count: int | None  # os.cpu_count()
+    online: list[int]
+    smt: str  # /sys/devices/system/cpu/smt/control, or "n/a"
+
+
+class Isolation(TypedDict):
+    isolated: list[int]  # isolcpus and isolated partitions
+    nohz_full: list[int]
+    rcu_nocbs: list[int] | None  # None: the boot line's value is not a CPU list
+    shield: shield.ShieldState | None  # the runtime shield (rtstudy host apply); None untuned
+
+
+class Sched(TypedDict):
+    rt_runtime_us: int  # -1: real-time throttling lifted
+    rt_period_us: int
+
+
+class Rlimits(TypedDict):
+    rtprio: int  # the hard RLIMIT_RTPRIO
+    stack_hard: int
+
+
+class Fingerprint(TypedDict):
+    """What a measurement depends on (the module docstring): ``data/host/fingerprint.json``
+    without its ``host_id``."""
+
+    schema: int
+    hostname: str
+    machine: str  # /etc/machine-id hashed (12 hex), or "unknown"
+    kernel: Kernel
+    cmdline: str
+    cpu: Cpus
+    isolation: Isolation
+    governors: dict[str, str]  # CPU → its cpufreq governor, or "n/a (no cpufreq)"
+    sched: Sched
+    realtime: dict[str, str]  # policy → "ok" or the refusal (probe_realtime)
+    rlimits: Rlimits
+    versions: dict[str, str]  # package → version, or "not installed"
+
+
+class HostRecord(Fingerprint):
+    """A fingerprint with the host id derived from it (:func:`host_id`)."""
+
+    host_id: str
+
+
+class SdkHostRecord(HostRecord, total=False):
+    """A host record as a Holoscan environment of its own sees it
+    (:meth:`rtstudy.sdks.sdk.Environment.fingerprint`): its versions, and the environment."""
+
+    sdk: dict  # version, environment, glibc, built_utc; root_key and suite, or venv_key
 
 
 def probe_realtime() -> dict[str, str]:
@@ -65,7 +128,7 @@ def versions() -> dict[str, str]:
     return found
 
 
-def fingerprint() -> dict:
+def fingerprint() -> Fingerprint:
     """The host's stable description (see the module docstring), without its id."""
     uname = os.uname()
     root = kernelfs.ROOT
@@ -129,7 +192,7 @@ def host_id(fp: dict) -> str:
     return f"{name}-{digest}"
 
 
-def write_fingerprint(path: Path | None = None) -> dict:
+def write_fingerprint(path: Path | None = None) -> HostRecord:
     """Measure the fingerprint and write it (with its ``host_id``) only if it changed."""
     path = path or paths.fingerprint_file()
     fp = fingerprint()
@@ -140,7 +203,7 @@ def write_fingerprint(path: Path | None = None) -> dict:
     return record
 
 
-def current() -> dict:
+def current() -> HostRecord:
     """This host's fingerprint measured now, with its ``host_id``.
 
     It always measures (about a second: the real-time probes run); it never reads

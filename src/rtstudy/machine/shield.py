@@ -35,6 +35,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy import atomic
 from rtstudy.machine import kernelfs
@@ -126,7 +127,29 @@ def problem(method: str, root: Path = ROOT) -> str | None:
     return None
 
 
-def state(root: Path = ROOT) -> dict | None:
+class ShieldState(TypedDict, total=False):
+    """A runtime shield in place, as the fingerprint records it (:func:`state`)."""
+
+    method: str  # "affinity"; absent for a cpuset (recorded before there were two methods)
+    cpus: list[int]  # shielded
+    housekeeping: list[int]  # where every other task runs
+    irq_default: list[int]  # /proc/irq/default_smp_affinity's CPUs
+    irqs_on_shield: list[int]  # IRQs still allowed on a shielded CPU (per-CPU, managed)
+
+
+class ShieldRecord(TypedDict, total=False):
+    """What the revert file holds of a shield before it is made (:func:`record`)."""
+
+    method: str  # "cpuset" or "affinity"
+    cpus: list[int]
+    housekeeping: list[int]
+    base: str  # cpuset: the cgroup v1 cpuset root
+    root_load_balance: str | None  # cpuset: the root's cpuset.sched_load_balance before
+    state_file: str  # affinity: where the shield is recorded while it stands
+    threads: list[dict]  # affinity: each moved thread's pid, tid, comm, previous and after CPUs
+
+
+def state(root: Path = ROOT) -> ShieldState | None:
     """The runtime shield in place on the host under ``root``, or None when there is none.
 
     Returns
@@ -169,7 +192,7 @@ def state(root: Path = ROOT) -> dict | None:
             "irqs_on_shield": irqs}
 
 
-def of(fp: dict | None) -> dict | None:
+def of(fp: dict | None) -> ShieldState | None:
     """The runtime shield a fingerprint records (:func:`state`), None for an unshielded host
     or a fingerprint from before the shield was recorded."""
     return ((fp or {}).get("isolation") or {}).get("shield")
@@ -228,7 +251,7 @@ def commands(method: str, cpus, housekeeping, root: Path = ROOT) -> list[str]:
 
 
 def record(method: str, cpus, housekeeping, root: Path = ROOT,
-           tasks: list[int] | None = None) -> dict:
+           tasks: list[int] | None = None) -> ShieldRecord:
     """What the revert file must hold before the shield is made (read only, changes nothing).
 
     For ``affinity``: every thread that would move (of ``tasks`` only, when

@@ -314,7 +314,7 @@ def _recorded_writes(writes: list[tuple[str, str]], root: Path) -> tuple[list[di
     return files, steps
 
 
-def _shield_record(plan: Plan, root: Path, tasks: list[int] | None) -> dict | None:
+def _shield_record(plan: Plan, root: Path, tasks: list[int] | None) -> shielding.ShieldRecord | None:
     """The revert file's record of the shield ``plan`` asks for (None: no shield).
 
     Raises

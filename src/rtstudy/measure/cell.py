@@ -9,9 +9,21 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any, TypedDict
 
 from rtstudy.machine.host import canonical
 from rtstudy.measure.realtime import RealtimeRequest
+
+
+class CellSpec(TypedDict, total=False):
+    """What a cell asks its app for (``spec.json``, and ``requested`` in its sidecar): the cell id
+    is the hash of it."""
+
+    app: str
+    config: dict[str, Any]  # the experiment's configuration of the cell (its plan's)
+    repetition: int
+    realtime: list[dict]  # each RealtimeRequest as a dict: the policies to read back
+    drift: str  # "start" or "end": a drift check's (absent otherwise)
 
 
 @dataclass(frozen=True)
@@ -45,8 +57,8 @@ class Cell:
             raise ValueError(f"cell {self.label!r}: no app module to run (Cell.module)")
 
     @property
-    def spec(self) -> dict:
-        spec = {"app": self.app, "config": self.config, "repetition": self.repetition,
+    def spec(self) -> CellSpec:
+        spec: CellSpec = {"app": self.app, "config": self.config, "repetition": self.repetition,
                 "realtime": [asdict(r) for r in self.realtime]}
         if self.drift:
             spec["drift"] = self.drift

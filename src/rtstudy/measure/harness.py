@@ -59,7 +59,8 @@ from rtstudy.measure.preflight import STORAGE_FIXES
 from rtstudy.measure.process import kill_group, set_child_limits
 from rtstudy.measure.readback import ThreadWatch, log_failures, placement_record, verify_realtime
 from rtstudy.measure.realtime import STEERING_PREFIXES
-from rtstudy.measure.session import git_state, session_record, start_session
+from rtstudy.measure.records import PlanRecord, Sidecar
+from rtstudy.measure.session import GitState, SessionRecord, git_state, session_record, start_session
 from rtstudy.measure.store import (convert_samples, is_complete, store, store_failed, write_json,
                                    write_samples)
 from rtstudy.paths import HOST_FILE, LOG_FILE, PLAN_FILE, RAW_SAMPLES_FILE, RESULT_FILE, SPEC_FILE
@@ -117,13 +118,13 @@ class SweepContext:
     host_id: str
     profile: str
     versions: dict
-    git: dict
+    git: GitState
     fingerprint: dict = field(default_factory=dict)
     placement: Placement | None = None
     # The SDK's environment (rtstudy.sdks.sdk): the cell's command is built by it; None: this venv.
     environment: Environment | None = None
     # The measuring session the sweep belongs to (session_record()).
-    session: dict = field(default_factory=session_record)
+    session: SessionRecord = field(default_factory=session_record)
 
     @classmethod
     def from_fingerprint(cls, fp: dict, profile: str, where: Placement | None = None,
@@ -136,7 +137,7 @@ class SweepContext:
         return self.environment.command(argv) if self.environment else [sys.executable, *argv]
 
     @property
-    def layout(self) -> dict | None:
+    def layout(self) -> shield.ShieldState | None:
         """Where a cell's process runs what it does not pin
         (:func:`rtstudy.measure.process.set_child_limits`): a runtime shield's layout, the
         housekeeping CPUs where the placement confines cells to them, or None (anywhere)."""
@@ -156,13 +157,13 @@ class SweepContext:
 PASSED_THROUGH = ("HOLOSCAN_LOG_LEVEL", "HOLOSCAN_LOG_FORMAT")
 
 
-def cleared_env() -> dict:
+def cleared_env() -> dict[str, str]:
     """The caller's ``GXF_*`` / ``HOLOSCAN_*`` variables a cell does not get (name → value)."""
     return {k: v for k, v in sorted(os.environ.items())
             if k.startswith(STEERING_PREFIXES) and k not in PASSED_THROUGH}
 
 
-def child_env() -> dict:
+def child_env() -> dict[str, str]:
     """A cell's environment: the caller's, without :func:`cleared_env`, logging at WARN."""
     cleared = cleared_env()
     env = {k: v for k, v in os.environ.items() if k not in cleared}
@@ -280,7 +281,7 @@ def _judge(work: Path, cell: Cell, run: _AppRun, out_dir: Path) -> tuple[dict | 
 
 
 def _sidecar(cell: Cell, context: SweepContext, run: _AppRun, result: dict | None, reason: str,
-             order_index: int) -> dict:
+             order_index: int) -> Sidecar:
     """The cell's ``cell.json``: what was asked, what was got, where and how it ran."""
     return {
         "cell_id": cell.cell_id,
@@ -332,7 +333,7 @@ def run_order(cells: list[Cell], seed: int) -> list[Cell]:
 
 def write_plan(out_dir: Path, cells: list[Cell], context: SweepContext, seed: int) -> None:
     """Record which cells make up the current configuration (the loader reads only those)."""
-    plan = {
+    plan: PlanRecord = {
         "experiment": cells[0].experiment if cells else None,
         "profile": context.profile,
         "host_id": context.host_id,

@@ -14,6 +14,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy.machine.kernelfs import thread_cpu
 from rtstudy.machine.placement import Placement
@@ -146,8 +147,21 @@ class ThreadWatch:
         return [{**row, "cpus": sorted(row["cpus"])} for row in self.seen.values()]
 
 
+class PlacementRecord(TypedDict, total=False):
+    """Where a cell's threads were meant to run and were seen running (its sidecar's
+    ``placement``: :func:`placement_record`)."""
+
+    realtime: list[int]  # the CPUs the plan gave the real-time threads
+    housekeeping: list[int]  # the CPUs for everything else
+    source: str  # where the placement came from (params.yaml's cpus, a shield, ...)
+    sampled: bool  # whether the threads were watched (something confined the cell)
+    threads: list[dict]  # each thread seen: comm, tid, cpus
+    outside: list[str]  # the threads seen off the housekeeping CPUs
+    held: bool  # no more outside than real-time requests that pin one, each where allowed
+
+
 def placement_record(where: Placement | None, watch: ThreadWatch,
-                     requests: tuple[RealtimeRequest, ...]) -> dict:
+                     requests: tuple[RealtimeRequest, ...]) -> PlacementRecord:
     """The cell's placement as planned and as seen (:class:`ThreadWatch`).
 
     ``outside`` names the threads seen off the housekeeping CPUs. ``held`` says

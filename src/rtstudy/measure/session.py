@@ -13,11 +13,29 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy import atomic, paths
 from rtstudy.machine import kernelfs
 
 SESSION_VARIABLE = "RTSTUDY_SESSION"
+
+
+class SessionRecord(TypedDict, total=False):
+    """A measuring session as ``data/host/session.json`` and each cell's sidecar hold it."""
+
+    id: str  # <started UTC>-<boot id's first 8 hex>, or RTSTUDY_SESSION's
+    boot_id: str  # the kernel's, new at every boot
+    started_utc: str  # when start_session began it
+    resumed_utc: str  # when a make study that went on after an interruption resumed it
+    stage_started_utc: str  # when the stage that reads it started (session_record)
+
+
+class GitState(TypedDict):
+    """The checkout a cell was measured with."""
+
+    commit: str  # HEAD's hash, or "unknown" outside git
+    dirty: bool | None  # uncommitted changes to code or parameters; None: git could not say
 
 
 def _boot_and_now() -> tuple[str, str]:
@@ -26,7 +44,7 @@ def _boot_and_now() -> tuple[str, str]:
 
 
 def start_session(path: Path | None = None, resume: frozenset[str] | set[str] = frozenset()
-                  ) -> dict:
+                  ) -> SessionRecord:
     """Start a measuring session, or resume the open one: write its record to
     ``data/host/session.json`` (:func:`rtstudy.paths.session_file`), which every stage of the
     same ``dvc repro`` reads.
@@ -52,7 +70,7 @@ def start_session(path: Path | None = None, resume: frozenset[str] | set[str] = 
     return record
 
 
-def _recorded(path: Path) -> dict:
+def _recorded(path: Path) -> SessionRecord:
     """The session record at ``path``, or ``{}`` where there is none (or it is unreadable)."""
     try:
         record = json.loads(path.read_text())
@@ -61,7 +79,7 @@ def _recorded(path: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
-def session_record(path: Path | None = None) -> dict:
+def session_record(path: Path | None = None) -> SessionRecord:
     """The measuring session a sweep belongs to: one ``dvc repro`` (``make study`` runs one).
 
     ``id`` is :data:`SESSION_VARIABLE` where set, else the one :func:`start_session` wrote in
@@ -78,7 +96,7 @@ def session_record(path: Path | None = None) -> dict:
             "boot_id": boot, "stage_started_utc": started}
 
 
-def git_state() -> dict:
+def git_state() -> GitState:
     """The checkout's commit and whether it had uncommitted changes ("unknown" outside git)."""
     def git(*args: str) -> str | None:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import replace
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -19,12 +20,27 @@ from rtstudy.data.io import DataError, completed_cells, read_host, session_folde
 from rtstudy.inference import judge, records
 from rtstudy.machine import host, shield
 from rtstudy.measure.harness import git_state
+from rtstudy.measure.session import GitState
 from rtstudy.report import figures, sdks
 from rtstudy.report.blocks import words
 from rtstudy.report.section import Advice, Details, Figure, Markdown, Section, Table
 
 
-def _this_fingerprint() -> dict:
+class Provenance(TypedDict):
+    """The report's footer: what rendered it, from which data (:func:`provenance`)."""
+
+    git: GitState
+    host_id: str  # the host that rendered
+    data_host_ids: list[str]  # the hosts whose data it shows
+    profile: str
+    versions: dict[str, str]
+    dvc_lock_sha256: str  # 12 hex, or "none yet"
+    kernel: str
+    preempt: str
+    cpu: str  # "<count> × <model>"
+
+
+def _this_fingerprint() -> host.HostRecord:
     """This host's fingerprint: as recorded (``data/host/fingerprint.json``), else read now."""
     fp_file = paths.fingerprint_file()
     return json.loads(fp_file.read_text()) if fp_file.exists() else host.current()
@@ -72,7 +88,7 @@ def report_host(profile: str) -> str:
                                               newest[h], session_counts[h]))
 
 
-def data_fingerprint(profile: str, host_id: str) -> dict | None:
+def data_fingerprint(profile: str, host_id: str) -> host.HostRecord | None:
     """The fingerprint of the host whose data the report shows, or None if not recorded.
 
     Each dataset carries its measuring host's fingerprint (``host.json``); for
@@ -88,7 +104,7 @@ def data_fingerprint(profile: str, host_id: str) -> dict | None:
     return fp if fp["host_id"] == host_id else None
 
 
-def provenance(profile: str, data_host_ids: list[str]) -> dict:
+def provenance(profile: str, data_host_ids: list[str]) -> Provenance:
     """Git commit, host id(s), versions, profile and the digest of dvc.lock, for the footer."""
     fp = _this_fingerprint()
     lock = paths.root() / "dvc.lock"

@@ -99,7 +99,7 @@ class Environment:
             return sdkvenv.command(self.own_venv, argv)
         return [sys.executable, *argv]
 
-    def fingerprint(self, fp: dict) -> dict:
+    def fingerprint(self, fp: host.HostRecord) -> host.HostRecord | host.SdkHostRecord:
         """The host fingerprint ``fp`` as this environment sees it, with its own host id.
 
         The study's venv: ``fp`` itself. A root or venv of its own: ``fp`` with that
