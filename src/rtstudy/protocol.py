@@ -13,6 +13,7 @@ reads them both read it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import TypedDict
 
 
@@ -38,6 +39,19 @@ FROZEN: dict[int, Frozen] = {
               "b8cdb014f89befd5eb33fe958dd7c766634551177ded8de6bfde3e125a50131c"),
 }
 VERSION = max(FROZEN)
+
+
+class Status(str, Enum):
+    """What a host state's verdicts rest on: sessions measured under the protocol in force
+    (confirmatory), or some measured before its freeze (exploratory). A ``str`` (its value), as
+    :class:`rtstudy.inference.judge.Verdict`: metrics.json and the words show the word."""
+
+    CONFIRMATORY = "confirmatory"
+    EXPLORATORY = "exploratory"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+    __hash__ = str.__hash__  # as its word, in a set or as a key
 
 
 class ProtocolRecord(TypedDict):

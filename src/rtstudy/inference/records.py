@@ -18,6 +18,8 @@ have nothing to compare.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 from rtstudy.inference import judge
 
 # 5.0's policy names in a placement record → Linux's SCHED_* numbers (sched_getattr's policy).
@@ -30,13 +32,32 @@ HOLDS, FAILS, NOTHING = judge.HOLDS, judge.FAILS, judge.NOT_TESTABLE
 NAMED = 3
 
 
-def expected(accepted: dict) -> dict:
+class Expected(TypedDict):
+    """What the kernel should report of a placed thread (:func:`expected`); None: not asked."""
+
+    policy: int | str | None  # the kernel's number where known, else the record's name
+    priority: int | None
+    cpus: list[int] | None
+    runtime_ns: int | None
+    deadline_ns: int | None
+    period_ns: int | None
+
+
+class Audit(TypedDict):
+    """Every 5.0 placement record of some cells against its thread (:func:`audit`)."""
+
+    cells: int  # cells with placement records
+    threads: int  # records compared
+    mismatches: list[str]  # one line per thread that differs: "cell_id operator: field …"
+
+
+def expected(accepted: dict) -> Expected:
     """What the kernel should report for a thread placed by the ``accepted`` record
     (:data:`FIELDS`; ``cpus`` None where the record asks for no affinity)."""
     scheduling = accepted.get("scheduling") or {}
     policy = scheduling.get("policy")
     deadline = scheduling.get("deadline") or {}
-    out = {"policy": POLICIES.get(policy, policy),
+    out: Expected = {"policy": POLICIES.get(policy, policy),
            # The kernel reports priority 0 for every policy but FIFO and RR.
            "priority": scheduling.get("priority") if policy in ("fifo", "round_robin") else 0,
            "cpus": sorted(accepted["affinity"]) if accepted.get("affinity") is not None else None}
@@ -59,14 +80,12 @@ def thread_mismatches(accepted: dict, sched: dict | None) -> list[str]:
             if want[key] is not None and want[key] != got.get(key)]
 
 
-def audit(sidecars: list[dict]) -> dict:
+def audit(sidecars: list[dict]) -> Audit:
     """Every 5.0 placement record of ``sidecars`` (cells' ``cell.json``) against its thread.
 
     Returns
     -------
-    dict
-        ``cells`` (cells with placement records), ``threads`` (records compared) and
-        ``mismatches`` (one line per thread that differs: ``cell_id operator: field …``).
+    Audit
     """
     cells, threads, mismatches = 0, 0, []
     for sidecar in sidecars:
@@ -85,7 +104,7 @@ def audit(sidecars: list[dict]) -> dict:
     return {"cells": cells, "threads": threads, "mismatches": mismatches}
 
 
-def verdict(result: dict) -> str:
+def verdict(result: Audit) -> str:
     """:data:`HOLDS` where every record matched, :data:`FAILS` where one did not,
     :data:`NOTHING` where the data has no 5.0 placement record."""
     if not result["threads"]:
@@ -93,7 +112,7 @@ def verdict(result: dict) -> str:
     return FAILS if result["mismatches"] else HOLDS
 
 
-def finding(result: dict) -> str:
+def finding(result: Audit) -> str:
     """The audit in one sentence, naming the first mismatches."""
     word = verdict(result)
     if word == NOTHING:

@@ -9,6 +9,7 @@ frames, never file names.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 from functools import lru_cache
 
 import numpy as np
@@ -203,7 +204,7 @@ def ratio_ci(a, b, ci: "CI") -> Estimate:
                     est.n, ci.confidence)
 
 
-def percentiles(values, qs=(50, 99, 99.9)) -> dict:
+def percentiles(values, qs=(50, 99, 99.9)) -> dict[str, float]:
     """Percentiles of ``values`` keyed ``p50``, ``p99``, ``p99.9``, plus ``n`` and ``max``."""
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
@@ -284,7 +285,22 @@ def format_p(p: float) -> str:
     return f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
 
 
-def drift_check(runs, drift, value: str) -> dict | None:
+class DriftCheck(TypedDict):
+    """How far a sweep's drift check moved (:func:`drift_check`), in the compared column's unit."""
+
+    label: str  # the condition run first and last
+    start: float
+    end: float
+    difference: float  # end − start
+    relative: float  # difference over the ordinary runs' median (NaN without runs)
+    minutes: float  # between the two runs' ends
+    runs: int  # the condition's ordinary runs
+    low: float  # their range
+    high: float
+    moved: bool | None  # |difference| beyond their spread; None below 2 ordinary runs
+
+
+def drift_check(runs, drift, value: str) -> DriftCheck | None:
     """How far a sweep's drift check moved, against how far the same condition's runs spread.
 
     A sweep with a drift check ran one condition once more first and once

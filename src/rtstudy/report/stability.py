@@ -15,6 +15,7 @@ import dataclasses
 import json
 import re
 from pathlib import Path
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,46 @@ from rtstudy.inference import meta, stats
 # these units it is cut at 0, which drops only values no session can have.
 from rtstudy.report.section import NONNEGATIVE_UNITS
 
+
+class RerunRecord(TypedDict):
+    """The recorded re-run agreement (``benchmarks/rerun_agreement.json``, :func:`read_rerun`)."""
+
+    profile: str
+    host_id: str
+    commit: str
+    measured_utc: str
+    minutes: list[float]  # each session's span
+    sessions: list[dict[str, Any]]  # each session's metrics.json
+
+
+class SpreadRecord(TypedDict):
+    """How far the reference host's sessions moved (``benchmarks/session_spread.json``)."""
+
+    host_id: str
+    profile: str
+    commit: str
+    recorded_utc: str
+    sessions: list[str]  # the sessions' ids
+    quantities: list[dict]  # session_spread's rows
+
+
+class ChanceMisses(TypedDict):
+    """What chance alone gives :func:`agreement` (:func:`chance_misses`)."""
+
+    expected: float  # misses expected with no difference between the sessions
+    p: float  # the chance of as many misses or more (binomial); NaN with nothing judged
+    runs: int  # the runs most quantities rest on
+    agree: float  # how often two sessions of that many runs agree on one quantity
+
+
+class LargestComponents(TypedDict):
+    """How many headlines have each variance component as their largest."""
+
+    split: int  # those with all three known
+    sessions: int
+    runs: int
+    within: int
+    unsplit: int  # those with τ² and σ² but no within-run part of their own
 
 def drift_rows(datasets: dict) -> list[dict]:
     """One row per experiment whose sweep had a drift check (the report's experiment labels).
@@ -67,7 +108,7 @@ def drift_table(rows: list[dict]) -> pd.DataFrame:
         "moved": moved(r)} for r in rows])
 
 
-def read_rerun(path: Path) -> dict | None:
+def read_rerun(path: Path) -> RerunRecord | None:
     """The recorded re-run agreement, or None when none was recorded (or it is unreadable)."""
     try:
         record = json.loads(Path(path).read_text())
@@ -102,13 +143,13 @@ def agreement(first: dict, second: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def chance_misses(table: pd.DataFrame, confidence: float) -> dict:
+def chance_misses(table: pd.DataFrame, confidence: float) -> ChanceMisses:
     """What chance alone gives :func:`agreement`: with no difference between the sessions,
     how many of its judged quantities would still miss, and how surprising its own misses are.
 
     Returns
     -------
-    dict
+    ChanceMisses
         ``expected``: Σ (1 − :func:`rtstudy.inference.stats.agreement_chance`) over the quantities
         both sessions give a CI, each at the fewer runs of the two; ``p``: the chance of as many
         misses as ``table`` has, or more, were each quantity to miss independently at their
@@ -302,11 +343,11 @@ def sessions_table(tidy: pd.DataFrame, estimates: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def largest_components(estimates: pd.DataFrame) -> dict:
+def largest_components(estimates: pd.DataFrame) -> LargestComponents:
     """How many headlines have each variance component as their largest: ``split`` (those
     with all three known), ``sessions``, ``runs``, ``within`` (of those), and ``unsplit``
     (those with τ² and σ² but no within-run part of their own)."""
-    out = {"split": 0, "sessions": 0, "runs": 0, "within": 0, "unsplit": 0}
+    out: LargestComponents = {"split": 0, "sessions": 0, "runs": 0, "within": 0, "unsplit": 0}
     for r in (estimates.itertuples() if len(estimates) else []):
         shares = (r.share, r.share_runs, r.share_within)
         if not np.isfinite(r.share):
@@ -345,7 +386,7 @@ def session_spread(tidy: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def read_spread(path: Path) -> dict | None:
+def read_spread(path: Path) -> SpreadRecord | None:
     """The recorded session spread of the reference host, or None (none recorded, unreadable)."""
     try:
         record = json.loads(Path(path).read_text())

@@ -295,7 +295,7 @@ class StudyHosts:
         # Host states with data measured under the protocol in force lead; those measured
         # before its freeze are exploratory, folded (docs/protocol.md).
         confirmed = [st for st in states if st["host_id"] == self.host_id
-                     or self.evidence(st["host_id"])["status"] == "confirmatory"]
+                     or self.evidence(st["host_id"])["status"] == protocol.Status.CONFIRMATORY]
         earlier = [st for st in states if st not in confirmed]
         blocks = [Markdown(words("hosts", hosts=hosts, profile=self.profile,
                                  shown_label=self.label()))]

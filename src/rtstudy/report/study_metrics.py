@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -17,12 +18,80 @@ from rtstudy.report import stability
 from rtstudy.report.section import Section
 
 
+class Claim(TypedDict, total=False):
+    """A claim's verdict as metrics.json holds it."""
+
+    verdict: str
+    runs: int
+    criterion: str
+    status: protocol.Status  # what it rests on (StudySessions.evidence), added per host
+
+
+class Quantity(TypedDict):
+    """A headline quantity: its estimate, CI bounds (null where none), unit and N."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    unit: str
+    n: int
+
+
+class SessionQuantity(TypedDict):
+    """A headline quantity estimated over a host's sessions (meta.over_sessions)."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    next_low: float | None  # where one more session should land
+    next_high: float | None
+    unit: str
+    sessions: int
+    between_sessions_var: float | None
+    between_runs_var: float | None
+    within_run_var: float | None
+
+
+class Drift(TypedDict):
+    """A sweep's drift check (stats.drift_check) as metrics.json holds it."""
+
+    condition: str
+    quantity: str
+    unit: str
+    start: float | None
+    end: float | None
+    difference: float | None
+    minutes: float | None
+    moved: bool | None
+
+
+class ExperimentMetrics(TypedDict, total=False):
+    """One experiment's block (its label's) in metrics.json: :meth:`StudyMetrics.metrics`."""
+
+    verdicts: dict[str, Claim]
+    headline: dict[str, Quantity]
+    findings: dict[str, str]
+    drift: Drift
+    sessions: dict[str, SessionQuantity]
+    verdicts_over_sessions: dict[str, dict]  # OverSessions with its status
+    findings_pooled: dict[str, str]
+    findings_over_sessions: dict[str, list[str]]
+
+
+class PlacementMetrics(TypedDict):
+    """H5a over every session of a host with 5.0 placement records (:func:`placement_record`)."""
+
+    verdicts: dict[str, Claim]
+    threads: int
+    mismatches: list[str]
+
+
 def number(x: float) -> float | None:
     """``x`` as JSON holds it: a float, or None (null) where it is not finite."""
     return float(x) if np.isfinite(x) else None
 
 
-def verdicts_and_headlines(sections: dict[str, Section]) -> dict:
+def verdicts_and_headlines(sections: dict[str, Section]) -> dict[str, ExperimentMetrics]:
     """Per experiment label: ``verdicts`` (claim → verdict, runs, criterion), ``headline``
     (quantity → value, CI bounds, unit, N) and, where the section has any, ``findings``."""
     return {s.label: {
@@ -35,14 +104,14 @@ def verdicts_and_headlines(sections: dict[str, Section]) -> dict:
         for s in sections.values()}
 
 
-def drift(row: dict) -> dict:
+def drift(row: dict) -> Drift:
     """A sweep's drift check (a row of :func:`rtstudy.report.stability.drift_rows`)."""
     return {"condition": row["label"], "quantity": row["quantity"], "unit": row["unit"],
             **{k: number(row[k]) for k in ("start", "end", "difference", "minutes")},
             "moved": row["moved"]}
 
 
-def placement_record(result: dict) -> dict:
+def placement_record(result: records.Audit) -> PlacementMetrics:
     """H5a over every session of a host with 5.0 placement records (a check, no CI):
     ``result`` is :func:`rtstudy.inference.records.audit`'s."""
     return {"verdicts": {"H5a": {"verdict": records.verdict(result), "runs": result["cells"],
@@ -55,7 +124,7 @@ class StudyMetrics:
     ``profile``, ``host_id``, ``ci``, ``sections`` and ``datasets`` and its sessions' and
     hosts' parts)."""
 
-    def metrics(self) -> dict:
+    def metrics(self) -> dict[str, Any]:
         """Every section's verdicts and headline quantities, as ``report/metrics.json`` holds them.
 
         Per experiment label: ``verdicts`` (claim → verdict, runs, criterion), ``headline``
@@ -72,7 +141,7 @@ class StudyMetrics:
         :meth:`placement_audits`). Read with ``dvc metrics show``; ``dvc metrics diff``
         compares commits.
         """
-        out: dict = {"profile": self.profile, "host_id": self.host_id,
+        out: dict[str, Any] = {"profile": self.profile, "host_id": self.host_id,
                      "confidence": self.ci.confidence, "protocol": protocol.record(),
                      "evidence": self.evidence(),
                      **self._with_sessions(verdicts_and_headlines(self.sections), self.host_id)}
@@ -94,10 +163,10 @@ class StudyMetrics:
         atomic.write_text(path, json.dumps(self.metrics(), indent=2, allow_nan=False) + "\n")
         return path
 
-    def _over_sessions(self, host_id: str) -> dict:
+    def _over_sessions(self, host_id: str) -> dict[str, dict[str, SessionQuantity]]:
         """Per experiment label: quantity → its session-level estimate (hosts with two
         sessions or more)."""
-        out: dict = {}
+        out: dict[str, dict[str, SessionQuantity]] = {}
         for r in self.session_estimates(host_id).itertuples():
             out.setdefault(r.experiment, {})[r.quantity] = {
                 "value": number(r.value), "low": number(r.low), "high": number(r.high),
@@ -108,7 +177,8 @@ class StudyMetrics:
                 "within_run_var": number(r.within_run)}
         return out
 
-    def _with_sessions(self, block: dict, host_id: str) -> dict:
+    def _with_sessions(self, block: dict[str, ExperimentMetrics], host_id: str
+                       ) -> dict[str, ExperimentMetrics]:
         """``block`` (:func:`verdicts_and_headlines` of ``host_id``) with what its sessions
         say: each headline and verdict over them, and each finding pooled and per session."""
         # Every verdict says what it rests on: confirmatory or exploratory (protocol v1).

@@ -8,6 +8,7 @@ A host state measured by several ``make study`` runs has several sessions
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 import pandas as pd
 
@@ -58,12 +59,29 @@ def pooled_verdict(given: list[Verdict], confidence: float) -> tuple[str, str]:
 MAIN, EXPLORATORY = "main", "exploratory"
 
 
+class Evidence(TypedDict):
+    """What a host state's verdicts rest on (:meth:`StudySessions.evidence`)."""
+
+    status: protocol.Status
+    protocol: int  # the version in force
+    sessions: int  # the sessions its verdicts pool
+    words: str  # as the report says it
+
+
+class OverSessions(TypedDict):
+    """A claim's verdict over a host state's sessions (:meth:`StudySessions.verdicts_over_sessions`)."""
+
+    verdict: str  # over the sessions pooled
+    why: str
+    sessions: list[str]  # each session's verdict, oldest first
+
+
 class StudySessions:
     """The sessions' part of :class:`rtstudy.report.study.Study` (a mixin: it reads the study's
     ``profile``, ``ci``, ``host_id``, ``sections`` and ``datasets``, caches in its
     ``_sessions`` and builds each session's sections with its ``_sections_from``)."""
 
-    def rerun(self) -> dict | None:
+    def rerun(self) -> stability.RerunRecord | None:
         """The recorded re-run agreement (``benchmarks/rerun_agreement.json``), or None."""
         return stability.read_rerun(paths.rerun_file())
 
@@ -123,7 +141,7 @@ class StudySessions:
             return confirmed
         return {n: {s: f for s, f in found[n].items() if s not in confirmed[n]} for n in found}
 
-    def evidence(self, host_id: str | None = None) -> dict:
+    def evidence(self, host_id: str | None = None) -> Evidence:
         """What a host state's verdicts rest on: ``status`` ``confirmatory`` (every session they
         pool measured under the protocol in force: ``sessions`` of them) or ``exploratory``
         (``sessions``: those measured before it, all of them), the ``protocol`` version, and
@@ -136,7 +154,8 @@ class StudySessions:
         said = (f"confirmatory: protocol v{v}, {k} session{'s' if k != 1 else ''} measured after "
                 "its freeze" if confirmed else
                 f"exploratory: measured before protocol v{v}'s freeze")
-        return {"status": "confirmatory" if confirmed else "exploratory", "protocol": v,
+        return {"status": protocol.Status.CONFIRMATORY if confirmed else
+                protocol.Status.EXPLORATORY, "protocol": v,
                 "sessions": k, "words": said}
 
     def session_headlines(self, name: str, host_id: str | None = None) -> list:
@@ -150,7 +169,7 @@ class StudySessions:
         (:func:`rtstudy.report.stability.session_quantities`)."""
         return stability.session_quantities(self.sessions_of(host_id))
 
-    def verdicts_over_sessions(self, host_id: str | None = None) -> dict[str, dict]:
+    def verdicts_over_sessions(self, host_id: str | None = None) -> dict[str, OverSessions]:
         """Claim → ``verdict`` over the sessions pooled, ``why`` and ``sessions`` (each one's,
         oldest first); empty with fewer than two sessions."""
         return {r["claim"]: {"verdict": r["over sessions"], "why": r["why"],

@@ -21,8 +21,8 @@ from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
 from rtstudy.experiments.e1_async_buffer.producers import columns_of, producer_run
 from rtstudy.inference import criteria, judge
 from rtstudy.inference.fits import linear_fit, robust_slope
-from rtstudy.inference.stats import (CI, MIN_RUNS, drift_check, holm, over_runs, rank_test,
-                                     spread_test)
+from rtstudy.inference.stats import (CI, MIN_RUNS, DriftCheck, drift_check, holm, over_runs,
+                                     rank_test, spread_test)
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
 SAMPLES = {"event": "string", "port": "string", "index": "int64", "t_start_ns": "int64",
@@ -417,7 +417,7 @@ def headline(cells: pd.DataFrame, slope_df: pd.DataFrame,
 DRIFT_QUANTITY = ("fixed producer's max latency", "ms")
 
 
-def drift(ds: Dataset) -> dict | None:
+def drift(ds: Dataset) -> DriftCheck | None:
     """The sweep's drift check on the fixed producer's max latency (ms); None without one."""
     def fixed(t: pd.DataFrame) -> pd.DataFrame:
         return t[t["role"] == "fixed"] if len(t) else t

@@ -23,7 +23,7 @@ from rtstudy.data.io import Dataset, read_cells, set_aside_drift, wide
 from rtstudy.experiments.e3_overhead import published
 from rtstudy.inference import criteria, judge
 from rtstudy.inference.fits import fit_at, linear_fit
-from rtstudy.inference.stats import CI, MIN_RUNS, drift_check, over_runs, percentiles
+from rtstudy.inference.stats import CI, MIN_RUNS, DriftCheck, drift_check, over_runs, percentiles
 from rtstudy.inference.within import block_mean_variance
 
 # The columns and Arrow types of samples.parquet, as app.py writes them (data/README.md).
@@ -370,7 +370,7 @@ def h3_combine(parts: list[judge.Part],
 DRIFT_QUANTITY = ("steady cost per iteration at the largest N", "µs")
 
 
-def drift(ds: Dataset) -> dict | None:
+def drift(ds: Dataset) -> DriftCheck | None:
     """The sweep's drift check on the steady cost per iteration at the largest N (µs)."""
     runs, checks = ds.tables["runs"], ds.tables["drift"]
     if not len(runs) or not len(checks):

@@ -18,7 +18,7 @@ from rtstudy.data.io import Dataset, read_cells, read_json, set_aside_drift, sta
 from rtstudy.experiments.e4_host import published
 from rtstudy.experiments.e4_host.plan import AUDIT
 from rtstudy.inference import criteria, judge
-from rtstudy.inference.stats import CI, MIN_RUNS, drift_check, ratio_ci, two_group_ci
+from rtstudy.inference.stats import CI, MIN_RUNS, DriftCheck, drift_check, ratio_ci, two_group_ci
 from rtstudy.inference.within import (quantile_bootstrappable, quantile_of_counts,
                                       within_run_variances_hist)
 
@@ -343,7 +343,7 @@ def headline(record: dict, stats: pd.DataFrame, ci: CI,
 DRIFT_QUANTITY = ("time lost to interruptions", "fraction")
 
 
-def drift(ds: Dataset) -> dict | None:
+def drift(ds: Dataset) -> DriftCheck | None:
     """The sweep's drift check on the share of time lost to interruptions (H4's metric) of its
     condition; None without one."""
     return drift_check(ds.tables["stats"], ds.tables["drift"], "lost_share")

@@ -20,6 +20,7 @@ from rtstudy.experiments.e5_placement import provoke
 from rtstudy.experiments.e5_placement.provoke import NOT_IN_4X
 from rtstudy.inference import criteria, judge
 from rtstudy.inference.records import POLICIES, thread_mismatches
+from rtstudy.inference.stats import DriftCheck
 from rtstudy.policies import BY_NUMBER, SCHED_DEADLINE
 
 # The columns and Arrow types of samples.parquet, as the apps write them (data/README.md).
@@ -277,7 +278,7 @@ def condition_table(table: pd.DataFrame) -> pd.DataFrame:
 DRIFT_QUANTITY = ("", "")
 
 
-def drift(ds: Dataset) -> dict | None:
+def drift(ds: Dataset) -> DriftCheck | None:
     """None: E5's outcomes are admission decisions, not timings that drift."""
     return None
 

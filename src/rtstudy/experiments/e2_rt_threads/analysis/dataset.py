@@ -47,7 +47,7 @@ from rtstudy.experiments.e2_rt_threads.analysis.verdicts import (CONTROL_FLOOR_M
                                                                  h2_combine, h2_std, h2_verdict,
                                                                  null_verdict)
 from rtstudy.inference import criteria
-from rtstudy.inference.stats import CI, MIN_RUNS, drift_check
+from rtstudy.inference.stats import CI, MIN_RUNS, DriftCheck, drift_check
 from rtstudy.measure.realtime import DISPATCHER
 from rtstudy.policies import BY_NUMBER, RT_POLICIES, SCHED_DEADLINE
 
@@ -419,7 +419,7 @@ def _unattributed(traces: pd.DataFrame) -> dict:
 DRIFT_QUANTITY = ("frame-period IQR", "µs")
 
 
-def drift(ds: Dataset) -> dict | None:
+def drift(ds: Dataset) -> DriftCheck | None:
     """The sweep's drift check on the frame period's IQR (µs, the typical jitter); None
     without one."""
     return drift_check(ds.tables["runs"], ds.tables["drift"], "period_iqr_us")
