@@ -362,7 +362,7 @@ def tracing_cost(runs: pd.DataFrame, traces: pd.DataFrame, ci: CI) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def mechanism_totals(mechanism: pd.DataFrame, policies) -> dict:
+def mechanism_totals(mechanism: pd.DataFrame, policies) -> dict[str, int | bool | str]:
     """The late frames of the traced conditions whose policy is in ``policies``, pooled:
     ``late``, ``frames``, ``runs``, ``gil_probed`` (all were), each :data:`PATTERNS` count,
     ``gil`` (the GIL patterns' sum) and ``top`` (the most frequent pattern, or "")."""

@@ -13,6 +13,8 @@ condition that starved (:func:`.conditions.starved`) says so in its ``void``.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 import pandas as pd
 
@@ -32,7 +34,36 @@ from rtstudy.inference.within import event_rate_variance
 DECIDED_SHARE = criteria.value("e2_decided_share")
 
 
-def summarize(runs: pd.DataFrame, ci: CI) -> dict:
+class Summary(TypedDict):
+    """One group of runs over its runs (:func:`summarize`: each key documented there)."""
+
+    runs: int
+    frames: int
+    duration_s: float
+    iqr_us: float
+    iqr_low: float
+    iqr_high: float
+    iqr_within: float
+    late_within: float
+    mad_us: float
+    p50_us: float
+    p99_us: float
+    tail_us: float
+    flatness_us: float
+    late: int
+    late_rate: float
+    late_low: float
+    late_high: float
+    dispersion: float
+    max_ms: float
+    max_quantile: float
+    std_ms: float
+    decided: int
+    mean_ms: float
+    nominal_ms: float
+
+
+def summarize(runs: pd.DataFrame, ci: CI) -> Summary:
     """One group of runs' typical jitter and late frames, over its runs.
 
     Parameters
@@ -44,7 +75,7 @@ def summarize(runs: pd.DataFrame, ci: CI) -> dict:
 
     Returns
     -------
-    dict
+    Summary
         ``runs``, ``frames`` (periods over all runs), ``duration_s`` (their total, s);
         ``iqr_us`` (mean of per-run period IQRs, µs) with ``iqr_low`` / ``iqr_high``
         (t-interval over runs, NaN below 3 runs) and ``iqr_within`` (µs², the mean of the

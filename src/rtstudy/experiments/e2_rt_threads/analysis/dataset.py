@@ -19,6 +19,7 @@ baselines, the grid and the headline point), :mod:`.metrics` (one run's quantiti
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,11 +36,12 @@ from rtstudy.experiments.e2_rt_threads.analysis.contrasts import (DECIDED_SHARE,
                                                                   effects, floor_ratios, reductions,
                                                                   seed_compatible)
 from rtstudy.experiments.e2_rt_threads.analysis.gil import GIL_TIMES
-from rtstudy.experiments.e2_rt_threads.analysis.headline import E2Headline
-from rtstudy.experiments.e2_rt_threads.analysis.ladder import ladder, late_part, recommendations
-from rtstudy.experiments.e2_rt_threads.analysis.metrics import (FIXED, PREVIOUS, RECORDED,
-                                                                RunFrames, release_grid,
-                                                                run_metrics)
+from rtstudy.experiments.e2_rt_threads.analysis.headline import (
+    Design, E2Headline, FloorRatios, GilLoads, Mechanism, MessageLatency, PolicyGrid,
+    Unattributed, Yardstick)
+from rtstudy.experiments.e2_rt_threads.analysis.ladder import ladder, recommendations
+from rtstudy.experiments.e2_rt_threads.analysis.metrics import (
+    FIXED, PREVIOUS, RECORDED, RunFrames, RunMetrics, release_grid, run_metrics)
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
 from rtstudy.experiments.e2_rt_threads.analysis.schema import SCHEMA
 from rtstudy.experiments.e2_rt_threads.analysis.verdicts import (CONTROL_FLOOR_MULTIPLE,
@@ -52,11 +54,11 @@ from rtstudy.measure.realtime import DISPATCHER
 from rtstudy.policies import BY_NUMBER, RT_POLICIES, SCHED_DEADLINE
 
 # The experiment protocol's names (rtstudy.registry), and those the tests import from here
-# though they live beside it (the H2 verdicts, late_part).
+# though they live beside it (the H2 verdicts).
 __all__ = ["CONTROL_FLOOR_MULTIPLE", "DRIFT_QUANTITY", "MESSAGES_FILE", "MIN_REDUCTION",
            "PLOT_FILE", "SAMPLES", "SCHEMA", "TABLES", "drift", "h2_combine", "h2_std",
-           "h2_verdict", "headline", "late_part", "load", "message_latency", "null_verdict",
-           "plot_table", "power_plan"]
+           "h2_verdict", "headline", "load", "message_latency", "null_verdict", "plot_table",
+           "power_plan"]
 
 # The columns and Arrow types of samples.parquet, as app.py and floor.py write them (data/README.md).
 SAMPLES = {"frame": "int64", "t_start_ns": "int64", "exec_ns": "int64"}
@@ -128,7 +130,7 @@ def load(directory: Path, cfg: dict) -> Dataset:
                    extra={"messages": pd.DataFrame(messages)})
 
 
-def _head(samples: pd.DataFrame, config: dict, cfg: dict) -> dict:
+def _head(samples: pd.DataFrame, config: dict, cfg: dict) -> dict[str, int]:
     """A run's late frames (``late_head``) among its first ``headline_duration_s`` of releases
     after the warm-up (``n_head``): what a policy is compared on, so that a run sized for the
     fixes (``fix_duration_s``) and its baseline's, sized for the policy grid, weigh alike
@@ -141,7 +143,8 @@ def _head(samples: pd.DataFrame, config: dict, cfg: dict) -> dict:
     return {"late_head": head["late"], "n_head": head["n"]}
 
 
-def _trace_row(cell: CellData, base: dict, metrics: dict, frames: int, attributed: int) -> dict:
+def _trace_row(cell: CellData, base: dict, metrics: RunMetrics, frames: int, attributed: int
+               ) -> dict[str, Any]:
     """A traced run's row of ``traces``: its condition (``base``), the trace's size, its
     ``frames`` after the warm-up and how many of them were ``attributed``, and a few of its
     :func:`.metrics.run_metrics` (``metrics``)."""
@@ -162,7 +165,7 @@ def _attribution_table(attributed: list[tuple[pd.DataFrame, dict]]) -> pd.DataFr
          **{c: float for c in ["lateness_ms", "deviation_ms", *PARTS, *GIL_TIMES]}})
 
 
-def message_latency(messages: pd.DataFrame, warmup_frames: int, frames: int) -> dict:
+def message_latency(messages: pd.DataFrame, warmup_frames: int, frames: int) -> MessageLatency:
     """One run's message latencies (receipt − send, µs) over the frames after the warm-up.
 
     Parameters
@@ -176,7 +179,7 @@ def message_latency(messages: pd.DataFrame, warmup_frames: int, frames: int) -> 
 
     Returns
     -------
-    dict
+    MessageLatency
         ``messages`` (received), ``lost`` (frames after the warm-up whose message never came),
         ``message_p50_us``, ``message_p99_us``, ``message_max_us`` (NaN without messages).
     """
@@ -261,7 +264,7 @@ def headline(cfg: dict, ds_tables: dict, red: pd.DataFrame, ci: CI,
         parts=PARTS, **_unattributed(ds_tables.get("traces", pd.DataFrame())))
 
 
-def _design(runs: pd.DataFrame) -> dict:
+def _design(runs: pd.DataFrame) -> Design:
     """What was measured: the load factors, the policies pinned, the runs, and each
     dispatcher level's policies as read back."""
     if not len(runs):
@@ -293,7 +296,7 @@ def _seed_style(runs: pd.DataFrame, frames: pd.DataFrame, red: pd.DataFrame, ci:
     return s[s["load_factor"] == s["load_factor"].max()].to_dict("records")
 
 
-def _gil(runs: pd.DataFrame, red: pd.DataFrame, conditions: pd.DataFrame) -> dict | None:
+def _gil(runs: pd.DataFrame, red: pd.DataFrame, conditions: pd.DataFrame) -> GilLoads | None:
     """GIL-holding (Python) loads at the highest factor: the reductions, the frames missed,
     each policy's late frames with Python and with native loads (``late``: policy →
     {model: :func:`.contrasts.summarize` row}), and each real-time policy's std over its std
@@ -329,7 +332,7 @@ def _by_policy(conditions: pd.DataFrame):
     return sorted(conditions.groupby("policy"), key=lambda kv: order.get(kv[0], len(order)))
 
 
-def _typical_and_late(conditions: pd.DataFrame) -> dict | None:
+def _typical_and_late(conditions: pd.DataFrame) -> PolicyGrid | None:
     """The policy grid at the headline point: each policy's typical jitter and late frames
     (:func:`.contrasts.summarize` rows, in policy order), the real-time runs whose std the 2
     most extreme frames decide (and the frames of a run, on average), the real-time policies
@@ -354,7 +357,7 @@ def _typical_and_late(conditions: pd.DataFrame) -> dict | None:
             "floor": floor.iloc[0].to_dict() if len(floor) else None}
 
 
-def _yardsticks(runs: pd.DataFrame) -> dict | None:
+def _yardsticks(runs: pd.DataFrame) -> dict[str, Yardstick] | None:
     """The late frames at the headline point on a second yardstick beside the source clock every
     policy is judged on (:func:`.metrics.release_grid`): Holoscan 4.x's SCHED_DEADLINE target on
     its own releases (``previous``: one period after its previous frame, as the kernel releases
@@ -363,7 +366,7 @@ def _yardsticks(runs: pd.DataFrame) -> dict | None:
 
     Returns
     -------
-    dict or None
+    dict of str to Yardstick, or None
         Name → ``late`` (as judged), ``other`` (on the second yardstick), ``skipped`` (releases
         the clock skipped), ``frames`` (the releases judged) and ``runs``; those whose runs give
         the same count on both left out, None where none is left.
@@ -382,7 +385,7 @@ def _yardsticks(runs: pd.DataFrame) -> dict | None:
     return out or None
 
 
-def _floor(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> dict | None:
+def _floor(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> FloorRatios | None:
     """Every headline-point condition's ratio to the floor; the pre-specified ones
     (:data:`FLOOR_CONFIGURATION`, one per real-time policy) and those of them within
     :data:`FLOOR_GOAL` (whole CI) among those that did not starve; None without a floor."""
@@ -400,13 +403,13 @@ def _floor(runs: pd.DataFrame, floor: pd.DataFrame, ci: CI) -> dict | None:
                          if np.isfinite(r["high"]) and r["high"] <= FLOOR_GOAL]}
 
 
-def _mechanism(att: pd.DataFrame, threshold_ms: float) -> dict:
+def _mechanism(att: pd.DataFrame, threshold_ms: float) -> Mechanism:
     """``mechanism`` (per traced condition) and ``mechanism_rt`` (the real-time ones pooled)."""
     m = mechanism_summary(att, threshold_ms)
     return {"mechanism": m.to_dict("records"), "mechanism_rt": mechanism_totals(m, RT_POLICIES)}
 
 
-def _unattributed(traces: pd.DataFrame) -> dict:
+def _unattributed(traces: pd.DataFrame) -> Unattributed:
     """The traced conditions none of whose frames could be attributed, and their policies."""
     none = traces[traces["attributed"] == 0] if len(traces) else traces
     return {"unattributed": none["label"].str.replace("-trace", "").tolist() if len(none) else [],

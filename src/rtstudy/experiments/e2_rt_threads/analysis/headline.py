@@ -6,6 +6,84 @@ lists of dicts (``DataFrame.to_dict("records")``), their columns documented wher
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:  # the records its fields hold, made in this room
+    from rtstudy.experiments.e2_rt_threads.analysis.ladder import Recommendation
+    from rtstudy.experiments.e2_rt_threads.analysis.verdicts import ClaimResult
+
+
+class Design(TypedDict):
+    """What was measured (dataset._design)."""
+
+    factors: list[float]
+    pinned: list[str]
+    n_runs: int
+    dispatchers_read: dict[str, list[str]]
+
+
+class GilLoads(TypedDict):
+    """GIL-holding Python loads at the top load factor (dataset._gil)."""
+
+    load_factor: float
+    rows: list[dict]  # the reductions with Python loads (.contrasts.reductions rows)
+    lost: dict[str, int]  # policy → frames missed
+    late: dict[str, dict[str, dict]]  # policy → load model → its .contrasts.summarize row
+    ratios: dict[str, float]  # policy → its std with Python loads over native ones
+    gil_ratio: float  # the ratio above which the GIL binds (verdicts.GIL_RATIO)
+    gil_bound: bool  # every ratio above it
+
+
+class PolicyGrid(TypedDict):
+    """The policy grid at the headline point (dataset._typical_and_late)."""
+
+    load_factor: float
+    rows: list[dict]  # each policy's condition summary, in policy order
+    rt_runs: int
+    rt_decided: int  # real-time runs whose std its 2 most extreme frames decide
+    frames_per_run: int
+    iqr_apart: list[str]  # real-time policies whose IQR CI lies apart from the baseline's
+    floor: dict | None  # the floor's condition summary at that load factor
+
+
+class Yardstick(TypedDict):
+    """The late frames at the headline point on a second yardstick (dataset._yardsticks)."""
+
+    late: int  # as judged
+    other: int  # on the second yardstick
+    skipped: int  # releases the clock skipped
+    frames: int  # releases judged
+    runs: int
+
+
+class FloorRatios(TypedDict):
+    """Every headline-point condition's ratio to the floor (dataset._floor)."""
+
+    prespecified: list[dict]  # the pre-specified ones that did not starve
+    rows: list[dict]  # every condition's (.contrasts.floor_ratios rows)
+    floor_std_ms: float
+    load_factor: float
+    at_floor: list[str]  # those within FLOOR_GOAL (whole CI)
+
+
+class Mechanism(TypedDict):
+    mechanism: list[dict]  # per traced condition (.attribution.mechanism_summary rows)
+    mechanism_rt: dict[str, int | bool | str]  # the real-time ones pooled (mechanism_totals)
+
+
+class Unattributed(TypedDict):
+    unattributed: list[str]  # traced conditions none of whose frames could be attributed
+    unattributed_policies: list[str]
+
+
+class MessageLatency(TypedDict):
+    """One run's message latencies over its frames after the warm-up (µs)."""
+
+    messages: int  # received
+    lost: int  # frames whose message never came
+    message_p50_us: float
+    message_p99_us: float
+    message_max_us: float
 
 
 @dataclass(frozen=True)
@@ -20,34 +98,34 @@ class E2Headline:
     # What to do (.ladder).
     ladder_policy: str  # the real-time policy the fixes are measured with (SCHED_FIFO, …)
     ladder: list[dict]  # the ladder's rungs in order (.ladder.ladder rows)
-    recommendations: list[dict]  # each policy and fix at the headline point (.ladder rows)
+    recommendations: list[Recommendation]  # each policy and fix at the headline point (.ladder)
     # H2 and its thresholds (.verdicts, .conditions, .contrasts).
-    verdict: dict  # H2 on late frames (.verdicts.h2_verdict)
-    std: dict  # H2 on the std as the seeds read it (.verdicts.h2_std)
+    verdict: ClaimResult  # H2 on late frames (.verdicts.h2_verdict)
+    std: ClaimResult  # H2 on the std as the seeds read it (.verdicts.h2_std)
     late_threshold_ms: float  # a frame is late this far after its release (ms)
     min_reduction: float  # the std cut the seeds' reading asks (fraction)
     min_runs: int  # the runs a CI over runs needs
     baseline: str  # H2's baseline condition (normal_dedicated)
     seed_baseline: str  # the seeds' baseline condition (normal: one shared pool)
     conditions: list[dict]  # each condition's typical jitter and late frames, the floor's too
-    late: dict | None  # the policy grid at the headline point (analysis._typical_and_late)
-    yardsticks: dict | None  # late frames on both grids where they differ (analysis._yardsticks)
+    late: PolicyGrid | None  # the policy grid at the headline point (analysis._typical_and_late)
+    yardsticks: dict[str, Yardstick] | None  # late frames on both grids where they differ
     decided_share: float  # a run's std is decided by its 2 worst frames above this (fraction)
     starved_offset: float  # starved: mean period off by more than this (fraction of the period)
-    zero: dict  # the control without contention (.verdicts.null_verdict)
+    zero: ClaimResult  # the control without contention (.verdicts.null_verdict)
     control_floor_multiple: float  # the control's margin (× the floor's std)
     one: list[dict]  # each real-time policy's std reduction at 1 native load per CPU
     seed_style: list[dict]  # the std reductions against the seeds' baseline, top native load
     seeds: list[dict]  # each seed topology's reduction (.contrasts.seed_compatible)
-    gil: dict | None  # GIL-holding Python loads at the top factor (analysis._gil); None without
+    gil: GilLoads | None  # GIL-holding Python loads at the top factor; None without
     effects: list[dict]  # each factor's effect with the others held (.contrasts.effects rows)
     # The floor (cyclictest measured like with like).
-    floor: dict | None  # every headline-point condition's ratio to it (analysis._floor)
+    floor: FloorRatios | None  # every headline-point condition's ratio to it
     floor_goal: float  # at the floor: the whole CI of the std ratio at or below this (×)
     # Where the late frames' delay accrued (.attribution, the traced runs).
     attribution: list[dict]  # per traced condition (.attribution.attribution_summary rows)
     mechanism: list[dict]  # per traced condition, its late frames' mechanisms
-    mechanism_rt: dict  # the real-time conditions' mechanisms pooled (.attribution)
+    mechanism_rt: dict[str, int | bool | str]  # the real-time ones' mechanisms pooled
     patterns: dict[str, str]  # each mechanism's name → its words (.attribution.PATTERNS)
     switch_interval_ms: float  # Python's GIL switch interval where a run set none (ms)
     tracing_cost: list[dict]  # each traced condition's typical jitter over its untraced runs'

@@ -12,6 +12,7 @@ typical jitter and to late frames, with CIs over runs, and what it costs.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -150,7 +151,75 @@ def ladder(runs: pd.DataFrame, floor: pd.DataFrame, policy: str, ci: CI) -> pd.D
     return pd.DataFrame(rows)
 
 
-def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI, late: judge.Part) -> dict:
+class Comparison(TypedDict):
+    """A change's runs against its baseline's (:func:`_compare`): each quantity of the change,
+    its baseline's (``*_base*``) and their ratio with its CI."""
+
+    runs: int
+    runs_base: int
+    frames: int
+    frames_base: int
+    dispersion: float
+    dispersion_base: float
+    iqr_us: float
+    iqr_base_us: float
+    iqr_ratio: float
+    iqr_low: float
+    iqr_high: float
+    p99_ratio: float
+    p99_low: float
+    p99_high: float
+    p99_us: float
+    p99_us_low: float
+    p99_us_high: float
+    p99_base_us: float
+    p99_base_low: float
+    p99_base_high: float
+    max_us: float
+    max_base_us: float
+    late: int
+    late_rate: float
+    late_low: float
+    late_high: float
+    late_base: int
+    late_base_rate: float
+    late_base_low: float
+    late_base_high: float
+    late_ratio: float
+    late_ratio_low: float
+    late_ratio_high: float
+    late_phi: float
+    late_frames: str  # the late-frame ratio's word (the rate part's)
+    late_frames_needed: float
+    cpu_ratio: float
+    cpu_low: float
+    cpu_high: float
+
+
+class MessageCost(TypedDict):
+    """What a change's messages cost (:func:`_message_cost`; the fragment fix's)."""
+
+    message_runs: int
+    messages: int
+    lost: int
+    message_p50_us: float
+    message_p50_low: float
+    message_p50_high: float
+    message_p99_us: float
+    message_max_us: float
+
+
+class Recommendation(Comparison, MessageCost):
+    """A :func:`recommendations` row: a policy or fix at the headline point against its baseline."""
+
+    change: str  # the policy, or the fix's name (conditions.FIX_LIST)
+    kind: str  # "policy" or "fix"
+    label: str  # the change's condition
+    baseline: str  # its baseline's
+    late_part: judge.Part  # its late frames' rate part, which the late columns show
+
+
+def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI, late: judge.Part) -> Comparison:
     """``other`` against ``base``: typical jitter, |lateness| P99 and the CPU the loads got as
     ratios with CIs over runs, late-frame rates side by side and their ratio (``late``,
     :func:`late_part`) with its word."""
@@ -196,7 +265,7 @@ def late_part(change: str, base: pd.DataFrame, other: pd.DataFrame, ci: CI,
                       rates.frames_to_decide(rr, ci.confidence) if sizes else np.nan)
 
 
-def _message_cost(g: pd.DataFrame, messages: pd.DataFrame | None, ci: CI) -> dict:
+def _message_cost(g: pd.DataFrame, messages: pd.DataFrame | None, ci: CI) -> MessageCost:
     """What the messages of ``g``'s runs cost (the fragment fix's; analysis.message_latency):
     ``message_runs``, ``messages`` and ``lost`` (summed over runs), the mean per-run P50
     (``message_p50_us`` with ``message_p50_low`` / ``_high``, a t-interval over runs) and
@@ -306,7 +375,7 @@ def _fix_runs(mine: pd.DataFrame, column: str, value) -> pd.DataFrame:
 
 
 def _change_row(change: str, kind: str, g: pd.DataFrame, base: pd.DataFrame, ci: CI,
-                sizes: bool, messages: pd.DataFrame | None) -> dict:
+                sizes: bool, messages: pd.DataFrame | None) -> Recommendation:
     """A :func:`recommendations` row: ``change``'s runs ``g`` against ``base``; ``late_part``
     holds its late frames' rate part (:func:`late_part`), which the row's late columns show."""
     late = late_part(change, base, g, ci, sizes)

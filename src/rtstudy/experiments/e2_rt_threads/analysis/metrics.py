@@ -14,6 +14,7 @@ compare with the seeds, which published only the std.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -199,7 +200,50 @@ def _iqr_us(periods_ms: np.ndarray) -> np.ndarray:
     return (p75 - p25) * 1e3
 
 
-def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) -> dict:
+class TypicalJitter(TypedDict):
+    period_iqr_us: float
+    period_iqr_within_us2: float  # its sampling variance from the run's own frames
+    period_mad_us: float
+    lateness_p50_us: float
+    lateness_p99_us: float
+
+
+class LateFrames(TypedDict):
+    late: int
+    late_fixed: int
+    late_per_10k: float
+    lateness_max_ms: float
+
+
+# Functional syntax: "period_p99.9_ms" is no identifier.
+PeriodShape = TypedDict("PeriodShape", {
+    "period_tail_us": float, "period_flatness_us": float, "period_mean_ms": float,
+    "period_std_ms": float, "std_top2_share": float, "period_min_ms": float,
+    "period_max_ms": float, "period_p50_ms": float, "period_p99_ms": float,
+    "period_p99.9_ms": float})
+
+
+class ExecTimes(TypedDict):
+    exec_mean_ms: float
+    exec_std_ms: float
+    exec_p99_ms: float
+    exec_max_ms: float
+
+
+class RunMetrics(TypicalJitter, LateFrames, PeriodShape, ExecTimes):
+    """One run's metrics (:func:`run_metrics`), a row of E2's ``runs`` table (each key
+    documented there)."""
+
+    nominal_ms: float
+    n: int
+    duration_s: float
+    grid: str
+    skipped: int
+    late_previous: int
+    missed: int
+
+
+def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) -> RunMetrics:
     """One run's frame-period, lateness and execution-time metrics.
 
     Parameters
@@ -213,7 +257,7 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
 
     Returns
     -------
-    dict
+    RunMetrics
         ``nominal_ms``, ``n`` (the releases judged: the frames but the first, plus the
         releases the clock skipped), ``duration_s`` (first to last kept frame, measured),
         ``grid`` (the releases' yardstick, :func:`release_grid`) and ``skipped``
@@ -255,7 +299,8 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
             "missed": max(0, expected - int(period.size))}
 
 
-def _typical_jitter(period: np.ndarray, p: dict, lp: dict) -> dict:
+def _typical_jitter(period: np.ndarray, p: dict[str, float], lp: dict[str, float]
+                    ) -> TypicalJitter:
     """:func:`run_metrics`' typical jitter (µs) from the periods (ms), their percentiles ``p``
     and the |lateness|'s ``lp`` (:func:`rtstudy.inference.stats.percentiles`, ms)."""
     return {"period_iqr_us": (p["p75"] - p["p25"]) * 1e3,
@@ -267,7 +312,7 @@ def _typical_jitter(period: np.ndarray, p: dict, lp: dict) -> dict:
 
 
 def _late_frames(late: np.ndarray, fixed: np.ndarray, late_threshold_ms: float,
-                 lp: dict, skipped: int = 0) -> dict:
+                 lp: dict[str, float], skipped: int = 0) -> LateFrames:
     """:func:`run_metrics`' late frames from the |lateness| ``late`` (ms) on the run's release
     grid, the lateness ``fixed`` (ms) on the fixed grid, ``late``'s percentiles ``lp`` and
     the ``skipped`` releases (each one late: its frame never came)."""
@@ -279,7 +324,7 @@ def _late_frames(late: np.ndarray, fixed: np.ndarray, late_threshold_ms: float,
             "lateness_max_ms": lp["max"]}
 
 
-def _period_shape(period: np.ndarray, p: dict) -> dict:
+def _period_shape(period: np.ndarray, p: dict[str, float]) -> PeriodShape:
     """:func:`run_metrics`' flow-benchmarking spreads (µs) and the periods' moments, extremes
     and percentiles (ms), from the periods (ms) and their percentiles ``p``."""
     squares = np.sort((period - period.mean()) ** 2)[::-1] if period.size else period
@@ -294,7 +339,7 @@ def _period_shape(period: np.ndarray, p: dict) -> dict:
             "period_p99_ms": p["p99"], "period_p99.9_ms": p["p99.9"]}
 
 
-def _exec_times(execs: np.ndarray) -> dict:
+def _exec_times(execs: np.ndarray) -> ExecTimes:
     """:func:`run_metrics`' execution-time mean, std, P99 and maximum (ms) from ``execs`` (ms)."""
     e = percentiles(execs, (50, 99))
     return {"exec_mean_ms": float(execs.mean()) if execs.size else np.nan,

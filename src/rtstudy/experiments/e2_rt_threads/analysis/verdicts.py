@@ -7,6 +7,7 @@ polling helps (:func:`h5c_parts`, combined by :func:`h5c_combine`), each a
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,20 @@ CUT = judge.Rule(judge.AT_LEAST, MIN_REDUCTION)
 H5C_CUT = judge.Rule(judge.AT_LEAST, criteria.value("h5c_min_jitter_reduction"))
 
 
-def h2_std(red: pd.DataFrame) -> dict:
+class ClaimResult(TypedDict, total=False):
+    """A claim judged in one session (:func:`h2_verdict`, :func:`h2_std`, :func:`null_verdict`)."""
+
+    verdict: judge.Verdict
+    why: str  # where it is not settled or not testable: why
+    parts: list[judge.Part]  # what it rests on (a part per policy)
+    rows: list[dict]  # the table rows the parts come from
+    each: dict[str, str]  # policy → its part's word
+    runs: int  # the fewest runs behind a part
+    load_factor: float  # where it was judged (loads per CPU)
+    margin_ms: float  # the control's equivalence margin (null_verdict)
+
+
+def h2_std(red: pd.DataFrame) -> ClaimResult:
     """H2 as the seeds asked it: the frame-period std at the highest native load factor,
     each real-time policy's reduction judged over runs (a reading beside the verdict, which
     is on late frames: :func:`h2_verdict`).
@@ -150,7 +164,7 @@ def h5c_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
     return judge.NOT_SETTLED, "; ".join(filter(None, [judge.unsettled_why(judged), rare]))
 
 
-def h2_verdict(recs: list[dict]) -> dict:
+def h2_verdict(recs: list[dict]) -> ClaimResult:
     """H2 at the headline point, judged on late frames: each real-time policy against the
     baseline as a late-frame rate ratio (:func:`.ladder.late_part`, the words of
     ``criteria: e2_late_ratio_margin``), combined by :func:`h2_combine`; not testable here
@@ -192,7 +206,7 @@ def null_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
     return judge.NOT_SETTLED, judge.unsettled_why(parts)
 
 
-def null_verdict(red: pd.DataFrame, margin_ms: float) -> dict:
+def null_verdict(red: pd.DataFrame, margin_ms: float) -> ClaimResult:
     """Without contention (the lowest load factor), is each real-time policy's jitter the same?
 
     Equivalence within ±``margin_ms`` (:func:`control_margin`) of the difference in mean
