@@ -24,6 +24,7 @@ import shutil
 import subprocess
 from dataclasses import asdict
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy.machine import audit_profile, shield as shielding
 from rtstudy.machine.audit_host import (STATUSES, UNREADABLE_REMEDY, AuditItem, Host, boot_fix,
@@ -590,7 +591,16 @@ def audit(root: Path = Path("/")) -> list[AuditItem]:
     return items + [audit_profile.boot_line_item(h, items)]
 
 
-def summary(items: list[AuditItem]) -> dict:
+class AuditSummary(TypedDict):
+    """The audit in brief (:func:`summary`)."""
+
+    counts: dict[str, int]  # status → items
+    isolated_cpus: list[int]
+    shielded_cpus: list[int]
+    tuned: bool  # CPUs isolated and no core item WARN or FAIL
+
+
+def summary(items: list[AuditItem]) -> AuditSummary:
     """Counts per status, the isolated CPUs, and whether the core items all pass.
 
     ``tuned`` is true when CPUs are isolated and no item of ``CORE_ITEMS`` is

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy.machine.kernelfs import CPU_DIR, list_names, read as read_file
 
@@ -124,7 +125,16 @@ def limit_us(system_us: int | None, resume: str | None) -> int | None:
     return min(limits) if limits else None
 
 
-def record(root: Path, cpus) -> dict:
+class IdleRecord(TypedDict):
+    """What a measurement records about idle and PM QoS (:func:`record`)."""
+
+    driver: str  # the cpuidle driver, or "none"
+    cpu_dma_latency_us: int | None  # the system-wide PM QoS request; None: unreadable (why)
+    why: str
+    cpus: dict[str, dict]  # CPU → resume_latency_us, limit_us, usable [name, exit latency µs]
+
+
+def record(root: Path, cpus) -> IdleRecord:
     """What a measurement records about idle and PM QoS on ``cpus`` (JSON-ready).
 
     ``cpu_dma_latency_us`` is None where it could not be read (``why`` says so); per CPU,

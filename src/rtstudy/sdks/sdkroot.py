@@ -34,6 +34,7 @@ from pathlib import Path
 
 from rtstudy import paths
 from rtstudy.machine.tracefs import TRACEFS
+from rtstudy.sdks.manifest import Inventory, Manifest
 
 SUITE = "trixie"  # Debian 13, glibc 2.41
 MIRROR = "http://deb.debian.org/debian"
@@ -95,7 +96,7 @@ def root_path(version: str) -> Path:
 MANIFEST_KEYS = ("sdk", "key", "built_utc", "glibc", "python", "pip")
 
 
-def manifest(root: Path, name: str = MANIFEST) -> dict | None:
+def manifest(root: Path, name: str = MANIFEST) -> Manifest | None:
     """What a finished root (or other build, whose record is ``name``) records about itself, or
     None if it is not (completely) built: no record, or one that is damaged
     (:func:`damage` says how)."""
@@ -361,7 +362,7 @@ def debootstrap_command(work: Path) -> list[str]:
             f"--keyring={keyring()}", "--force-check-gpg", SUITE, str(work), MIRROR]
 
 
-def _inventory(root: Path) -> dict:
+def _inventory(root: Path) -> Inventory:
     """What the root holds: Debian packages, pip packages, glibc and Python versions."""
     def inside(*argv: str) -> str:
         return subprocess.run(_script(root, list(argv), base_env(), []), capture_output=True,

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from rtstudy import paths
 from rtstudy.sdks import sdkroot
+from rtstudy.sdks.manifest import Manifest
 
 MANIFEST = "rtstudy-venv.json"
 STEP_TIMEOUT_S = 1800  # pip install (~330 MB) on a slow index
@@ -60,7 +61,7 @@ def venv_path(version: str, python: str) -> Path:
     return venvs_dir() / f"holoscan-{version}-py{python}-{key(version, python)}"
 
 
-def manifest(venv: Path) -> dict | None:
+def manifest(venv: Path) -> Manifest | None:
     """What a finished venv records about itself, or None if it is not (completely) built or its
     interpreter is gone (a removed Python leaves a venv that cannot start)."""
     made = sdkroot.manifest(venv, MANIFEST)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,7 +17,7 @@ import pandas as pd
 from rtstudy import paths
 from rtstudy.data.io import Dataset, read_cells, set_aside_drift, stack, wide
 from rtstudy.experiments.e1_async_buffer import published
-from rtstudy.experiments.e1_async_buffer.headline import E1Headline
+from rtstudy.experiments.e1_async_buffer.headline import E1Headline, ScenarioVerdict
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
 from rtstudy.experiments.e1_async_buffer.producers import columns_of, producer_run
 from rtstudy.inference import criteria, judge
@@ -172,7 +173,8 @@ def h1_combine(parts: list[judge.Part]) -> tuple[judge.Verdict, str]:
     return judge.NOT_SETTLED, judge.unsettled_why(parts)
 
 
-def h1_verdict(slope_df: pd.DataFrame, flat_margin: float = FLAT_MARGIN) -> dict:
+def h1_verdict(slope_df: pd.DataFrame, flat_margin: float = FLAT_MARGIN
+               ) -> dict[str, ScenarioVerdict]:
     """H1 per scenario from the DEADLINE, native-work slopes of max latency, over runs.
 
     The default buffer *couples* when its slope's whole CI lies at or above
@@ -206,7 +208,7 @@ def h1_verdict(slope_df: pd.DataFrame, flat_margin: float = FLAT_MARGIN) -> dict
     return out
 
 
-def modes_over_sessions(headlines: list[E1Headline]) -> dict:
+def modes_over_sessions(headlines: list[E1Headline]) -> dict[str, Any]:
     """:func:`mode_summary` over every session of a host (each one's ``headline.modes``):
     ``sessions`` with split points, ``runs`` of theirs, per rule ``<rule>_agree``, and
     ``decides`` only for the rule that classifies every such run of every session; empty with
@@ -369,7 +371,7 @@ def modes(cells: pd.DataFrame, rx_period_ms: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def mode_summary(table: pd.DataFrame) -> dict:
+def mode_summary(table: pd.DataFrame) -> dict[str, Any]:
     """:func:`modes` over the points whose runs split into both modes: ``points`` (of
     ``all_points``), ``runs``, ``slow``, ``switched`` (those runs whose phase changed during
     the run), per rule ``<rule>_agree``, and ``decides`` (the rule that classifies every one of

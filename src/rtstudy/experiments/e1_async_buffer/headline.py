@@ -2,6 +2,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from rtstudy.inference import judge
+
+
+# H1 in one scenario (:func:`.analysis.h1_verdict`): its verdict and why (where not settled or
+# not testable), its parts (the default slope's coupling, the async slope's flatness) and their
+# words (coupled, flat), each buffer's slope row, the fewest runs per period of the two and the
+# flatness margin (ms/ms). Functional syntax: "async" is a keyword.
+ScenarioVerdict = TypedDict("ScenarioVerdict", {
+    "verdict": judge.Verdict, "why": str, "parts": list[judge.Part],
+    "default": dict[str, Any], "async": dict[str, Any], "runs": int, "margin": float,
+    "coupled": str, "flat": str}, total=False)
 
 
 @dataclass(frozen=True)
@@ -17,11 +30,11 @@ class E1Headline:
     placement: str
     stale_async: int  # stale re-reads of the fixed producer with the async buffer (all runs)
     stale_default: int  # the same with the default buffer
-    verdict: dict[str, dict]  # scenario → H1 there (.analysis.h1_verdict)
+    verdict: dict[str, ScenarioVerdict]  # scenario → H1 there (.analysis.h1_verdict)
     default_min_slope: float  # the default buffer couples at this slope or above (ms/ms)
     flat_margin: float  # the async buffer is flat within ± this slope (ms/ms)
     min_runs: int  # the runs a CI over runs needs
     outlier_factor: float  # a run is far off over this × its point's median max latency
     outlier_min_ms: float  # and at least this far above it (ms)
     # The bimodal runs and what decides them (.analysis.mode_summary); empty without rx's period.
-    modes: dict
+    modes: dict[str, Any]  # its keys named by the mode rules (<rule>_agree)

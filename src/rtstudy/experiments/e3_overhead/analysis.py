@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -223,7 +224,7 @@ class E3Headline:
     published_greedy_us: dict[str, float]  # app → the published Greedy figure (µs per iteration)
     # What the greedy_* figures were read from: Greedy, or 5.0's one-lane executor.
     single_threaded: str
-    verdict: dict  # H3 (:func:`h3_verdict`)
+    verdict: H3Verdict  # H3 (:func:`h3_verdict`)
     close_ratio: tuple[float, float]  # H3's band around the published figure (×)
 
 
@@ -261,7 +262,32 @@ def headline(runs: pd.DataFrame, ci: CI) -> E3Headline:
     )
 
 
-def seed_method_at_seed_n(runs: pd.DataFrame, app: str, ci: CI, label: str | None = None) -> dict:
+class SeedMethod(TypedDict):
+    """A configuration's whole-app µs per iteration at the source's N (:func:`seed_method_at_seed_n`)."""
+
+    value: float
+    low: float
+    high: float
+    how: str  # "measured", "extrapolated", "one N only" or "not measured"
+    runs: int  # repetitions
+
+
+class H3Verdict(TypedDict, total=False):
+    """H3 like with like (:func:`h3_verdict`)."""
+
+    verdict: judge.Verdict
+    why: str
+    ordering: bool  # the published ordering held (on the steady in-run cost)
+    parts: list[dict]  # each judged configuration: its SeedMethod, app, scheduler, band, word
+    judged: list[judge.Part]
+    runs: int  # the fewest repetitions of a configuration
+    close_ratio: tuple[float, float]
+    n: int  # the source's N
+    greedy_us: dict[str, float]  # app → the single-threaded steady cost (µs per iteration)
+
+
+def seed_method_at_seed_n(runs: pd.DataFrame, app: str, ci: CI, label: str | None = None
+                          ) -> SeedMethod:
     """A configuration's whole-app µs per iteration at the source's N, like with like.
 
     ``label`` is the scheduler label (default: the single-threaded configuration,
@@ -295,7 +321,7 @@ def closeness(low: float, high: float, band: tuple[float, float]) -> str:
     return judge.Rule(judge.BAND, band).state(low, high)
 
 
-def h3_verdict(runs: pd.DataFrame, ci: CI) -> dict:
+def h3_verdict(runs: pd.DataFrame, ci: CI) -> H3Verdict:
     """H3 like with like, on both schedulers: the seed's method at the seed's N against its
     published figure, and the ordering.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -37,7 +38,7 @@ MIN_DIFFERENCE = criteria.value("h4_min_difference")
 MIN_TAIL_CUT = criteria.value("h4_min_tail_cut")
 TAIL_CLOSER = judge.Rule(judge.AT_LEAST, MIN_TAIL_CUT)
 
-def hist_percentiles(latency_ns, count, qs=LADDER) -> dict:
+def hist_percentiles(latency_ns, count, qs=LADDER) -> dict[str, float]:
     """Percentiles, max, mean and std of a histogram (values in ns, with counts)."""
     v = np.asarray(latency_ns, dtype=float)
     c = np.asarray(count, dtype=float)
@@ -67,7 +68,7 @@ def lost_share(latency_ns, count) -> float:
     return float((v * c)[v > INTERRUPTION_NS].sum() / total) if total > 0 else float("nan")
 
 
-def within_run(latency_ns, count, jitter: bool) -> dict:
+def within_run(latency_ns, count, jitter: bool) -> dict[str, float]:
     """The sampling variance of a measurement's headlines from its own histogram
     (:func:`rtstudy.inference.within.within_run_variance_hist`): ``p99_within_us2`` (of the P99 in
     µs), and for the jitter probe ``ratio_within`` (P99.99 / P50) and ``lost_within_pct2`` (of
@@ -163,7 +164,33 @@ def load(directory: Path, cfg: dict) -> Dataset:
                    {"audit": read_audit(directory)})
 
 
-def read_audit(directory: Path) -> dict:
+class AuditRecord(TypedDict):
+    """The host audit recorded beside the data (plan.after_sweep; :func:`read_audit`)."""
+
+    summary: dict[str, Any]  # machine.audit.AuditSummary (empty where none was recorded)
+    items: list[dict]  # each AuditItem
+    osnoise: dict[str, Any]  # plan.Osnoise (empty where not recorded)
+
+
+class H4Verdict(TypedDict, total=False):
+    """H4 (:func:`h4_verdict`)."""
+
+    verdict: judge.Verdict
+    why: str
+    ratios: dict[str, float]  # "CPU n, load" → P99.99 / P50, mean over repetitions
+    loads: dict[str, dict]  # load → the lost share's difference (housekeeping − isolated)
+    tails: dict[str, dict]  # load → the P99.99 / P50 ratio (isolated over housekeeping)
+    runs: int
+    above: list[str]  # the loads whose cut is shown
+    below: list[str]  # refuted
+    judged: list[str]  # the loads judged like with like
+    not_judged: dict[str, str]  # load → why not
+    parts: list[judge.Part]
+    min_tail_cut: float
+    min_difference: float
+
+
+def read_audit(directory: Path) -> AuditRecord:
     """The recorded audit: ``{"summary": {...}, "items": [...], "osnoise": {...}}`` (empty if none)."""
     path = Path(directory) / AUDIT
     return read_json(path) if path.exists() else {"summary": {}, "items": [], "osnoise": {}}
@@ -207,7 +234,8 @@ def like_with_like(load: str, probe_realtime: bool) -> bool:
     return load == "idle" or probe_realtime
 
 
-def h4_verdict(record: dict, stats: pd.DataFrame, ci: CI, probe_realtime: bool = False) -> dict:
+def h4_verdict(record: AuditRecord, stats: pd.DataFrame, ci: CI, probe_realtime: bool = False
+               ) -> H4Verdict:
     """H4: an isolated (or shielded) CPU's tail is closer to its median than a housekeeping
     CPU's, over runs, judged like with like.
 
@@ -314,7 +342,7 @@ class E4Headline:
     worst: dict | None
     osnoise: dict  # the audit's osnoise run: ``available`` (None: not recorded), ``why``, …
     warn: list[str]  # the audit items that warned or failed
-    verdict: dict  # H4 (:func:`h4_verdict`)
+    verdict: H4Verdict  # H4 (:func:`h4_verdict`)
 
 
 def headline(record: dict, stats: pd.DataFrame, ci: CI,

@@ -10,6 +10,7 @@ import json
 import platform
 import shutil
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy import atomic
 from rtstudy.machine import audit, placement, tracefs
@@ -104,7 +105,14 @@ def kernel_config(option: str) -> str | None:
     return None
 
 
-def osnoise_status() -> dict:
+class Osnoise(TypedDict):
+    """Whether ``rtla osnoise`` can run here (:func:`osnoise_status`)."""
+
+    available: bool
+    why: str  # if not, exactly why ("" where it can)
+
+
+def osnoise_status() -> Osnoise:
     """Whether ``rtla osnoise`` can run here, and if not, exactly why.
 
     Measuring it is left for hosts that have it; the study records the reason.

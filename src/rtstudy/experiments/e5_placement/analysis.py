@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import pandas as pd
 
@@ -88,7 +89,20 @@ SCHEMA = {
 TABLES = tuple(SCHEMA)
 
 
-def requested_record(request) -> dict:
+class RequestedRecord(TypedDict):
+    """A request in the shape of 5.0's placement record (its ``accepted``)."""
+
+    affinity: list[int] | None
+    scheduling: dict  # policy (the record's name), priority, deadline (its three ns or None)
+
+
+class H5bVerdict(TypedDict, total=False):
+    verdict: judge.Verdict
+    why: str  # where not testable
+    runs: int  # the fewest of any condition
+
+
+def requested_record(request) -> RequestedRecord:
     """A request in the shape of 5.0's placement record
     (:func:`rtstudy.inference.records.expected`)."""
     deadline = ({"runtime_ns": request.runtime_ns, "deadline_ns": request.deadline_ns,
@@ -221,7 +235,7 @@ class E5Headline:
     not_provoked: int  # the conditions whose provocation did not take
     n_cells: int  # the cells measured
     # H5b: ``verdict``, ``why`` (where not testable), ``runs`` (the fewest of any condition).
-    verdict: dict
+    verdict: H5bVerdict
 
 
 def headline(ds: Dataset) -> E5Headline:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy.experiments.e5_placement import plan5
 from rtstudy.experiments.e5_placement.provoke import NOT_IN_4X
@@ -42,7 +43,19 @@ def after_sweep(directory: Path) -> None:
     """Nothing to record beside E5's cells."""
 
 
-def base_config(cfg: dict, fp: dict, configs: dict) -> dict:
+class BaseConfig(TypedDict):
+    """What every E5 cell of a host shares (:func:`base_config`)."""
+
+    cpu: int  # the real-time CPU
+    absent_cpu: int  # a CPU the host does not have
+    priority: int
+    period_ns: int  # SCHED_DEADLINE's
+    runtime_ns: int
+    threads: int  # enough DEADLINE threads to exceed the default admission
+    run_ms: int
+
+
+def base_config(cfg: dict, fp: dict, configs: dict) -> BaseConfig:
     """What every cell of this host shares: the real-time CPU, a CPU it does not have, the
     priority, and enough SCHED_DEADLINE threads to exceed the default admission."""
     where = placement.resolve(configs.get("cpus"), fp)

@@ -14,6 +14,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy.machine import kernelfs
 from rtstudy.measure.realtime import RealtimeRequest
@@ -113,7 +114,12 @@ def irqs_on(cpu: int, root: Path = kernelfs.ROOT) -> int:
     return count
 
 
-def before(config: dict) -> dict:
+class Before(TypedDict):
+    provoked: bool  # the provocation took (provoked)
+    irqs_on_cpu: int  # device IRQs allowed on the real-time CPU
+
+
+def before(config: dict) -> Before:
     """What a cell records before Holoscan runs (its summary's first keys): whether its
     provocation took (:func:`provoked`) and the device IRQs on its real-time CPU."""
     return {"provoked": provoked(config), "irqs_on_cpu": irqs_on(config["cpu"])}
@@ -123,7 +129,7 @@ def before(config: dict) -> dict:
 SAMPLE_COLUMNS = ("op", "requested_policy", "ran", "policy", "priority", "runtime_ns", "cpus")
 
 
-def samples_of(requests: list[RealtimeRequest], seen: dict) -> dict:
+def samples_of(requests: list[RealtimeRequest], seen: dict) -> dict[str, list]:
     """One row per requested thread: what was asked, whether its operator ran, and what the
     kernel gave its thread (``seen``: operator name → its :func:`rtstudy.apps.child.thread_record`;
     −1 and "" for an operator that never ran)."""

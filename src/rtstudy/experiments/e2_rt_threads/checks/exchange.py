@@ -20,6 +20,8 @@ session effect (small: the sessions differ by more than their runs do).
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 import pandas as pd
 
@@ -88,14 +90,39 @@ def _inside(x: float, low: float, high: float) -> bool:
     return bool(np.isfinite(low) and np.isfinite(high) and low <= x <= high)
 
 
+class Compared(TypedDict):
+    """Two sessions judged by the first re-run check's rule (:func:`compare`)."""
+
+    misses: list[str]  # quantities where either estimate lies outside the other's CI
+    differ: list[str]  # changes whose words differ
+    judged: int  # quantities both sessions have
+    changes: int  # changes both sessions have (of those judged alike)
+    passed: bool  # neither a miss nor a difference
+
+
+class Exchange(TypedDict):
+    """The first re-run check on a real pair and on pairs dealt by exchange (:func:`exchange_test`)."""
+
+    observed: Compared
+    draws: int
+    pass_rate: float
+    land_rate: float
+    same_rate: float
+    misses: np.ndarray  # each dealt pair's count
+    differ: np.ndarray
+    p_misses: float
+    p_differ: float
+    miss_rate: dict[str, float]
+
+
 def compare(first: tuple[dict, dict], second: tuple[dict, dict],
-            alike: set[str] | None = None) -> dict:
+            alike: set[str] | None = None) -> Compared:
     """Judge two sessions' :func:`rerun_check` by the first re-run check's rule, the words of
     the changes in ``alike`` only (:func:`alike_changes`; None: every change both have).
 
     Returns
     -------
-    dict
+    Compared
         ``misses``: the quantities of both where either estimate lies outside the other's CI;
         ``differ``: the changes whose words differ; ``judged`` / ``changes``: how many of
         each both sessions have; ``passed``: neither a miss nor a difference.
@@ -143,7 +170,7 @@ def _deal_key(runs: pd.DataFrame) -> pd.Series:
 
 
 def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], cfg: dict,
-                  ci: CI, draws: int = 1000, seed: int = 0) -> dict:
+                  ci: CI, draws: int = 1000, seed: int = 0) -> Exchange:
     """The re-run check of a real pair of sessions and of ``draws`` pairs dealt by exchange.
 
     Parameters
@@ -159,7 +186,7 @@ def exchange_test(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame
 
     Returns
     -------
-    dict
+    Exchange
         ``observed`` (:func:`compare` of the real pair); ``draws``; ``pass_rate``: the share of
         dealt pairs that pass the whole check, ``land_rate`` (every quantity lands) and
         ``same_rate`` (every conclusion the same); ``misses`` and ``differ``: each dealt pair's

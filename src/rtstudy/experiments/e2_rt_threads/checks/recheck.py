@@ -26,6 +26,8 @@ could catch a change at all.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
@@ -122,7 +124,32 @@ def _log_shift(a: pd.DataFrame, b: pd.DataFrame) -> tuple[float, float]:
     return float(y.mean() - x.mean()), float(x.var(ddof=1) / x.size + y.var(ddof=1) / y.size)
 
 
-def session_test(a: pd.DataFrame, b: pd.DataFrame, alpha: float | None = None) -> dict:
+class SessionTest(TypedDict):
+    """The re-run check with power on two sessions (:func:`session_test`)."""
+
+    tests: int  # Holm's family
+    set_aside: int  # late-frame tests Tarone's rule set aside
+    phi: float  # the pair's φ
+    differ: list[str]  # the quantities Holm's procedure rejects
+    passed: bool  # none rejected
+
+
+class Calibration(TypedDict):
+    """The re-run check on a recorded pair and on dealt pairs (:func:`calibrate`)."""
+
+    observed: SessionTest
+    targets: dict[str, str | None]
+    draws: int
+    words_agree: float
+    calibration: float
+    power: dict[str, float | None]
+    tests: int
+    powerable: dict[str, dict | None]  # injection → its best power (powerable)
+    power_each: dict[str, float]
+    powerable_each: dict[str, dict | None]
+
+
+def session_test(a: pd.DataFrame, b: pd.DataFrame, alpha: float | None = None) -> SessionTest:
     """The re-run check with power: do two sessions' runs differ in any condition?
 
     Parameters
@@ -134,7 +161,7 @@ def session_test(a: pd.DataFrame, b: pd.DataFrame, alpha: float | None = None) -
 
     Returns
     -------
-    dict
+    SessionTest
         ``tests``: how many count in Holm's family (two per condition both sessions measured
         in at least ``MIN_RUNS`` runs, and one of every condition's typical jitter at once;
         less the late-frame tests Tarone's rule sets aside, ``set_aside``); ``phi``: the
@@ -301,7 +328,7 @@ def inject(runs: pd.DataFrame, injection: str, where: dict, rng: np.random.Gener
 
 
 def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], cfg: dict,
-              ci: CI, draws: int = 1000, seed: int = 0) -> dict:
+              ci: CI, draws: int = 1000, seed: int = 0) -> Calibration:
     """:func:`session_test` and the recommendation words on a recorded pair and on dealt pairs.
 
     Each draw deals the two sessions' runs again (:func:`.exchange.deal`: no session effect),
@@ -312,7 +339,7 @@ def calibrate(first: dict[str, pd.DataFrame], second: dict[str, pd.DataFrame], c
 
     Returns
     -------
-    dict
+    Calibration
         ``observed``: :func:`session_test` of the real pair; ``targets``; ``draws``;
         ``power_each`` / ``powerable_each``: per condition both sessions measured in at least
         ``MIN_RUNS`` runs, the share of pairs with its late frames doubled that the check fails,
