@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -76,7 +77,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 _parsed: tuple[str, dict] | None = None
 
 
-def load(path: Path | None = None) -> dict:
+def load(path: Path | None = None) -> dict[str, Any]:
     """Read ``params.yaml`` (or ``path``) as a mapping; syntax errors name the file and line.
 
     Returns a fresh copy each call: a caller may change it without changing another's.
@@ -121,7 +122,8 @@ def validate(data: dict) -> None:
         raise ParamError("invalid parameters in params.yaml:\n  - " + "\n  - ".join(errors))
 
 
-def stage_config(stage: str, profile: str | None = None, data: dict | None = None) -> dict:
+def stage_config(stage: str, profile: str | None = None, data: dict | None = None
+                 ) -> dict[str, Any]:
     """The validated parameters of ``stage`` for ``profile`` (default: the file's profile).
 
     Parameters

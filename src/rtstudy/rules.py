@@ -102,7 +102,7 @@ SWEEP_SCHEMA: dict[str, Rule] = {
 }
 
 
-def resolve(group: dict, profile: str) -> dict:
+def resolve(group: dict, profile: str) -> dict[str, Any]:
     """A group's keys with its ``profiles[profile]`` overrides applied (no validation)."""
     resolved = {k: copy.deepcopy(v) for k, v in group.items() if k != "profiles"}
     resolved.update(copy.deepcopy((group.get("profiles") or {}).get(profile) or {}))

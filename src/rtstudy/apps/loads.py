@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import TypedDict
 
 from rtstudy.measure.process import die_with_parent, end_process
 from rtstudy.measure.work import busy_for
@@ -33,7 +34,15 @@ def start_stress(workers: int, seconds: float) -> subprocess.Popen:
                             preexec_fn=die_with_parent)
 
 
-def stop_stress(proc: subprocess.Popen | None) -> dict:
+class StressRecord(TypedDict, total=False):
+    """What happened to stress-ng (:func:`stop_stress`); empty where none ran."""
+
+    pid: int
+    running_at_stop: bool  # it loaded the whole measurement
+    exit_code: int | None
+
+
+def stop_stress(proc: subprocess.Popen | None) -> StressRecord:
     """End stress-ng and wait for it; what happened, for the cell's record.
 
     Returns

@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy import data, params, paths, protocol, registry
 from rtstudy.data.io import DataError, Dataset, read_plan
@@ -80,7 +81,14 @@ def _closed_plans(directory: Path) -> list[Path]:
     return sorted((Path(directory) / SESSIONS_DIR).glob(f"*/{PLAN_FILE}"))
 
 
-def plans(directory: Path) -> dict:
+class SessionPlans(TypedDict):
+    """What each session of a dataset folder planned (:func:`plans`): its plan's cells."""
+
+    closed: list[list[dict]]  # each closed session's, oldest first
+    current: list[dict] | None  # the current session's (None before it began)
+
+
+def plans(directory: Path) -> SessionPlans:
     """What each session of a dataset folder planned, by which a plan may choose what a new
     session measures (E2's rotating fixes): ``closed``, each closed session's plan cells
     (by name: oldest first), and ``current``, the current session's (None before it began).

@@ -92,7 +92,7 @@ def within_run_variance_hist(values, counts, statistic, n_boot: int = WITHIN_BOO
 
 
 def within_run_variances_hist(values, counts, statistics: dict, n_boot: int = WITHIN_BOOT,
-                              seed: int = 0) -> dict:
+                              seed: int = 0) -> dict[str, float]:
     """:func:`within_run_variance_hist` of several statistics of one histogram, name → variance,
     from one set of replicates: the same draws (the same seed) each would have made alone, made
     once."""

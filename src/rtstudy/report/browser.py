@@ -19,6 +19,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import websocket  # websocket-client
 
@@ -83,7 +84,7 @@ class _DevTools:
         self.next_id = 0
         self.events: list[dict] = []
 
-    def call(self, method: str, **params) -> dict:
+    def call(self, method: str, **params) -> dict[str, Any]:
         self.next_id += 1
         self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
         while True:

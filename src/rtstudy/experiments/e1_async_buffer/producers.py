@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 import pandas as pd
 
@@ -73,7 +75,12 @@ def producer_run(cell: CellData, col: dict[str, np.ndarray], producer: str, port
                    (m["latency_emit_ms"] > config["rx_period_ms"] / 2).to_numpy(int))))}
 
 
-def start_up(t_rx: np.ndarray, t_emit: np.ndarray, emitted: np.ndarray) -> dict:
+class StartUp(TypedDict):
+    first_wait_ms: float  # rx's first read of a message − its emit (NaN with none)
+    backlog_at_first_read: int  # messages emitted before that read, less the one read
+
+
+def start_up(t_rx: np.ndarray, t_emit: np.ndarray, emitted: np.ndarray) -> StartUp:
     """How a run started for one producer: ``first_wait_ms`` (rx's first read of its message −
     that message's emit, ms; NaN with no message) and ``backlog_at_first_read`` (its messages
     emitted before that read, less the one read).

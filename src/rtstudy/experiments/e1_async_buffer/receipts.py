@@ -5,8 +5,19 @@ write their samples and summary, alike; E1's analysis reads both.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 PORTS = ("in1", "in2")
 PRODUCERS = {"tx1": "in1", "tx2": "in2"}  # which producer feeds which input of rx
+
+
+class ReceiptsSummary(TypedDict):
+    """The cell summary's keys E1's analysis reads (:meth:`Receipts.summary`)."""
+
+    complete: bool  # both producers' last messages arrived
+    stale_reads: dict[str, int]  # port → re-reads of a message already read
+    empty_reads: dict[str, int]  # port → reads that found none
+    received: dict[str, int]  # port → messages received
 
 
 class Receipts:
@@ -44,7 +55,7 @@ class Receipts:
         """Both producers' last messages have arrived."""
         return all(index == self.last_index for index in self.latest.values())
 
-    def summary(self) -> dict:
+    def summary(self) -> ReceiptsSummary:
         """The cell summary's keys E1's analysis reads (besides ``duration_s``)."""
         return {"complete": self.complete, "stale_reads": self.stale, "empty_reads": self.empty,
                 "received": {port: sum(1 for r in self.rows if r[0] == port) for port in PORTS}}

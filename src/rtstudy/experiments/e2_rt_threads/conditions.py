@@ -4,6 +4,7 @@ grid and the headline point)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import pandas as pd
 
@@ -61,7 +62,21 @@ SEED_BASELINE = "normal"          # the seed's: target and loads share one pool
 STARVED_OFFSET = criteria.value("h2_starved_offset")
 
 
-def factor_levels(config: dict) -> dict:
+class FactorLevels(TypedDict):
+    """A cell's factor levels (:func:`factor_levels`): :data:`FACTORS` and its loads."""
+
+    policy: str
+    topology: str
+    dispatcher: str
+    load_placement: str
+    load_factor: float
+    loads: int
+    load_work_model: str
+    switch_interval_ms: float
+    wake_mode: str
+
+
+def factor_levels(config: dict) -> FactorLevels:
     """A cell's factor levels (and its number of loads); data measured before the factors
     existed reads as their defaults. The load factor is a float whatever params.yaml wrote,
     so every table's column has one type."""

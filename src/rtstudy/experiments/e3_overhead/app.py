@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TypedDict
 
 # First: importing rtstudy.apps preloads libcudart, without which holoscan does not import.
 from rtstudy.apps.child import main, thread_record  # noqa: I001
@@ -119,7 +120,12 @@ def make_app(config: dict, iterations: int) -> OverheadApp:
     return app
 
 
-def scheduler_args(app) -> dict:
+class SchedulerArgs(TypedDict):
+    type: str  # the scheduler's class
+    args: dict[str, str]  # each argument's value as Holoscan holds it
+
+
+def scheduler_args(app) -> SchedulerArgs:
     """The scheduler's arguments as Holoscan holds them (read back, not as requested)."""
     sched = app.scheduler()
     args = {}

@@ -7,6 +7,8 @@ say in which state each holder was.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 import pandas as pd
 
@@ -17,6 +19,19 @@ GIL_COLUMNS = (*GIL_TIMES, "gil_holder", "holder_preempted_by", "holder_woken_by
 # A frame's GIL columns in a run without GIL probes.
 NO_GIL = {**dict.fromkeys(GIL_TIMES, np.nan), "gil_holder": "", "holder_preempted_by": "",
           "holder_woken_by": ""}
+
+
+class GilColumns(TypedDict):
+    """:data:`GIL_COLUMNS` of one frame (:meth:`Gil.during`): ms, and who."""
+
+    gil_wait_ms: float
+    holder_running_ms: float
+    holder_preempted_ms: float
+    holder_asleep_ms: float
+    gil_free_ms: float
+    gil_holder: str
+    holder_preempted_by: str
+    holder_woken_by: str
 
 
 class Gil:
@@ -118,7 +133,7 @@ class Gil:
         """A thread's readable class (:func:`thread_class`)."""
         return thread_class(pid, str(self.comm.get(pid, "")), self.dispatcher, self.app_tids)
 
-    def during(self, a: int, b: int) -> dict:
+    def during(self, a: int, b: int) -> GilColumns:
         """:data:`GIL_COLUMNS` for a frame released at ``a`` that started compute at ``b`` (ns)."""
         held = {"running": 0, "preempted": 0, "asleep": 0, "free": 0}
         holders, preempted_by, woken_by = {}, "", ""

@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 
@@ -255,7 +256,22 @@ def load_worker(config_json: str, result_path: str, *args: str) -> None:
                      "t_recv_ns": receiver.t_recv_ns}}))
 
 
-def message_summary(messages: dict, warmup_frames: int) -> dict:
+class MessageSummary(TypedDict):
+    """The fragment's messages after the warm-up (:func:`message_summary`), µs."""
+
+    warmup_frames: int
+    count: int
+    p50_us: float
+    p99_us: float
+    max_us: float
+
+
+class Window(TypedDict):
+    seconds: float  # from the first frame to the last
+    cpu_s: float  # the CPU the process used meanwhile
+
+
+def message_summary(messages: dict, warmup_frames: int) -> MessageSummary:
     """The latencies (µs, receipt − send) of the messages of the frames after the first
     ``warmup_frames``: their ``count``, ``p50_us``, ``p99_us`` and ``max_us`` (NaN without any)."""
     kept = np.asarray(messages["frame"]) >= warmup_frames
@@ -267,7 +283,7 @@ def message_summary(messages: dict, warmup_frames: int) -> dict:
             "p99_us": float(p99), "max_us": float(top)}
 
 
-def frames_window(target_marks: list, load_marks: list) -> dict | None:
+def frames_window(target_marks: list, load_marks: list) -> dict[str, Window] | None:
     """The CPU each fragment's process used from its first frame to its last, as the target
     stamped them and as the receiver got them: per process (``target``, ``load``) the
     ``seconds`` between the two and the ``cpu_s`` used meanwhile; None where a mark is missing.

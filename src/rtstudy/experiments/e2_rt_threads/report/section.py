@@ -5,6 +5,7 @@ import json
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ from rtstudy.experiments.e2_rt_threads.analysis import (dataset as analysis, con
 from rtstudy.experiments.e2_rt_threads.report import figures, published, recipe, tables
 from rtstudy.experiments.e2_rt_threads.checks import power
 from rtstudy.experiments.e2_rt_threads.analysis.attribution import PARTS
+from rtstudy.experiments.e2_rt_threads.analysis.contrasts import Summary
 from rtstudy.experiments.e2_rt_threads.conditions import (BUSY_POLL, PLAIN, TRACE_SUFFIX,
                                                           one_off_plain)
 from rtstudy.experiments.e2_rt_threads.analysis.headline import E2Headline
@@ -32,7 +34,17 @@ CLAIM = published.CLAIM  # the source's claim HYPOTHESIS names (rtstudy protocol
 H5C = "H5c"  # Holoscan 5.0's busy polling: its verdict, and the claim its advice row names
 
 
-def traced_runs(ds: Dataset) -> dict:
+class TracedRuns(TypedDict):
+    """The traced runs E2's plan holds and what became of them (:func:`traced_runs`)."""
+
+    planned: int
+    measured: int
+    unavailable: int  # measured without a trace
+    conditions: list[str]  # theirs
+    reasons: list[str]  # why
+
+
+def traced_runs(ds: Dataset) -> TracedRuns:
     """How many traced runs E2's plan holds (``planned``), how many are measured, and which of
     those have no trace (``unavailable``: how many, ``conditions``, ``reasons``).
 
@@ -64,7 +76,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS,
                       claim=published.CLAIM, title=words("title"), headline=h)
 
-    def over() -> dict:
+    def over() -> dict[str, dict]:
         # Made when shown: the report sets the host's other sessions after this is built.
         return ladder.over_sessions(section.session_headlines(), ci.confidence)
 
@@ -384,7 +396,7 @@ def advice(recs: list[dict], over: dict, ladder_policy: str,
                                       a.value if np.isfinite(a.value) else np.inf))
 
 
-def _late_row(h: E2Headline, policy: str) -> dict | None:
+def _late_row(h: E2Headline, policy: str) -> Summary | None:
     return next((r for r in (h.late or {}).get("rows", []) if r["policy"] == policy), None)
 
 
