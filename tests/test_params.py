@@ -48,6 +48,9 @@ BAD = [
      ["e3_overhead.profiles.smoke.repetitions", "-2"]),
     (("e3_overhead", "profiles", "fast"), {"repetitions": 1}, ["e3_overhead.profiles.fast", "unknown profile"]),
     (("report", "confidence"), 1.5, ["report.confidence", "1.5"]),
+    # The late threshold is the frozen protocol's: a different one is a new protocol version.
+    (("e2_rt_threads", "late_threshold_ms"), 2,
+     ["late_threshold_ms = 2", "protocol v1's 1 ms", "e2_late_threshold_ms"]),
     (("report", "bootstrap_resamples"), 2000, ["report.bootstrap_resamples", "unknown key"]),
     (("profile",), "quick", ["profile", "'quick'", "smoke"]),
     (("e4_mystery",), {}, ["e4_mystery", "unknown parameter group"]),

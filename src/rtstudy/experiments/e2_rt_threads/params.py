@@ -1,7 +1,9 @@
 """E2's parameter group (``params.yaml: e2_rt_threads``): each key's rule and the cross-checks."""
 from __future__ import annotations
 
+from rtstudy import protocol
 from rtstudy.experiments.e2_rt_threads.conditions import FIX_LIST, PLAIN, WAKE_MODES
+from rtstudy.inference import criteria
 from rtstudy.policies import PRIORITY_POLICIES, RT_POLICIES, SCHED_DEADLINE
 from rtstudy.rules import SWEEP_SCHEMA, Rule, boolean, choice, integer, list_of, number
 
@@ -102,6 +104,14 @@ def cross_checks(cfg: dict) -> list[str]:
     if PLAIN["dispatcher"] not in cfg["dispatchers"]:
         errors.append(f"dispatchers must include {PLAIN['dispatcher']!r} (Holoscan's default "
                       "dispatcher)")
+    # The threshold is the protocol's (criteria: e2_late_threshold_ms); params.yaml repeats it
+    # because protocol v1's frozen text quotes the resolved sizes, this key among them.
+    threshold = criteria.value("e2_late_threshold_ms")
+    if cfg["late_threshold_ms"] != threshold:
+        errors.append(f"late_threshold_ms = {cfg['late_threshold_ms']:g} is not protocol "
+                      f"v{protocol.VERSION}'s {threshold:g} ms (criteria: e2_late_threshold_ms), "
+                      "which every late-frame word is judged by: set it back, or freeze a new "
+                      "protocol version with the new threshold (docs/protocol.md)")
     if cfg["warmup_frames"] + 2 > cfg["duration_s"] * cfg["fps"] + cfg["warmup_frames"] - 1:
         errors.append(f"duration_s = {cfg['duration_s']} at fps = {cfg['fps']} leaves fewer than "
                       "3 frames")
