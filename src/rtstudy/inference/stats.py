@@ -9,8 +9,8 @@ frames, never file names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypedDict
 from functools import lru_cache
+from typing import TypedDict
 
 import numpy as np
 from scipy import stats as sps

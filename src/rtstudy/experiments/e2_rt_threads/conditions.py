@@ -101,7 +101,7 @@ def is_plain(x):
 
 
 def one_off_plain(effect: dict) -> bool:
-    """Whether an effect (a :func:`.contrasts.effects` row) varies one factor of :data:`PLAIN`
+    """Whether an effect (a :func:`analysis.contrasts.effects` row) varies one factor of :data:`PLAIN`
     with the other held at its plain level: the dispatcher with load operators, or the load
     placement with Holoscan's own dispatcher."""
     factor = effect["factor"]
@@ -121,7 +121,7 @@ def grid(runs: pd.DataFrame) -> pd.DataFrame:
 def headline_point(runs: pd.DataFrame) -> pd.DataFrame:
     """Runs of the dedicated topology at the highest load factor with native loads (and
     Python's own GIL switch interval and a sleeping target thread: a shorter interval and 5.0's
-    busy polling are fixes, :mod:`.ladder`)."""
+    busy polling are fixes, :mod:`analysis.ladder`)."""
     if runs.empty:
         return runs
     g = runs[(runs["topology"] == "dedicated") & (runs["load_work_model"] == "native")

@@ -9,7 +9,7 @@ t-interval over the runs of both (:func:`rtstudy.inference.stats.two_group_ci`):
 is the policy grid against a baseline, :func:`effects` one factor at a time at the headline
 point, :func:`seed_compatible` the seeds' own topologies, :func:`floor_ratios`
 every condition against the floor (cyclictest in the same sweep). A contrast with a
-condition that starved (:func:`.conditions.starved`) says so in its ``void``.
+condition that starved (:func:`conditions.starved`) says so in its ``void``.
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def summarize(runs: pd.DataFrame, ci: CI) -> Summary:
 
 def condition_summary(runs: pd.DataFrame, ci: CI) -> pd.DataFrame:
     """Every condition's (``label``'s) factors and :func:`summarize`, one row each,
-    with ``starved`` (:func:`.conditions.starved`)."""
+    with ``starved`` (:func:`conditions.starved`)."""
     if runs.empty:
         return pd.DataFrame()
     hungry = starved(runs)

@@ -11,10 +11,10 @@ delay accrues (a kernel scheduler trace).
 
 This module is E2's side of the experiment protocol (:mod:`rtstudy.experiments`):
 what the data and report layers read. The parts live beside it:
-:mod:`.schema` (the tables :func:`load` returns), :mod:`.conditions` (the factors, the
+:mod:`.schema` (the tables :func:`load` returns), :mod:`conditions` (the factors, the
 baselines, the grid and the headline point), :mod:`.metrics` (one run's quantities),
 :mod:`.attribution` (the trace), :mod:`.contrasts` (effects over runs, with CIs),
-:mod:`.verdicts` (H2's verdicts) and :mod:`.tables` (the report's tables).
+:mod:`.verdicts` (H2's verdicts) and :mod:`report.tables` (the report's tables).
 """
 from __future__ import annotations
 
@@ -444,7 +444,7 @@ def plot_table(ds: Dataset) -> pd.DataFrame | None:
 
 def power_plan(ds: Dataset, cfg: dict, ci: CI, host_id: str) -> str:
     """The frames per condition each late-frame comparison needs to decide at 80 % power,
-    from ``ds`` (:mod:`.power`), as ``rtstudy plan power`` prints it."""
+    from ``ds`` (:mod:`checks.power`), as ``rtstudy plan power`` prints it."""
     from rtstudy.experiments.e2_rt_threads.checks import power
 
     return power.text(power.plan(ds.tables["runs"], cfg, ci), cfg, host_id)

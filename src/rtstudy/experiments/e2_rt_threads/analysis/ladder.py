@@ -1,7 +1,7 @@
 """E2's jitter ladder and its fixes: which factor adds typical jitter, which one late frames,
 and what removes them.
 
-The ladder (``params.yaml: e2_rt_threads.ladder``; :mod:`.plan` measures it) climbs from
+The ladder (``params.yaml: e2_rt_threads.ladder``; :mod:`measuring.plan` measures it) climbs from
 the operating system's floor to the seeds' layout one factor per rung, every rung with the
 ladder's policy at the same period, priority and CPU (:data:`RUNGS`). The fixes
 (:data:`conditions.FIX_LIST`) are each one factor away from the headline point (the ladder's

@@ -50,9 +50,9 @@ def rerun_check(runs: pd.DataFrame, floor: pd.DataFrame, cfg: dict,
     quantities : dict
         Name → (estimate, CI low, CI high): every ladder rung's period IQR (µs) and every
         policy's late frames per 10 000 at the headline point, named as ``metrics.json``
-        names them (:func:`.ladder.rung_name`, :func:`.ladder.late_name`).
+        names them (:func:`analysis.ladder.rung_name`, :func:`analysis.ladder.late_name`).
     findings : dict
-        Change → the recommendation table's words for it (:func:`.ladder.finding`).
+        Change → the recommendation table's words for it (:func:`analysis.ladder.finding`).
     """
     policy = cfg["ladder_policy"]
     quantities = {}

@@ -26,7 +26,7 @@ which work model. ``design: focused`` (the default profile) runs
   They rotate over sessions (:func:`.rotation.session_fixes`): each new session of a host
   state measures the ``fixes_per_session`` its sessions measured least, and those and their
   baseline run ``fix_repetitions`` × ``fix_duration_s``, the size a late-frame rate ratio
-  needs (:mod:`.power`);
+  needs (:mod:`checks.power`);
 - ``trace_repetitions`` traced runs of the headline point's operator-load conditions of
   every real-time policy (and of the seeds' real-time topologies whose target has a thread
   of its own, the one the trace can follow).

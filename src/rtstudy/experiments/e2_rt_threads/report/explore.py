@@ -18,7 +18,7 @@ HEADLINE_POLICY = SCHED_DEADLINE
 
 
 def default_condition(tables: dict[str, pd.DataFrame]) -> str | None:
-    """H2's headline point (:func:`.conditions.headline_point`) under the seed's real-time
+    """H2's headline point (:func:`conditions.headline_point`) under the seed's real-time
     policy."""
     point = headline_point(grid(tables["runs"]))
     if point.empty:

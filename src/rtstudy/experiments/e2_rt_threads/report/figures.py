@@ -92,7 +92,7 @@ def _condition_name(r: dict) -> str:
 
 def _typical_and_late_axes(rows: list[dict], colors: list[str], runs: pd.DataFrame,
                            threshold_ms: float, names: list[str]) -> tuple[plt.Figure, np.ndarray]:
-    """Two panels, one row per condition (``rows``: :func:`.contrasts.summarize` records with
+    """Two panels, one row per condition (``rows``: :func:`analysis.contrasts.summarize` records with
     ``label``): left its runs' period IQRs (dots) and their mean with its CI (diamond), log µs;
     right its late frames per 10 000 with their CI, or the one-sided bound with none late."""
     fig, axes = plt.subplots(1, 2, figsize=(10.0, 0.32 * len(rows) + 1.8), layout="constrained",
@@ -131,7 +131,7 @@ def e2_ladder(ladder: pd.DataFrame, runs: pd.DataFrame, threshold_ms: float, pol
               ci: CI, directory: Path | None = None) -> plt.Figure:
     """The jitter ladder: each rung's typical jitter beside its late-frame rate, floor drawn.
 
-    One row per rung from the floor up (:data:`.ladder.RUNGS`), each adding one factor;
+    One row per rung from the floor up (:data:`analysis.ladder.RUNGS`), each adding one factor;
     left the period IQR (µs, log: each run, and the mean with its CI over runs), right
     the late frames per 10 000 (log, the CI for rare counts; with none late, the
     one-sided upper bound). The floor (cyclictest, the first rung) is a dashed line.

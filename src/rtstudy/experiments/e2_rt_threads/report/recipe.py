@@ -8,7 +8,7 @@ reservation) on the CPUs it measured (if any), written from the very request the
   one-thread pool with ``add_realtime``, plus the EventBasedScheduler without which 4.6
   ignores thread pools (the default GreedyScheduler logs so and runs the operator with
   SCHED_OTHER);
-- Holoscan 5.0 (``holoscan-cu13``): what :mod:`.app5` does, the operator in an execution
+- Holoscan 5.0 (``holoscan-cu13``): what :mod:`measuring.app5` does, the operator in an execution
   partition of its own bound to a ``ThreadPlacement`` at compile.
 
 tests/test_recipe.py runs every snippet, as generated, in a real app of its SDK and reads the

@@ -277,7 +277,7 @@ def _limitations(words, runs: pd.DataFrame, no_trace: str) -> list[str]:
 
 
 def pooled_findings(headlines: list[E2Headline], confidence: float) -> dict[str, str]:
-    """Each change's finding over the sessions pooled (:func:`.ladder.over_sessions`), named
+    """Each change's finding over the sessions pooled (:func:`analysis.ladder.over_sessions`), named
     as :attr:`Section.findings` names them, with the pooled ratios' CIs."""
     over = ladder.over_sessions(headlines, confidence)
     latest = headlines[-1].recommendations if headlines else []
@@ -311,7 +311,7 @@ def _to_settle(r: dict, kind: str) -> str:
     """For a rate ratio not settled by its CI, about how many frames per condition would
     settle it at the ratio seen (``late_frames_needed``), and for a fix why the plan's size
     fell short: it sizes each fix to show a change that quarters the late frames as at least
-    halved (:mod:`.power`); empty otherwise."""
+    halved (:mod:`checks.power`); empty otherwise."""
     need = r.get("late_frames_needed", np.nan)
     if not np.isfinite(need):
         return ""
@@ -357,7 +357,7 @@ def advice(recs: list[dict], over: dict, ladder_policy: str,
            headlines: list[E2Headline] = (),
            requests: dict[str, tuple[int, list[dict]]] | None = None) -> list[Advice]:
     """Each change measured at the headline point as a row of the report's "What to do":
-    pooled over the sessions where ``over`` (:func:`.ladder.over_sessions`) has it, else the
+    pooled over the sessions where ``over`` (:func:`analysis.ladder.over_sessions`) has it, else the
     latest session's (``recs``); with the changes only earlier ``headlines`` measured (the
     rotated fixes); what helps first. Each has its lateness in µs (the latest session's) and,
     for a real-time policy, the code that gives an operator the thread it was measured with

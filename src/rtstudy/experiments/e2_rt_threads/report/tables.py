@@ -1,9 +1,9 @@
-"""E2's tables for the report: each formats what :mod:`.contrasts` or :mod:`.attribution`
+"""E2's tables for the report: each formats what :mod:`analysis.contrasts` or :mod:`analysis.attribution`
 computed, one function per table, as text with its CI and run counts.
 
 Every change of a std reads the same way in every table: ``with / without − 1``,
 "−" for less jitter (the seeds' convention); a comparison with a starved condition
-reads "void" instead (:func:`.conditions.starved`).
+reads "void" instead (:func:`conditions.starved`).
 """
 from __future__ import annotations
 
@@ -79,7 +79,8 @@ def _reading_order(r: dict) -> tuple:
 def late_table(conditions: pd.DataFrame, threshold_ms: float) -> pd.DataFrame:
     """Every condition's typical jitter beside its late frames, for the report.
 
-    :func:`.contrasts.condition_summary`'s rows. Typical jitter: the mean per-run period IQR (µs) with its CI over runs, the mean
+    :func:`analysis.contrasts.condition_summary`'s rows. Typical jitter: the mean per-run period IQR
+    (µs) with its CI over runs, the mean
     MAD and the mean P50 / P99 of |lateness| (µs). Late frames over ``threshold_ms``
     (ms): the count of all runs' frames, the rate per 10 000 frames with its CI (φ, the
     over-dispersion between runs, where above 1; with none late, the one-sided upper
@@ -160,7 +161,7 @@ def seed_table(seeds: list[dict]) -> pd.DataFrame:
 
 
 def effects_table(eff: pd.DataFrame) -> pd.DataFrame:
-    """:func:`.contrasts.effects` for the report: what changed, with what held, the std's change."""
+    """:func:`analysis.contrasts.effects` for the report: what changed, with what held, the std's change."""
     if eff.empty:
         return pd.DataFrame()
     rows = []
@@ -176,7 +177,7 @@ def effects_table(eff: pd.DataFrame) -> pd.DataFrame:
 
 
 def floor_table(ratios: pd.DataFrame) -> pd.DataFrame:
-    """:func:`.contrasts.floor_ratios` for the report, in the sweep's order (not by ratio: the
+    """:func:`analysis.contrasts.floor_ratios` for the report, in the sweep's order (not by ratio: the
     pre-specified configurations are marked, none is picked by its result); an unpinned target
     (SCHED_DEADLINE where the host refuses it pinned) is said, a confound of its ratio."""
     if ratios.empty:
@@ -191,7 +192,7 @@ def floor_table(ratios: pd.DataFrame) -> pd.DataFrame:
 
 
 def attribution_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """:func:`.attribution.attribution_summary` for the report: per traced condition, each
+    """:func:`analysis.attribution.attribution_summary` for the report: per traced condition, each
     part's mean / max (µs) and share of the lateness's variance, how often it was blocked and by
     whom, and who had the CPU it waited for."""
     if summary.empty:
@@ -266,7 +267,8 @@ def recommendation_table(recs: pd.DataFrame, changes: dict, over: dict | None = 
     """Each change at the headline point against its baseline: typical jitter, late frames and
     the CPU the loads got, each with its CI and what it shows; ``changes``: key → (what to do,
     what it costs), the measured message latency added where a change sends messages
-    (:func:`message_cost`); with ``over`` (:func:`.ladder.over_sessions`, several sessions), a
+    (:func:`message_cost`); with ``over`` (:func:`analysis.ladder.over_sessions`, several sessions),
+    a
     last column counting what the sessions concluded."""
     if recs.empty:
         return pd.DataFrame()
@@ -299,7 +301,7 @@ def recommendation_table(recs: pd.DataFrame, changes: dict, over: dict | None = 
 
 
 def mechanism_table(mechanism: pd.DataFrame, patterns: dict, threshold_ms: float) -> pd.DataFrame:
-    """:func:`.attribution.mechanism_summary` for the report: per traced condition, its late
+    """:func:`analysis.attribution.mechanism_summary` for the report: per traced condition, its late
     frames and how many each mechanism explains (the mechanisms no frame shows left out)."""
     if mechanism.empty:
         return pd.DataFrame()
@@ -319,7 +321,7 @@ def mechanism_table(mechanism: pd.DataFrame, patterns: dict, threshold_ms: float
 
 
 def tracing_cost_table(cost: pd.DataFrame) -> pd.DataFrame:
-    """:func:`.attribution.tracing_cost` for the report: typical jitter and late frames of each
+    """:func:`analysis.attribution.tracing_cost` for the report: typical jitter and late frames of each
     traced condition, untraced → traced."""
     if cost.empty:
         return pd.DataFrame()
