@@ -1,5 +1,5 @@
 """The house rules a reader relies on: modules and functions short enough to read, or saying
-why they are not, and no block of code written twice.
+why they are not, no block of code written twice, and no record returned untyped.
 
 A module over :data:`MODULE_LINES` lines, or a function over :data:`FUNCTION_LINES`, passes
 only with a sentence starting ``Long because:`` in its docstring. Copies are found the way a
@@ -122,3 +122,33 @@ def test_no_block_of_code_is_written_twice(root):
     found = copies(_modules(root))
     assert not found, (f"{len(found)} blocks of {COPY_LINES}+ lines stand twice; make one "
                        "function serve both:\n" + "\n".join(found))
+
+
+def _bare_dict(annotation: ast.expr | None) -> bool:
+    """Whether a return annotation is a bare ``dict`` (or ``dict | None``): a record whose keys
+    no type names."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        annotation = ast.parse(annotation.value, mode="eval").body
+    if isinstance(annotation, ast.BinOp):  # X | None
+        return _bare_dict(annotation.left) or _bare_dict(annotation.right)
+    return isinstance(annotation, ast.Name) and annotation.id == "dict"
+
+
+def test_no_function_returns_an_untyped_record():
+    """A record a function returns names its keys: a TypedDict (a JSON record, a table's row) or
+    a frozen dataclass; a keyed collection says its key and value types (``dict[str, float]``)."""
+    bare = [f"{_name(path)}:{node.lineno} {node.name}" for path in _modules(SRC)
+            for node in ast.walk(_tree(path))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and _bare_dict(node.returns)]
+    assert not bare, "functions annotated `-> dict`: type what they return:\n" + "\n".join(bare)
+
+
+def test_a_bare_dict_annotation_is_told_from_a_typed_one():
+    def returns(source: str) -> ast.expr:
+        return ast.parse(source).body[0].returns
+
+    assert _bare_dict(returns("def f() -> dict: ..."))
+    assert _bare_dict(returns("def f() -> dict | None: ..."))
+    assert not _bare_dict(returns("def f() -> dict[str, float]: ..."))
+    assert not _bare_dict(returns("def f() -> Summary | None: ..."))

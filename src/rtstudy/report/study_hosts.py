@@ -337,7 +337,7 @@ class StudyHosts:
         return blocks + [Markdown(words("placement_records", audits=audits,
                                         profile=self.profile))]
 
-    def placement_audits(self) -> dict[str, dict]:
+    def placement_audits(self) -> dict[str, records.Audit]:
         """Per host with Holoscan 5.0 placement records: every record of every session's cells
         against its thread's read-back (:func:`rtstudy.inference.records.audit`), H5a's evidence."""
         if self._audits is None:

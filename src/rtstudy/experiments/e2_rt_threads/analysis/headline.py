@@ -1,15 +1,19 @@
-"""E2's headline: the numbers its words quote, as :func:`.analysis.headline` makes them.
+"""E2's headline: the numbers its words quote, as :func:`dataset.headline` makes them, and the
+record types its fields hold.
 
-A record, not a dict: every field is named here with what it holds. The tables' rows stay
-lists of dicts (``DataFrame.to_dict("records")``), their columns documented where they are made.
+A record, not a dict: every field is named here with what it holds, and so is every record in it
+(a recommendations row, the policy grid, the floor's ratios, …), each a TypedDict: they are
+tables' rows (``DataFrame.to_dict("records")``) that the words and the tables read by key.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
+from rtstudy.inference import judge
+
 if TYPE_CHECKING:  # the records its fields hold, made in this room
-    from rtstudy.experiments.e2_rt_threads.analysis.ladder import Recommendation
     from rtstudy.experiments.e2_rt_threads.analysis.verdicts import ClaimResult
 
 
@@ -84,6 +88,94 @@ class MessageLatency(TypedDict):
     message_p50_us: float
     message_p99_us: float
     message_max_us: float
+
+
+class Comparison(TypedDict):
+    """A change's runs against its baseline's (ladder._compare): each quantity of the change,
+    its baseline's (``*_base*``) and their ratio with its CI."""
+
+    runs: int
+    runs_base: int
+    frames: int
+    frames_base: int
+    dispersion: float
+    dispersion_base: float
+    iqr_us: float
+    iqr_base_us: float
+    iqr_ratio: float
+    iqr_low: float
+    iqr_high: float
+    p99_ratio: float
+    p99_low: float
+    p99_high: float
+    p99_us: float
+    p99_us_low: float
+    p99_us_high: float
+    p99_base_us: float
+    p99_base_low: float
+    p99_base_high: float
+    max_us: float
+    max_base_us: float
+    late: int
+    late_rate: float
+    late_low: float
+    late_high: float
+    late_base: int
+    late_base_rate: float
+    late_base_low: float
+    late_base_high: float
+    late_ratio: float
+    late_ratio_low: float
+    late_ratio_high: float
+    late_phi: float
+    late_frames: str  # the late-frame ratio's word (the rate part's)
+    late_frames_needed: float
+    cpu_ratio: float
+    cpu_low: float
+    cpu_high: float
+
+
+class MessageCost(TypedDict):
+    """What a change's messages cost (ladder._message_cost; the fragment fix's)."""
+
+    message_runs: int
+    messages: int
+    lost: int
+    message_p50_us: float
+    message_p50_low: float
+    message_p50_high: float
+    message_p99_us: float
+    message_max_us: float
+
+
+class Pooled(TypedDict):
+    """A change's conclusion over every session of a host (ladder.over_sessions)."""
+
+    late_frames: Counter  # word → in how many sessions, each on its own
+    sessions: int  # those that measured the change
+    of: int  # the host's sessions
+    held: dict[str, str]  # "late_frames" → the word over the pooled sessions
+    iqr_ratio: float
+    iqr_low: float
+    iqr_high: float
+    late_ratio: float
+    late_ratio_low: float
+    late_ratio_high: float
+    late: int
+    late_frames_needed: float
+    late_base: int
+    frames: float
+    frames_base: float
+
+
+class Recommendation(Comparison, MessageCost):
+    """A ladder.recommendations row: a policy or fix at the headline point against its baseline."""
+
+    change: str  # the policy, or the fix's name (conditions.FIX_LIST)
+    kind: str  # "policy" or "fix"
+    label: str  # the change's condition
+    baseline: str  # its baseline's
+    late_part: judge.Part  # its late frames' rate part, which the late columns show
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ typical jitter and to late frames, with CIs over runs, and what it costs.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -21,7 +20,8 @@ from rtstudy.experiments.e2_rt_threads.conditions import (
     BASELINE, BUSY_POLL, FIX_LIST, PLAIN, SWITCH_INTERVAL_MS as DEFAULT_SWITCH_INTERVAL_MS,
     WAKE_DEFAULT, is_plain)
 from rtstudy.experiments.e2_rt_threads.analysis.contrasts import summarize
-from rtstudy.experiments.e2_rt_threads.analysis.headline import E2Headline
+from rtstudy.experiments.e2_rt_threads.analysis.headline import (Comparison, E2Headline, MessageCost,
+                                                                Pooled, Recommendation)
 from rtstudy.inference import criteria, judge, rates
 from rtstudy.inference.stats import CI, over_runs, ratio_ci
 from rtstudy.policies import RT_POLICIES, SCHED_DEADLINE, SCHED_FIFO, SCHED_RR
@@ -149,74 +149,6 @@ def ladder(runs: pd.DataFrame, floor: pd.DataFrame, policy: str, ci: CI) -> pd.D
                      "step_iqr_high": step.high if step else np.nan})
         below = g
     return pd.DataFrame(rows)
-
-
-class Comparison(TypedDict):
-    """A change's runs against its baseline's (:func:`_compare`): each quantity of the change,
-    its baseline's (``*_base*``) and their ratio with its CI."""
-
-    runs: int
-    runs_base: int
-    frames: int
-    frames_base: int
-    dispersion: float
-    dispersion_base: float
-    iqr_us: float
-    iqr_base_us: float
-    iqr_ratio: float
-    iqr_low: float
-    iqr_high: float
-    p99_ratio: float
-    p99_low: float
-    p99_high: float
-    p99_us: float
-    p99_us_low: float
-    p99_us_high: float
-    p99_base_us: float
-    p99_base_low: float
-    p99_base_high: float
-    max_us: float
-    max_base_us: float
-    late: int
-    late_rate: float
-    late_low: float
-    late_high: float
-    late_base: int
-    late_base_rate: float
-    late_base_low: float
-    late_base_high: float
-    late_ratio: float
-    late_ratio_low: float
-    late_ratio_high: float
-    late_phi: float
-    late_frames: str  # the late-frame ratio's word (the rate part's)
-    late_frames_needed: float
-    cpu_ratio: float
-    cpu_low: float
-    cpu_high: float
-
-
-class MessageCost(TypedDict):
-    """What a change's messages cost (:func:`_message_cost`; the fragment fix's)."""
-
-    message_runs: int
-    messages: int
-    lost: int
-    message_p50_us: float
-    message_p50_low: float
-    message_p50_high: float
-    message_p99_us: float
-    message_max_us: float
-
-
-class Recommendation(Comparison, MessageCost):
-    """A :func:`recommendations` row: a policy or fix at the headline point against its baseline."""
-
-    change: str  # the policy, or the fix's name (conditions.FIX_LIST)
-    kind: str  # "policy" or "fix"
-    label: str  # the change's condition
-    baseline: str  # its baseline's
-    late_part: judge.Part  # its late frames' rate part, which the late columns show
 
 
 def _compare(base: pd.DataFrame, other: pd.DataFrame, ci: CI, late: judge.Part) -> Comparison:
@@ -384,7 +316,7 @@ def _change_row(change: str, kind: str, g: pd.DataFrame, base: pd.DataFrame, ci:
             **_message_cost(g, messages, ci), "late_part": late}
 
 
-def over_sessions(headlines: list[E2Headline], confidence: float) -> dict[str, dict]:
+def over_sessions(headlines: list[E2Headline], confidence: float) -> dict[str, Pooled]:
     """Each change's conclusion over every session of the host: pooled, never by unanimity.
 
     Late frames: the sessions' counts pooled into one rate ratio
@@ -415,7 +347,7 @@ def over_sessions(headlines: list[E2Headline], confidence: float) -> dict[str, d
     for h in headlines:
         for r in h.recommendations:
             by_change.setdefault(r["change"], []).append(r)
-    out: dict[str, dict] = {}
+    out: dict[str, Pooled] = {}
     for change, rows in by_change.items():
         late = judge.pool([r["late_part"] for r in rows], confidence)
         iqr = rates.pooled_log_ratio([r["iqr_ratio"] for r in rows],

@@ -134,6 +134,14 @@ class SessionTest(TypedDict):
     passed: bool  # none rejected
 
 
+class Powerable(TypedDict):
+    """Whether any check could catch an injection into one condition (:func:`powerable`)."""
+
+    late_frames: float  # expected over both sessions once injected
+    best_power: float  # the exact test's at Holm's strictest level
+    phi: float
+
+
 class Calibration(TypedDict):
     """The re-run check on a recorded pair and on dealt pairs (:func:`calibrate`)."""
 
@@ -144,9 +152,9 @@ class Calibration(TypedDict):
     calibration: float
     power: dict[str, float | None]
     tests: int
-    powerable: dict[str, dict | None]  # injection → its best power (powerable)
+    powerable: dict[str, Powerable | None]  # injection → whether any check could catch it
     power_each: dict[str, float]
-    powerable_each: dict[str, dict | None]
+    powerable_each: dict[str, Powerable | None]
 
 
 def session_test(a: pd.DataFrame, b: pd.DataFrame, alpha: float | None = None) -> SessionTest:
@@ -229,7 +237,7 @@ def targets(runs: pd.DataFrame, cfg: dict, ci: CI,
 
 
 def powerable(first: pd.DataFrame, second: pd.DataFrame, where: dict, tests: int, phi: float,
-              alpha: float | None = None) -> dict[str, dict | None]:
+              alpha: float | None = None) -> dict[str, Powerable | None]:
     """Per injection into one condition (:data:`TARGET_OF`), whether any check could catch it.
 
     Parameters
@@ -258,7 +266,7 @@ def powerable(first: pd.DataFrame, second: pd.DataFrame, where: dict, tests: int
         not test).
     """
     alpha = criteria.value("e2_rerun_alpha") if alpha is None else alpha
-    out: dict[str, dict | None] = {}
+    out: dict[str, Powerable | None] = {}
     for injection, key in TARGET_OF.items():
         label = where.get(key)
         a, b = (runs[runs["label"] == label] for runs in (first, second))

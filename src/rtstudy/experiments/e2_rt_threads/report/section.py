@@ -76,7 +76,7 @@ def build(ds: Dataset, cfg: dict, ci: CI) -> Section:
     section = Section(name="e2_rt_threads", label=LABEL, hypothesis=HYPOTHESIS,
                       claim=published.CLAIM, title=words("title"), headline=h)
 
-    def over() -> dict[str, dict]:
+    def over() -> dict[str, ladder.Pooled]:
         # Made when shown: the report sets the host's other sessions after this is built.
         return ladder.over_sessions(section.session_headlines(), ci.confidence)
 
