@@ -2,8 +2,9 @@
 
 Its modules live in four rooms (README.md has the map): ``measuring`` (the apps, plans and
 operators), ``analysis`` (from a run's frames to the verdicts), ``checks`` (the re-run check,
-the power plan) and ``report`` (the section, its tables, figures and words). ``params`` and
-``conditions`` (the lists every room reads) sit at the top.
+the power plan) and ``report`` (the section, its tables, figures and words). ``params``,
+``conditions`` (the lists every room reads) and ``published`` (the sources' figures) sit at
+the top.
 """
 
 # Where the registry finds each protocol part (rtstudy.registry): room.module.
@@ -13,6 +14,5 @@ PARTS = {
     "analysis": "analysis.dataset",
     "section": "report.section",
     "figures": "report.figures",
-    "published": "report.published",
     "explore": "report.explore",
 }

@@ -18,7 +18,7 @@ from typing import TypedDict
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads.report import published
+from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.conditions import (BASELINE, FACTORS, PLAIN, grid,
                                                           headline_point, starved)
 from rtstudy.experiments.e2_rt_threads.analysis.metrics import PER_FRAMES

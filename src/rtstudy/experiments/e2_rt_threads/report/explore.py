@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads.report import published
+from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.conditions import grid, headline_point
 from rtstudy.policies import SCHED_DEADLINE
 from rtstudy.report.figstyle import PALETTE, SEED_COLOR

@@ -13,7 +13,8 @@ import pandas as pd
 from rtstudy.data.io import Dataset, read_plan
 from rtstudy.experiments.e2_rt_threads.analysis import (dataset as analysis, contrasts, ladder,
                                                         verdicts)
-from rtstudy.experiments.e2_rt_threads.report import figures, published, recipe, tables
+from rtstudy.experiments.e2_rt_threads import published
+from rtstudy.experiments.e2_rt_threads.report import figures, recipe, tables
 from rtstudy.experiments.e2_rt_threads.checks import power
 from rtstudy.experiments.e2_rt_threads.analysis.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.analysis.contrasts import Summary

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rtstudy.experiments.e2_rt_threads.report import published
+from rtstudy.experiments.e2_rt_threads import published
 from rtstudy.experiments.e2_rt_threads.analysis.attribution import PARTS
 from rtstudy.experiments.e2_rt_threads.conditions import PLAIN
 from rtstudy.experiments.e2_rt_threads.analysis.metrics import PER_FRAMES
