@@ -89,16 +89,19 @@ class Experiment:
 
     name: str
 
-    def module_name(self, part: str) -> str:
-        """The dotted name of ``part``'s module: ``<part>`` in the experiment's folder, or where
-        the experiment's ``PARTS`` puts it (E2 keeps its modules in rooms: ``measuring.plan``)."""
+    def _where(self, part: str) -> str:
+        """``part``'s module within the experiment's folder: ``<part>``, or where the
+        experiment's ``PARTS`` puts it (E2 keeps its modules in rooms: ``measuring.plan``)."""
         package = importlib.import_module(f"{PACKAGE}.{self.name}")
-        return f"{PACKAGE}.{self.name}.{getattr(package, 'PARTS', {}).get(part, part)}"
+        return getattr(package, "PARTS", {}).get(part, part)
+
+    def module_name(self, part: str) -> str:
+        """The dotted name of ``part``'s module."""
+        return f"{PACKAGE}.{self.name}.{self._where(part)}"
 
     def file(self, part: str) -> Path:
         """The source file of ``part`` (``"app"``, ``"plan"``, ``"analysis"``, ...)."""
-        inner = self.module_name(part)[len(f"{PACKAGE}.{self.name}."):]
-        return self.folder.joinpath(*inner.split(".")).with_suffix(".py")
+        return self.folder.joinpath(*self._where(part).split(".")).with_suffix(".py")
 
     def _module(self, part: str) -> ModuleType:
         return importlib.import_module(self.module_name(part))

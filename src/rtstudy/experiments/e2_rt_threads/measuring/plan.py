@@ -60,9 +60,10 @@ from rtstudy.sdks import sdk
 
 EXPERIMENT = "e2_rt_threads"
 APP = "e2_rt_threads"  # the name cells record (part of every cell id): never change it
-MODULE = "rtstudy.experiments.e2_rt_threads.measuring.app"
-FLOOR_MODULE = "rtstudy.experiments.e2_rt_threads.measuring.floor"
-PYTHREAD_MODULE = "rtstudy.experiments.e2_rt_threads.measuring.pythread"
+# The programs a cell runs, beside this plan in its room.
+MODULE = plan5.MODULE4
+FLOOR_MODULE = f"{__package__}.floor"
+PYTHREAD_MODULE = f"{__package__}.pythread"
 # The SDKs whose app runs the fragment fix: verified with holoscan-cu12 4.6.0 (app.py's calls,
 # EventBasedScheduler's network_connection_timeout among them, are 4.6's); app5 has none.
 FRAGMENT_SDKS = ("4.6.0",)

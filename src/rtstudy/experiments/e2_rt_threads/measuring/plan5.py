@@ -31,8 +31,9 @@ from dataclasses import replace
 from rtstudy.experiments.e2_rt_threads.conditions import PLAIN, TRACE_SUFFIX, WAKE_DEFAULT
 from rtstudy.measure.harness import Cell, with_drift_check
 
-MODULE = "rtstudy.experiments.e2_rt_threads.measuring.app5"
-MODULE4 = "rtstudy.experiments.e2_rt_threads.measuring.app"
+# The apps beside this plan, in its room: 5.0's and the 4.x one it stands in for.
+MODULE = f"{__package__}.app5"
+MODULE4 = f"{__package__}.app"
 # The load placements app5 runs (5.0 pins no partition but the target's; the GIL switch
 # interval and distributed-fragment fixes are not carried over either: 5.0's measured fixes are
 # its wake modes; app5 runs `threads` and `outside` too, left out for the budget: docstring).
