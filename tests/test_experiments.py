@@ -39,7 +39,8 @@ PROTOCOL = {
     "explore": {"VIEW": None, "default_condition": ["tables"], "seed": ["ax", "run"]},
 }
 # Members an experiment may have; a reader asks with hasattr first.
-OPTIONAL = {"analysis": {"power_plan": ["ds", "cfg", "ci", "host_id"]}}
+OPTIONAL = {"params": {"FROM_PROTOCOL": None},
+            "analysis": {"power_plan": ["ds", "cfg", "ci", "host_id"]}}
 
 
 def modules() -> list[str]:

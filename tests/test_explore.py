@@ -104,7 +104,8 @@ def test_measuring_is_refused_where_the_variable_is_set(monkeypatch, tmp_path):
     assert not (tmp_path / "sweep").exists()
     name = registry.REGISTRY[0]
     with pytest.raises(harness.MeasuringRefused, match=f"stage {name}"):
-        stage.run_experiment(name, params.stage_config(name, "smoke"))
+        every = params.read("smoke")
+        stage.run_experiment(name, every[name], "terminal", every)
 
 
 def test_the_study_executes_notebooks_over_unix_sockets_of_their_own(tmp_path):

@@ -31,7 +31,7 @@ def host(api: int = 4) -> dict:
 @pytest.fixture(scope="module")
 def default_plan(fingerprint):
     cfg = params.stage_config("e2_rt_threads", "default")
-    return cfg, plan.plan(cfg, fingerprint, params.configs("default"))
+    return cfg, plan.plan(cfg, fingerprint, params.read("default"))
 
 
 def labels(cells) -> dict[str, list]:

@@ -48,9 +48,14 @@ BAD = [
      ["e3_overhead.profiles.smoke.repetitions", "-2"]),
     (("e3_overhead", "profiles", "fast"), {"repetitions": 1}, ["e3_overhead.profiles.fast", "unknown profile"]),
     (("report", "confidence"), 1.5, ["report.confidence", "1.5"]),
-    # The late threshold is the frozen protocol's: a different one is a new protocol version.
+    # The late threshold is the frozen protocol's, never params.yaml's (even the same value):
+    # a different one is a new protocol version.
     (("e2_rt_threads", "late_threshold_ms"), 2,
-     ["late_threshold_ms = 2", "protocol v1's 1 ms", "e2_late_threshold_ms"]),
+     ["e2_rt_threads.late_threshold_ms", "not a parameter", "protocol v1's criterion (1)",
+      "remove it"]),
+    (("e2_rt_threads", "late_threshold_ms"), 1, ["e2_rt_threads.late_threshold_ms", "remove it"]),
+    (("e2_rt_threads", "profiles", "smoke", "late_threshold_ms"), 1,
+     ["e2_rt_threads.late_threshold_ms", "not a parameter"]),
     (("report", "bootstrap_resamples"), 2000, ["report.bootstrap_resamples", "unknown key"]),
     (("profile",), "quick", ["profile", "'quick'", "smoke"]),
     (("e4_mystery",), {}, ["e4_mystery", "unknown parameter group"]),
@@ -156,7 +161,7 @@ def test_params_yaml_is_parsed_once_per_text_and_each_caller_gets_its_own_copy(t
     monkeypatch.setattr(params, "_parsed", None)
     first = params.load()
     first["profile"] = "changed by one caller"
-    params.configs()
+    params.read()
     params.stage_config("e2_rt_threads")
     assert main(["protocol"]) == 0
     assert params.load()["profile"] != "changed by one caller"
@@ -165,3 +170,21 @@ def test_params_yaml_is_parsed_once_per_text_and_each_caller_gets_its_own_copy(t
     edited.write_text("# edited\n" + params.paths.params_file().read_text())
     params.load(edited)
     assert len(parses) == 2
+
+
+def test_a_command_reads_its_parameters_into_one_frozen_object():
+    """`params.read` is what a command reads at its start and hands down: frozen, each lookup a
+    copy of its own, the same groups `configs` gives."""
+    import dataclasses
+
+    every = params.read("smoke")
+    cfg = every["e2_rt_threads"]
+    cfg["fps"] = -1
+    assert every["e2_rt_threads"]["fps"] != -1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        every.profile = "default"
+    assert every.as_dict() == {g: params.stage_config(g, "smoke") for g in params.groups()}
+    assert every.profile == "smoke"
+    with pytest.raises(params.ParamError, match="unknown stage 'e9'"):
+        every.group("e9")
+    assert every.get(params.SESSION) is None  # a mapping

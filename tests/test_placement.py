@@ -35,7 +35,7 @@ BOOT = {**copy.deepcopy(FP), "host_id": "igx-isolated", "cpu": {"count": 8, "onl
 
 
 def configs() -> dict:
-    return params.configs("default")
+    return params.read("default")
 
 
 def test_e1_pins_every_deadline_thread_with_at_most_095_cpu_of_bandwidth_per_cpu():

@@ -202,8 +202,12 @@ def test_a_damaged_dataset_is_reported_whole_before_anything_is_rendered(measure
 def test_a_host_with_part_of_the_study_shows_what_it_has(measured_project, tmp_path,
                                                           monkeypatch):
     """A study imported in part (E3 only): the report is built from it, and its Limitations
-    name the sections left out (it used to stop with "no e1_async_buffer data from host …")."""
+    name the sections left out (it used to stop with "no e1_async_buffer data from host …").
+    Built from the parameters `rtstudy report` read and handed down, it reads params.yaml no
+    more."""
     import shutil
+
+    from rtstudy import params
 
     src, _, _ = measured_project
     dest = tmp_path / "project"
@@ -214,7 +218,9 @@ def test_a_host_with_part_of_the_study_shows_what_it_has(measured_project, tmp_p
     (dataset,) = venv_datasets(src, "e3_overhead")
     shutil.copytree(dataset, dest / dataset.relative_to(src))
     monkeypatch.setenv("RTSTUDY_ROOT", str(dest))
-    study = Study.load("smoke")
+    handed_down = params.read("smoke")
+    monkeypatch.setattr(params, "load", lambda *a, **k: pytest.fail("params.yaml read again"))
+    study = Study.load("smoke", handed_down)
     assert list(study.sections) == ["e3_overhead"]
     (left_out,) = [item for item in study.limitations() if "left out" in item]
     assert "E1, E2, E4" in left_out

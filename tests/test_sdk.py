@@ -198,7 +198,8 @@ def test_holoscan_5_refuses_a_real_time_request_it_cannot_honour_and_the_cell_fa
 def test_an_experiment_without_holoscan_runs_once_in_the_venv(devnull):
     from rtstudy import params, stage
 
-    envs = stage.environments("e4_host", params.stage_config("e4_host", "smoke"), devnull)
+    envs = stage.environments("e4_host", params.stage_config("e4_host", "smoke"), devnull,
+                              params.stage_config(params.SDK, "smoke"))
     assert [e.root for e in envs] == [None]
 
 

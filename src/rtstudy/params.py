@@ -4,26 +4,36 @@
 per registered experiment (its rules live in the experiment's own
 ``params.py``) and ``report``. :func:`validate` checks every group for every
 profile, so a mistake stops the study before anything is measured, with a
-message that names the key, the value and what is allowed;
-:func:`stage_config` resolves one group for one profile.
+message that names the key, the value and what is allowed.
+
+A command calls :func:`read` once, at its start: the :class:`Params` it returns (every group
+resolved for one profile, frozen) is what it hands down, to the notebook it runs, the sweep,
+the report's sections. :func:`stage_config` is the same read, of one group.
+
+A key whose value the frozen protocol fixes (an experiment's ``params.FROM_PROTOCOL``: E2's
+late threshold) has one source, its criterion: it is resolved into its group, and refused in
+``params.yaml``.
 """
 from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
 
-from rtstudy import atomic, paths, registry
+from rtstudy import atomic, paths, protocol, registry
 from rtstudy.machine import placement
 from rtstudy.rules import (PROFILES, ParamError, Rule, check_group, choice, list_of,
                            no_cross_checks, number, resolve)
 from rtstudy.sdks import sdk
 
-__all__ = ["PROFILES", "ParamError", "REPORT", "CPUS", "SDK", "SESSION", "groups", "load", "validate", "stage_config",
-           "use_profile", "configs"]
+__all__ = ["PROFILES", "ParamError", "Params", "REPORT", "CPUS", "SDK", "SESSION", "groups",
+           "load", "read", "validate", "stage_config", "use_profile"]
 
 REPORT = "report"
 CPUS = "cpus"
@@ -53,6 +63,11 @@ def groups() -> dict[str, tuple[dict[str, Rule], object]]:
     out[SDK] = (SDK_SCHEMA, no_cross_checks)
     out[REPORT] = (REPORT_SCHEMA, no_cross_checks)
     return out
+
+
+def from_protocol() -> dict[str, dict[str, Any]]:
+    """Each group's keys whose value the frozen protocol fixes: group → key → value."""
+    return {e.name: dict(getattr(e.params, "FROM_PROTOCOL", {})) for e in registry.every()}
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -113,13 +128,105 @@ def validate(data: dict) -> None:
         if key != "profile" and key not in known:
             errors.append(f"{key}: unknown parameter group; allowed: profile, "
                           + ", ".join(sorted(known)))
+    fixed = from_protocol()
     for name, (rules, cross) in known.items():
         if name not in data:
             errors.append(f"{name}: parameter group missing")
-        else:
-            check_group(name, data[name], rules, cross, errors)
+            continue
+        own = fixed.get(name, {})
+        errors += [f"{name}.{key}: not a parameter but protocol v{protocol.VERSION}'s criterion "
+                   f"({own[key]!r}), which every verdict is judged by: remove it from "
+                   "params.yaml; a new value is a new protocol version (docs/protocol.md)"
+                   for key in _set_keys(data[name]) if key in own]
+        check_group(name, _without(data[name], own), rules,
+                    lambda cfg, cross=cross, own=own: cross({**cfg, **own}), errors)
     if errors:
         raise ParamError("invalid parameters in params.yaml:\n  - " + "\n  - ".join(errors))
+
+
+def _set_keys(group: Any) -> set[str]:
+    """The keys a group sets, in itself or in one of its profiles."""
+    if not isinstance(group, dict):
+        return set()
+    profiles = group.get("profiles")
+    overrides = profiles.values() if isinstance(profiles, dict) else ()
+    return {k for k in group if k != "profiles"}.union(
+        *(o for o in overrides if isinstance(o, dict)))
+
+
+def _without(group: Any, keys: Mapping[str, Any]) -> Any:
+    """``group`` without ``keys``, in itself and in its profiles (each refused on its own)."""
+    if not keys or not isinstance(group, dict):
+        return group
+    out = {k: v for k, v in group.items() if k not in keys}
+    if isinstance(group.get("profiles"), dict):
+        out["profiles"] = {p: ({k: v for k, v in o.items() if k not in keys}
+                               if isinstance(o, dict) else o)
+                           for p, o in group["profiles"].items()}
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Params(Mapping):
+    """``params.yaml`` read and checked once, every group resolved for one profile.
+
+    What a command reads at its start and hands down. A mapping group → its parameters; each
+    lookup returns a fresh copy, so no reader's change reaches another.
+
+    Attributes
+    ----------
+    profile : str
+        The profile every group is resolved for.
+    """
+
+    profile: str
+    _groups: Mapping[str, Mapping[str, Any]]
+
+    def __getitem__(self, group: str) -> dict[str, Any]:
+        return copy.deepcopy(dict(self._groups[group]))  # KeyError where none, as a mapping
+
+    def group(self, name: str) -> dict[str, Any]:
+        """Group ``name``, or :class:`ParamError` naming the groups there are."""
+        if name not in self._groups:
+            raise ParamError(f"unknown stage {name!r}; allowed: {', '.join(sorted(self._groups))}")
+        return self[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._groups)
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        """Every group as plain dicts (what a notebook's parameters can carry)."""
+        return {group: self[group] for group in self}
+
+
+def read(profile: str | None = None, data: dict | None = None) -> Params:
+    """``params.yaml`` (or an already loaded ``data``), checked and resolved for ``profile``.
+
+    Parameters
+    ----------
+    profile : str, optional
+        ``smoke``, ``default`` or ``seed``; None uses ``params.yaml``'s ``profile``.
+    data : dict, optional
+        An already loaded parameter mapping; None reads ``params.yaml``.
+
+    Raises
+    ------
+    ParamError
+        Naming every problem of the file, or an unknown profile.
+    """
+    data = load() if data is None else data
+    validate(data)
+    profile = profile or data["profile"]
+    if profile not in PROFILES:
+        raise ParamError(f"profile = {profile!r}: expected one of {', '.join(PROFILES)}")
+    fixed = from_protocol()
+    return Params(profile, MappingProxyType({
+        name: MappingProxyType({**resolve(data[name], profile), **fixed.get(name, {}),
+                                "profile": profile})
+        for name in groups()}))
 
 
 def stage_config(stage: str, profile: str | None = None, data: dict | None = None
@@ -140,16 +247,7 @@ def stage_config(stage: str, profile: str | None = None, data: dict | None = Non
     dict
         The group's keys with the profile's overrides applied, plus ``profile``.
     """
-    data = load() if data is None else data
-    validate(data)
-    if stage not in groups():
-        raise ParamError(f"unknown stage {stage!r}; allowed: {', '.join(sorted(groups()))}")
-    profile = profile or data["profile"]
-    if profile not in PROFILES:
-        raise ParamError(f"profile = {profile!r}: expected one of {', '.join(PROFILES)}")
-    config = resolve(data[stage], profile)
-    config["profile"] = profile
-    return config
+    return read(profile, data).group(stage)
 
 
 def use_profile(profile: str, path: Path | None = None) -> None:
@@ -163,13 +261,3 @@ def use_profile(profile: str, path: Path | None = None) -> None:
         raise ParamError(f"{path}: expected exactly one top-level `profile:` line, found {count}")
     validate(yaml.safe_load(new))
     atomic.write_text(path, new)
-
-
-def configs(profile: str | None = None, data: dict | None = None) -> dict[str, dict]:
-    """Every group resolved for ``profile`` (as :func:`stage_config` gives each), keyed by group."""
-    data = load() if data is None else data
-    validate(data)
-    profile = profile or data["profile"]
-    if profile not in PROFILES:
-        raise ParamError(f"profile = {profile!r}: expected one of {', '.join(PROFILES)}")
-    return {name: {**resolve(data[name], profile), "profile": profile} for name in groups()}

@@ -17,7 +17,9 @@ nothing outside the folders reads any other):
     ``SCHEMA`` (a :class:`rtstudy.rules.Rule` per key) and ``cross_checks(cfg)``
     (rules between keys: a list of problems), which :mod:`rtstudy.params`
     checks ``params.yaml`` with; ``USES``, the other groups whose resolved
-    values its plan reads (:mod:`rtstudy.stage` passes them as ``configs``).
+    values its plan reads (:mod:`rtstudy.stage` passes them as ``configs``); optionally
+    ``FROM_PROTOCOL``, its keys whose values the frozen protocol fixes (key → value), which
+    :mod:`rtstudy.params` resolves into the group and refuses in ``params.yaml``.
 ``plan.py`` (the measuring side: a DVC dependency of its stage), read by
 :mod:`rtstudy.stage`
     ``plan(cfg, fp, configs)`` → the list of :class:`rtstudy.measure.harness.Cell`;

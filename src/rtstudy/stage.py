@@ -9,6 +9,7 @@ experiment contributes comes through the registry (:mod:`rtstudy.registry`).
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from rtstudy.machine import host, placement
@@ -27,14 +28,13 @@ class PreflightError(RuntimeError):
     """The host cannot run a stage as configured; nothing was measured."""
 
 
-def preflight(name: str, cfg: dict, fp: dict, cpus: dict | None = None) -> list[checks.Check]:
+def preflight(name: str, cfg: dict, fp: dict, cpus: dict) -> list[checks.Check]:
     """Run the stage's checks; raise :class:`PreflightError` if any fails.
 
-    ``cpus`` is the resolved ``cpus`` group (None reads ``params.yaml``)."""
+    ``cpus`` is the resolved ``cpus`` group, as the command read it."""
     exp = registry.get(name)
     directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
     found = checks.preflight(fp, directory, need_realtime=exp.plan.realtime(cfg))
-    cpus = cpus or params.stage_config(params.CPUS, cfg["profile"])
     problems = placement.problems(cpus, fp)
     problems += exp.plan.host_problems(cfg, fp)
     if problems or any(c.status == "FAIL" for c in found):
@@ -45,7 +45,7 @@ def preflight(name: str, cfg: dict, fp: dict, cpus: dict | None = None) -> list[
     return found
 
 
-def run_experiment(name: str, cfg: dict, progress: str = "terminal", configs: dict | None = None,
+def run_experiment(name: str, cfg: dict, progress: str, configs: Mapping[str, dict],
                    here: dict | None = None) -> list[CellOutcome]:
     """Preflight, then run every missing cell of experiment ``name`` with the resolved ``cfg``.
 
@@ -58,10 +58,9 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal", configs: di
     progress : str
         ``terminal``: the progress bar goes to the process's real stderr (the
         terminal that runs papermill); ``notebook``: to the notebook's output.
-    configs : dict, optional
-        Every parameter group resolved for ``cfg``'s profile (:func:`rtstudy.params.configs`),
-        as ``rtstudy run`` read and checked them once and handed them down; None reads
-        ``params.yaml``.
+    configs : mapping of str to dict
+        Every parameter group resolved for ``cfg``'s profile (:func:`rtstudy.params.read`),
+        as ``rtstudy run`` read and checked them once and handed them down.
     here : dict, optional
         The host's fingerprint (:func:`rtstudy.machine.host.current`) ``rtstudy run`` took
         for its own preflight; None takes it.
@@ -69,34 +68,33 @@ def run_experiment(name: str, cfg: dict, progress: str = "terminal", configs: di
     refuse_if_measuring_is_off(f"stage {name}")  # before an SDK root is built, too
     exp = registry.get(name)
     stream = sys.__stderr__ if progress == "terminal" else sys.stderr
-    every = configs or params.configs(cfg["profile"])
-    configs = {group: every[group] for group in (*exp.params.USES, params.CPUS)}
+    # What the plan reads: the groups it USES, and where threads go.
+    used = {group: configs[group] for group in (*exp.params.USES, params.CPUS)}
     # Every SDK environment is checked (and a missing root built) before anything is measured.
     here, runs = here or host.current(), []  # one host state for every environment's sweep
-    for env in environments(name, cfg, stream, every[params.SDK]):
+    for env in environments(name, cfg, stream, configs[params.SDK]):
         fp = env.fingerprint(here)
-        preflight(name, cfg, fp, configs[params.CPUS])
+        preflight(name, cfg, fp, used[params.CPUS])
         runs.append((env, fp))
     outcomes = []
     for env, fp in runs:
         env.prepare()
         directory = paths.dataset_dir(name, fp["host_id"], cfg["profile"])
-        where = placement.resolve(configs[params.CPUS], fp)
+        where = placement.resolve(used[params.CPUS], fp)
         print(f"{name}: Holoscan {sdk.version_of(fp)} ({env.name}); {where.describe()}",
               file=stream, flush=True)
-        shared = placement.overlap(configs[params.CPUS])
+        shared = placement.overlap(used[params.CPUS])
         if shared:
             print(f"{name}: warning: {shared}", file=stream, flush=True)
         session = {params.SESSION: sessions.plans(directory)}
-        outcomes += run_sweep(exp.plan.plan(cfg, fp, {**configs, **session}), directory,
+        outcomes += run_sweep(exp.plan.plan(cfg, fp, {**used, **session}), directory,
                               SweepContext.from_fingerprint(fp, cfg["profile"], where, env),
                               cfg["order_seed"], progress=stream)
         exp.plan.after_sweep(directory)
     return outcomes
 
 
-def environments(name: str, cfg: dict, stream, sdk_cfg: dict | None = None
-                 ) -> list[sdk.Environment]:
+def environments(name: str, cfg: dict, stream, sdk_cfg: dict) -> list[sdk.Environment]:
     """The SDK environments experiment ``name`` runs in: ``params.yaml: sdk`` versions it has an
     app for (its plan's ``SDK_APIS``; empty: it runs no Holoscan, so once, in the study's
     venv), each built if needed; the rest skipped with a sentence.
@@ -104,13 +102,12 @@ def environments(name: str, cfg: dict, stream, sdk_cfg: dict | None = None
     A version this host cannot run (no root or debootstrap for the Debian 13 root) is skipped
     with its reason, so the other versions are still measured; a version listed but unknown,
     or a build that fails, stops the stage before anything is measured. ``sdk_cfg`` is the
-    resolved ``sdk`` group (None reads ``params.yaml``).
+    resolved ``sdk`` group, as the command read it.
     """
     apis = registry.get(name).plan.SDK_APIS
     if not apis:  # an experiment without Holoscan (E4) measures the host once
         return [sdk.venv()]
     found = []
-    sdk_cfg = sdk_cfg or params.stage_config(params.SDK, cfg["profile"])
     for version in sdk_cfg["versions"]:
         if sdk.known(version).api not in apis:
             print(f"{name}: not ported to Holoscan {version}'s API yet: measured on the other "

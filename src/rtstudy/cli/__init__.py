@@ -59,9 +59,8 @@ def _params_check(args) -> int:
     from rtstudy import stage
     from rtstudy.machine import placement
 
-    data = params.load()
-    params.validate(data)
-    shared = placement.overlap(params.stage_config(params.CPUS, None, data))
+    every = params.read()
+    shared = placement.overlap(every[params.CPUS])
     if shared:
         print(f"rtstudy: warning: {shared}", file=sys.stderr)
     if args.host:
@@ -72,22 +71,20 @@ def _params_check(args) -> int:
         problems = []
         for name in registry.REGISTRY:
             try:
-                stage.preflight(name, params.stage_config(name, None, data), fp)
+                stage.preflight(name, every[name], fp, every[params.CPUS])
             except stage.PreflightError as exc:
                 problems.append(str(exc))
         if problems:
             raise stage.PreflightError("\n\n".join(problems))
-    print(f"params.yaml is valid (profile: {data['profile']})"
+    print(f"params.yaml is valid (profile: {every.profile})"
           + ("; every stage's host checks pass here" if args.host else ""))
     return 0
 
 
 def _params_show(args) -> int:
-    data = params.load()
-    stages = [args.stage] if args.stage else list(params.groups())
-    for stage in stages:
-        cfg = params.stage_config(stage, args.profile, data)
-        print(json.dumps({stage: cfg}, indent=2))
+    every = params.read(args.profile)
+    for stage in [args.stage] if args.stage else list(every):
+        print(json.dumps({stage: every.group(stage)}, indent=2))
     return 0
 
 
@@ -105,7 +102,7 @@ def _run(args) -> int:
                                 + ", ".join(registry.REGISTRY))
     # params.yaml read and checked once, the host fingerprinted once: both handed down to
     # the notebook (its lab book records them) and from it to the sweep.
-    configs = params.configs(args.profile)
+    configs = params.read(args.profile)
     cfg, fp = configs[args.stage], host.current()
     stage.preflight(args.stage, cfg, fp, configs[params.CPUS])
     stage.environments(args.stage, cfg, sys.stderr, configs[params.SDK])  # a root built first
@@ -113,13 +110,14 @@ def _run(args) -> int:
           f"{paths.dataset_dir(args.stage, fp['host_id'], cfg['profile'])}", flush=True)
     out = stage.execute_notebook(stage.EXPERIMENT_NOTEBOOK, args.stage,
                                  {"experiment": args.stage, "profile": cfg["profile"],
-                                  "progress": "terminal", "configs": configs, "here": fp})
+                                  "progress": "terminal", "configs": configs.as_dict(),
+                                  "here": fp})
     print(f"{args.stage}: done; lab book {out}")
     return 0
 
 
 def _sdk_build(args) -> int:
-    versions = args.versions or params.stage_config(params.SDK)["versions"]
+    versions = args.versions or params.read()[params.SDK]["versions"]
     for version in versions:
         cannot = sdk.problems([version])
         if cannot:

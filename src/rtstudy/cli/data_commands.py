@@ -135,15 +135,15 @@ def _plan_power(args) -> int:
     from rtstudy.inference.stats import CI
     from rtstudy.report.study import report_host
 
-    profile = params.stage_config(params.REPORT, args.profile)["profile"]
-    host_id = args.host or report_host(profile)
-    ci = CI.from_params(params.stage_config(params.REPORT, profile))
+    every = params.read(args.profile)
+    host_id = args.host or report_host(every.profile)
+    ci = CI.from_params(every[params.REPORT])
     # Each experiment whose analysis plans its own size (`power_plan`): E2's late frames.
     for exp in registry.every():
         if hasattr(exp.analysis, "power_plan"):
-            ds = data.load_dataset(exp.name, host_id, profile)
-            print(exp.analysis.power_plan(ds, params.stage_config(exp.name, profile), ci,
-                                          host_id))
+            cfg = every[exp.name]
+            ds = data.load_dataset(exp.name, host_id, every.profile, cfg=cfg)
+            print(exp.analysis.power_plan(ds, cfg, ci, host_id))
     return 0
 
 
@@ -152,7 +152,8 @@ def _report(args) -> int:
     from rtstudy.report import figstyle
     from rtstudy.report.render import ReportError, render_html, staged
 
-    profile = params.stage_config(params.REPORT, args.profile)["profile"]
+    every = params.read(args.profile)  # read once, handed down to the notebook
+    profile = every.profile
     try:
         figstyle.formats()  # a wrong $RTSTUDY_FIGURE_FORMATS, named before minutes of rendering
     except ValueError as exc:
@@ -164,7 +165,7 @@ def _report(args) -> int:
     # when all succeeded: a failed render leaves the last report whole.
     with staged():
         executed = stage.execute_notebook(stage.REPORT_NOTEBOOK, stage.REPORT_NOTEBOOK,
-                                          {"profile": profile})
+                                          {"profile": profile, "configs": every.as_dict()})
         render_html(executed)
     print(f"report: {paths.report_html()}")
     return 0

@@ -25,7 +25,7 @@ def _host_fingerprint(args) -> int:
         from rtstudy.data import sessions
         from rtstudy.measure.harness import start_session
 
-        profile = params.load().get("profile")
+        profile = params.read().profile
         session = start_session(resume=sessions.open_ids(record["host_id"], profile))
         print(("resuming" if "resumed_utc" in session else "measuring") +
               f" session {session['id']}")

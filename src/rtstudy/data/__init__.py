@@ -163,8 +163,11 @@ def has_dataset(experiment: str, host_id: str, profile: str, root: Path | None =
 
 
 def load_dataset(experiment: str, host_id: str, profile: str | None = None,
-                 root: Path | None = None) -> Dataset:
+                 root: Path | None = None, cfg: dict | None = None) -> Dataset:
     """One host's dataset of ``experiment``, as its loader returns it (tables, missing, extra).
+
+    ``cfg`` is the experiment's parameter group as the command read it (:func:`rtstudy.params.read`);
+    None reads ``params.yaml``.
 
     Raises
     ------
@@ -179,7 +182,8 @@ def load_dataset(experiment: str, host_id: str, profile: str | None = None,
         raise DataError(f"no {experiment} data from host {host_id} for profile {profile!r} "
                         f"under {root or paths.data_dir()}; run `make study` there (or "
                         "`make pull`, or `rtstudy data import`)")
-    return exp.analysis.load(directory, params.stage_config(experiment, profile))
+    return exp.analysis.load(directory, params.stage_config(experiment, profile)
+                             if cfg is None else cfg)
 
 
 def verify(profile: str | None = None, root: Path | None = None

@@ -170,7 +170,7 @@ def _origin(source: Source, listing: dict, key: Key, folder: Path):
 def _check(fetched: dict[Key, Path], listing: dict, source: Source) -> None:
     """Load every dataset as the report would, and check that its cells were measured on the
     host it is filed under: any problem stops the import, naming the source's file."""
-    problems = []
+    problems, read = [], {}  # params.yaml read once per profile
     for key, folder in fetched.items():
         experiment, host_id, profile = key
         found = []
@@ -180,8 +180,10 @@ def _check(fetched: dict[Key, Path], listing: dict, source: Source) -> None:
             found += [p.replace(REFETCH, ASK_FRESH) for p in identity_problems(each)]
         if not found:
             try:
+                if profile not in read:
+                    read[profile] = params.read(profile)
                 registry.get(experiment).analysis.load(session_folders(folder)[-1],
-                                                       params.stage_config(experiment, profile))
+                                                       read[profile][experiment])
             except DataError as exc:
                 found.append(str(exc).replace(REMEASURE, ASK_FRESH))
         where = _origin(source, listing, key, folder)

@@ -82,7 +82,7 @@ def _value(c: criteria.Criterion) -> str:
 
 def _sizes() -> str:
     """The measuring groups of the ``default`` profile, resolved, as YAML."""
-    configs = params.configs(PROFILE)
+    configs = params.read(PROFILE)
     kept = {name: configs[name] for name in (params.CPUS, params.SDK, *registry.REGISTRY,
                                              params.REPORT)}
     return yaml.safe_dump(kept, sort_keys=True, default_flow_style=None, width=96).strip()

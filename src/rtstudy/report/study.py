@@ -11,6 +11,7 @@ over every host and in ``report/metrics.json`` are its parts in ``study_sessions
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import partial
@@ -78,15 +79,19 @@ class Study(StudySessions, StudyHosts, StudyMetrics):
     _audits: dict | None = field(default=None, repr=False)  # placement_audits(), once
 
     @classmethod
-    def load(cls, profile: str | None = None) -> "Study":
+    def load(cls, profile: str | None = None, configs: Mapping[str, dict] | None = None
+             ) -> "Study":
         """Load every experiment's data for ``profile`` from one host and build its section.
+
+        ``configs`` are every parameter group as ``rtstudy report`` read them
+        (:func:`rtstudy.params.read`); None reads ``params.yaml`` (the notebook opened by hand).
 
         Raises
         ------
         DataError
             Naming every dataset that is missing or damaged (not just the first).
         """
-        configs = params.configs(profile)
+        configs = dict(params.read(profile) if configs is None else configs)
         profile = configs[params.REPORT]["profile"]
         ci = CI.from_params(configs[params.REPORT])
         host_id = report_host(profile)
@@ -97,7 +102,7 @@ class Study(StudySessions, StudyHosts, StudyMetrics):
             if not data.has_dataset(name, host_id, profile):
                 continue
             try:
-                loaded[name] = data.load_dataset(name, host_id, profile)
+                loaded[name] = data.load_dataset(name, host_id, profile, cfg=configs[name])
             except DataError as exc:
                 problems.append(str(exc))
         if problems:
@@ -301,17 +306,19 @@ def markdown_anchor(heading: str) -> str:
     return heading.replace(" ", "-")
 
 
-def first_look(name: str, profile: str) -> pd.DataFrame:
+def first_look(name: str, configs: Mapping[str, dict], here: dict | None = None
+               ) -> pd.DataFrame:
     """The verdicts and headline numbers of this host's data for ``name``: the lab book's look.
 
     The experiment's own data only (as every section is built), so a measuring stage never
     depends on another stage's data. A problem becomes the table's one row: the cells are
-    measured and kept whatever the first look finds.
+    measured and kept whatever the first look finds. ``configs`` are every parameter group as
+    the stage read them (:func:`rtstudy.params.read`); ``here`` its host fingerprint (None:
+    take it).
     """
     try:
-        host_id = host.current()["host_id"]
-        configs = params.configs(profile)
-        ds = data.load_dataset(name, host_id, profile)
+        host_id = (here or host.current())["host_id"]
+        ds = data.load_dataset(name, host_id, configs[name]["profile"], cfg=configs[name])
         section = build_sections({name: ds}, configs, CI.from_params(configs[params.REPORT]))[name]
     except Exception as exc:  # the lab book shows it; the report stage will fail on it too
         return pd.DataFrame([{"what": "first look failed",
