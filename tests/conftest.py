@@ -19,7 +19,7 @@ from helpers import (BIN, MEASURING, REFERENCE_REMOTE, copy_checkout, copy_proje
 
 from rtstudy import params, paths
 from rtstudy.machine import host
-from rtstudy.measure.harness import SweepContext
+from rtstudy.measure.harness import SweepContext, run_sweep
 from rtstudy.report import figstyle
 from rtstudy.sdks import sdk, sdkroot
 
@@ -118,6 +118,19 @@ def fingerprint() -> dict:
 @pytest.fixture()
 def context(fingerprint) -> SweepContext:
     return SweepContext.from_fingerprint(fingerprint, "smoke")
+
+
+@pytest.fixture(scope="session")
+def sweep(fingerprint):
+    """Measure: ``sweep(cells, out, seed=1, where=None, env=None, fp=None)`` runs ``cells`` into
+    ``out`` at the smoke profile on this host (``fp``: another fingerprint, an SDK
+    environment's), the progress bar to /dev/null, and returns the outcomes: the one sweep call
+    every measuring test shares."""
+    def measure(cells, out, seed=1, where=None, env=None, fp=None):
+        context = SweepContext.from_fingerprint(fp or fingerprint, "smoke", where, env)
+        with open(os.devnull, "w") as devnull:
+            return run_sweep(cells, out, context, seed, progress=devnull)
+    return measure
 
 
 @pytest.fixture()

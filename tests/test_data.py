@@ -28,7 +28,7 @@ OTHER_HOST = "otherhost-0123abcd"
 
 
 @pytest.fixture(scope="module")
-def e3_root(tmp_path_factory, fingerprint):
+def e3_root(tmp_path_factory, fingerprint, sweep):
     """A project root holding an E3 smoke dataset of two cells (Greedy and EventBased x1)."""
     root = tmp_path_factory.mktemp("root")
     shutil.copy2(paths.params_file(), root / "params.yaml")
@@ -37,9 +37,7 @@ def e3_root(tmp_path_factory, fingerprint):
     cfg.update(apps=["ops"], event_based_workers=[1])
     cells = e3_plan.plan(cfg, fingerprint, {})
     out = root / "data" / "raw" / "e3_overhead" / fingerprint["host_id"] / "smoke"
-    with open("/dev/null", "w") as devnull:
-        run_sweep(cells, out, SweepContext.from_fingerprint(fingerprint, "smoke"), cfg["order_seed"],
-                  progress=devnull)
+    sweep(cells, out, cfg["order_seed"])
     return root, out, cells, cfg
 
 
@@ -252,7 +250,8 @@ def test_the_schema_is_what_every_app_writes(tmp_path, fingerprint, monkeypatch)
         assert missing == [] and set(io.SIDECAR_KEYS) <= set(sidecars[0]), experiment
 
 
-def test_the_floor_without_a_histogram_passes_the_check(tmp_path, fingerprint, monkeypatch):
+def test_the_floor_without_a_histogram_passes_the_check(tmp_path, fingerprint, monkeypatch,
+                                                        sweep):
     """cyclicdeadline writes a samples file with no rows; it must still load."""
     if shutil.which("cyclicdeadline") is None:
         pytest.skip("cyclicdeadline (Debian rt-tests) is not installed")
@@ -264,8 +263,7 @@ def test_the_floor_without_a_histogram_passes_the_check(tmp_path, fingerprint, m
     cells = e4_plan.plan(cfg, fingerprint, {"e2_rt_threads": e2_cfg})
     assert [c.config["kind"] for c in cells] == ["cyclicdeadline"]
     out = tmp_path / "e4"
-    with open("/dev/null", "w") as devnull:
-        run_sweep(cells, out, SweepContext.from_fingerprint(fingerprint, "smoke"), 1, progress=devnull)
+    sweep(cells, out)
     ds = e4_analysis.load(out, cfg)
     stats = ds.tables["stats"]
     assert ds.missing == [] and len(stats) == 1 and stats["n"].iloc[0] > 0

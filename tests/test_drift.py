@@ -22,7 +22,7 @@ from rtstudy.experiments.e4_host import analysis as e4_analysis
 from rtstudy.inference import stats
 from rtstudy.inference.stats import CI, drift_check
 from rtstudy.measure.cell import Cell, with_drift
-from rtstudy.measure.harness import SweepContext, run_order, run_sweep
+from rtstudy.measure.harness import run_order
 from rtstudy.report import stability
 from rtstudy.report.section import Verdict
 from rtstudy.report.study import Study, words
@@ -127,16 +127,14 @@ def test_e4_drift_is_judged_on_h4s_metric():
 
 
 @pytest.fixture(scope="module")
-def e3_with_drift(tmp_path_factory, fingerprint):
+def e3_with_drift(tmp_path_factory, fingerprint, sweep):
     """A real E3 sweep of two conditions with the drift check on."""
     out = tmp_path_factory.mktemp("drift") / "e3"
     cfg = params.stage_config("e3_overhead", "smoke")
     cfg.update(apps=["ops"], event_based_workers=[1], drift_check=True)
     planned = e3_plan.plan(cfg, fingerprint, {})
     assert [c.drift for c in planned].count("start") == 1
-    with open("/dev/null", "w") as devnull:
-        outcomes = run_sweep(planned, out, SweepContext.from_fingerprint(fingerprint, "smoke"),
-                             cfg["order_seed"], progress=devnull)
+    outcomes = sweep(planned, out, cfg["order_seed"])
     assert all(o.status == "ok" for o in outcomes), [o.reason for o in outcomes]
     return out, cfg, planned
 

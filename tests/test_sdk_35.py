@@ -13,7 +13,7 @@ import pytest
 
 from rtstudy import cli, params, paths, stage
 from rtstudy.machine import host, placement
-from rtstudy.measure.harness import SweepContext, run_cell, run_sweep
+from rtstudy.measure.harness import SweepContext, run_cell
 from rtstudy.measure.realtime import DISPATCHER
 from rtstudy.sdks import sdk, sdkroot, sdkvenv
 
@@ -76,7 +76,8 @@ def test_a_rebuilt_venv_is_another_host_state(env35, fingerprint, tmp_path):
     assert other["host_id"] != env35.fingerprint(fingerprint)["host_id"]
 
 
-def test_a_holoscan_3_5_e2_cell_runs_with_its_fifo_policy_read_back(env35, fingerprint, tmp_path):
+def test_a_holoscan_3_5_e2_cell_runs_with_its_fifo_policy_read_back(env35, fingerprint, tmp_path,
+                                                                     sweep):
     from rtstudy.data.io import read_samples
     from rtstudy.experiments.e2_rt_threads.measuring import plan
 
@@ -88,8 +89,7 @@ def test_a_holoscan_3_5_e2_cell_runs_with_its_fifo_policy_read_back(env35, finge
     cell = next(c for c in plan.plan(cfg, fp, configs) if c.label == "SCHED_FIFO-lf1-native")
     assert cell.module == plan.MODULE  # the 4.x app, unchanged
     where = placement.resolve(configs["cpus"], fp)
-    [outcome] = run_sweep([cell], tmp_path, SweepContext.from_fingerprint(fp, "smoke", where, env35),
-                          cfg["order_seed"])
+    [outcome] = sweep([cell], tmp_path, cfg["order_seed"], where, env35, fp)
     assert outcome.status == "ok", outcome.reason
     side = json.loads((outcome.path / "cell.json").read_text())
     assert side["realtime_verified"] is True and side["host_id"] == fp["host_id"]
@@ -176,7 +176,8 @@ def test_without_python_3_11_3_5_is_skipped_with_the_python_it_needs(no_python31
     monkeypatch.setattr(stage.params, "stage_config", lambda group, profile=None, data=None: {
         "versions": [VERSION, sdk.installed()]} if group == params.SDK else real(group, profile, data))
     with open(no_python311 / "stage.txt", "w") as stream:
-        envs = stage.environments("e3_overhead", params.stage_config("e3_overhead", "smoke"), stream)
+        envs = stage.environments("e3_overhead", params.stage_config("e3_overhead", "smoke"), stream,
+                                  params.stage_config(params.SDK, "smoke"))
     assert [e.name for e in envs] == ["venv"]
     said = (no_python311 / "stage.txt").read_text()
     assert f"skipping Holoscan {VERSION}" in said and "Python 3.11" in said

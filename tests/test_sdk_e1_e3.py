@@ -17,7 +17,6 @@ from rtstudy import params, paths, registry
 from rtstudy.data.io import read_samples
 from rtstudy.inference.stats import CI
 from rtstudy.machine import placement
-from rtstudy.measure.harness import SweepContext, run_sweep
 
 pytestmark = pytest.mark.cells
 
@@ -25,7 +24,7 @@ SCHED_DEADLINE = 6  # linux/sched.h; Python's os module has no name for it
 
 
 @pytest.fixture()
-def measure(env5, fingerprint, tmp_path, devnull):
+def measure(env5, fingerprint, tmp_path, sweep):
     """``measure(experiment, label)`` runs that 5.0 smoke cell as a one-cell sweep and returns
     (dataset folder, cell, sidecar, samples, the experiment's smoke parameters)."""
     fp = env5.fingerprint(fingerprint)
@@ -39,8 +38,7 @@ def measure(env5, fingerprint, tmp_path, devnull):
         cell = next(c for c in cells if c.label == label)
         where = placement.resolve(configs["cpus"], fp)
         out = scratch / name
-        [outcome] = run_sweep([cell], out, SweepContext.from_fingerprint(fp, "smoke", where, env5),
-                              cfg["order_seed"], progress=devnull)
+        [outcome] = sweep([cell], out, cfg["order_seed"], where, env5, fp)
         side = json.loads((outcome.path / "cell.json").read_text())
         return out, cell, side, read_samples(outcome.path / "samples.parquet"), cfg
 
@@ -79,7 +77,7 @@ def test_a_holoscan_5_e3_cell_times_every_n_and_e3s_fit_reads_it(measure, label)
     assert len(fit) == 1 and fit["n_runs"].iloc[0] == len(cfg["iterations"])
     # At smoke sizes (N of a few hundred) start-up noise can tip the slope either way.
     assert np.isfinite(fit[["per_iter_us", "startup_ms"]].to_numpy()).all()
-    ci = CI.from_params(params.configs("smoke")[params.REPORT])
+    ci = CI.from_params(params.read("smoke")[params.REPORT])
     # One app of the two H3 judges: not testable with this dataset.
     assert analysis.headline(runs, ci).verdict["verdict"] == "not testable here"
 

@@ -11,7 +11,6 @@ from helpers import require_policy
 from rtstudy import params
 from rtstudy.experiments.e1_async_buffer import analysis, plan
 from rtstudy.inference.stats import CI
-from rtstudy.measure.harness import SweepContext, run_sweep
 from rtstudy.policies import BY_NUMBER
 
 pytestmark = pytest.mark.cells
@@ -27,14 +26,12 @@ def e1_cfg() -> dict:
 
 
 @pytest.fixture(scope="module")
-def e1_data(tmp_path_factory, fingerprint, e1_cfg):
+def e1_data(tmp_path_factory, fingerprint, e1_cfg, sweep):
     require_policy(fingerprint, "SCHED_DEADLINE")
     assert not plan.host_problems(e1_cfg, fingerprint)
     out = tmp_path_factory.mktemp("e1")
     cells = plan.plan(e1_cfg, fingerprint, {})
-    with open("/dev/null", "w") as devnull:
-        run_sweep(cells, out, SweepContext.from_fingerprint(fingerprint, "smoke"),
-                  e1_cfg["order_seed"], progress=devnull)
+    sweep(cells, out, e1_cfg["order_seed"])
     return cells, out
 
 
@@ -154,7 +151,7 @@ def test_holoscan_5_runs_only_its_periods_and_they_must_be_among_4xs(fingerprint
     from rtstudy.experiments.e1_async_buffer import params as e1_params, plan5
 
     cfg = params.stage_config("e1_async_buffer", "default")
-    cells4 = plan.plan({**cfg, "drift_check": False}, fingerprint, params.configs("default"))
+    cells4 = plan.plan({**cfg, "drift_check": False}, fingerprint, params.read("default"))
     cells5 = plan5.cells(cells4, {**cfg, "drift_check": False})
     assert {plan5.varied_ms(c) for c in cells4} == set(cfg["periods_ms"])
     assert {plan5.varied_ms(c) for c in cells5} == set(cfg["periods_ms_sdk5"])

@@ -22,7 +22,6 @@ from rtstudy.experiments.e2_rt_threads.params import FIXES
 from rtstudy.inference.stats import CI
 from rtstudy.machine import placement, tracefs
 from rtstudy.machine.sysdeps import which
-from rtstudy.measure.harness import SweepContext, run_sweep
 from rtstudy.measure.readback import verify_realtime
 from rtstudy.measure.realtime import RealtimeRequest
 from rtstudy.policies import BY_NUMBER, RT_POLICIES
@@ -46,16 +45,14 @@ def sidecar(out, cell) -> dict:
 
 
 @pytest.fixture(scope="module")
-def e2_run(tmp_path_factory, fingerprint):
+def e2_run(tmp_path_factory, fingerprint, sweep):
     for policy in ("SCHED_FIFO", "SCHED_DEADLINE"):
         require_policy(fingerprint, policy)
     before = tracefs.mounts()
     cfg = smoke_cfg()
     out = tmp_path_factory.mktemp("e2")
     cells = plan.plan(cfg, fingerprint, {})
-    with open("/dev/null", "w") as devnull:
-        run_sweep(cells, out, SweepContext.from_fingerprint(fingerprint, "smoke"), cfg["order_seed"],
-                  progress=devnull)
+    sweep(cells, out, cfg["order_seed"])
     return cfg, cells, out, before
 
 
@@ -285,7 +282,7 @@ def test_trace_lines_of_a_deadline_thread_are_parsed():
     assert cols["prio"] == [-1, -1, 120] and cols["t_ns"][0] == 1234 * 10**9 + 100
 
 
-def test_a_stray_gxf_variable_is_cleared_and_recorded(tmp_path, fingerprint, monkeypatch):
+def test_a_stray_gxf_variable_is_cleared_and_recorded(tmp_path, fingerprint, monkeypatch, sweep):
     require_policy(fingerprint, "SCHED_FIFO")
     cfg = smoke_cfg(policies=["normal_dedicated"], contrast_policies=["normal_dedicated"],
                     dispatchers=["other"], load_placements=["operators"], seed_topologies=[],
@@ -293,9 +290,7 @@ def test_a_stray_gxf_variable_is_cleared_and_recorded(tmp_path, fingerprint, mon
     cells = plan.plan(cfg, fingerprint, {})[:1]
     monkeypatch.setenv("GXF_EBS_DISPATCHER_SCHED_POLICY", "SCHED_FIFO")
     monkeypatch.setenv("GXF_EBS_DISPATCHER_SCHED_PRIORITY", "99")
-    with open("/dev/null", "w") as devnull:
-        run_sweep(cells, tmp_path, SweepContext.from_fingerprint(fingerprint, "smoke"), 1,
-                  progress=devnull)
+    sweep(cells, tmp_path)
     sc = sidecar(tmp_path, cells[0])
     assert sc["env_cleared"] == {"GXF_EBS_DISPATCHER_SCHED_POLICY": "SCHED_FIFO",
                                  "GXF_EBS_DISPATCHER_SCHED_PRIORITY": "99"}
@@ -396,7 +391,8 @@ def test_a_pinned_dispatcher_goes_to_a_housekeeping_cpu(fingerprint):
                if r.operator == plan.DISPATCHER and c.config["dispatcher"] == "fifo")
 
 
-def test_an_override_keeps_loads_on_the_housekeeping_cpu_as_read_back(tmp_path, fingerprint):
+def test_an_override_keeps_loads_on_the_housekeeping_cpu_as_read_back(tmp_path, fingerprint,
+                                                                      sweep):
     """cpus: realtime 1, housekeeping 0: the target runs on CPU 1, every other thread on CPU 0."""
     require_policy(fingerprint, "SCHED_FIFO")
     online = fingerprint["cpu"]["online"]
@@ -410,9 +406,7 @@ def test_an_override_keeps_loads_on_the_housekeeping_cpu_as_read_back(tmp_path, 
              if c.config["policy"] == "SCHED_FIFO" and c.config["loads"] > 0]
     assert cells and all(c.config["target_cpus"] == [rt] for c in cells)
     assert all(c.config["loads"] == round(c.config["load_factor"] * 1) for c in cells)
-    with open("/dev/null", "w") as devnull:
-        run_sweep(cells[:1], tmp_path, SweepContext.from_fingerprint(fingerprint, "smoke", where),
-                  cfg["order_seed"], progress=devnull)
+    sweep(cells[:1], tmp_path, cfg["order_seed"], where)
     seen = sidecar(tmp_path, cells[0])["placement"]
     assert (seen["realtime"], seen["housekeeping"], seen["source"]) == ([rt], [hk], "params")
     # Only the real-time target's thread ran on the real-time CPU; loads and pools stayed off it.
@@ -420,7 +414,7 @@ def test_an_override_keeps_loads_on_the_housekeeping_cpu_as_read_back(tmp_path, 
     assert sum(t["cpus"] == [hk] and t["samples"] > 1 for t in seen["threads"]) >= 2
 
 
-def test_the_fragment_fix_runs_the_target_in_a_process_of_its_own(tmp_path, fingerprint):
+def test_the_fragment_fix_runs_the_target_in_a_process_of_its_own(tmp_path, fingerprint, sweep):
     """The fragment fix at smoke size (1 s, 1 run): the target's policy is read back in the
     cell's process, the same loads ran in the load fragment's process, and every frame's
     message reached the receiver there, its latency recorded."""
@@ -432,9 +426,7 @@ def test_the_fragment_fix_runs_the_target_in_a_process_of_its_own(tmp_path, fing
     (cell,) = [c for c in cells if c.config["load_placement"] == "fragment"]
     head = next(c for c in cells if c.label == cell.label.removesuffix("-fragment"))
     assert cell.config["loads"] == head.config["loads"] > 0
-    with open("/dev/null", "w") as devnull:
-        run_sweep([cell], tmp_path, SweepContext.from_fingerprint(fingerprint, "smoke"), 1,
-                  progress=devnull)
+    sweep([cell], tmp_path)
     sc = sidecar(tmp_path, cell)
     got = sc["operators"]["target"]["sched"]
     assert sc["realtime_verified"] and BY_NUMBER[got["policy"]] == "SCHED_FIFO"

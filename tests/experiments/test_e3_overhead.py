@@ -7,22 +7,18 @@ import pytest
 
 from rtstudy.experiments.e3_overhead import analysis, plan
 from rtstudy.inference.stats import CI
-from rtstudy.measure.harness import run_sweep
 
 pytestmark = pytest.mark.cells
 
 
 @pytest.fixture(scope="module")
-def e3_data(tmp_path_factory, fingerprint):
+def e3_data(tmp_path_factory, fingerprint, sweep):
     from rtstudy import params
-    from rtstudy.measure.harness import SweepContext
 
     cfg = params.stage_config("e3_overhead", "smoke")
     out = tmp_path_factory.mktemp("e3")
     cells = plan.plan(cfg, fingerprint, {})
-    with open("/dev/null", "w") as devnull:
-        run_sweep(cells, out, SweepContext.from_fingerprint(fingerprint, "smoke"), cfg["order_seed"],
-                  progress=devnull)
+    sweep(cells, out, cfg["order_seed"])
     return cfg, cells, out
 
 

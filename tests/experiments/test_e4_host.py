@@ -11,7 +11,6 @@ import pytest
 
 from rtstudy.experiments.e4_host import analysis, plan
 from rtstudy.experiments.e4_host.app import probe_binary
-from rtstudy.measure.harness import SweepContext, run_sweep
 
 pytestmark = pytest.mark.cells
 
@@ -74,16 +73,14 @@ def test_a_measurements_own_sampling_variance_is_given_only_where_its_bootstrap_
 
 @pytest.mark.skipif(shutil.which("cyclictest") is None or shutil.which("cyclicdeadline") is None,
                     reason="rt-tests not installed (`make sysdeps` installs it, as root)")
-def test_floor_cells_measure_with_rt_tests(tmp_path, fingerprint):
+def test_floor_cells_measure_with_rt_tests(tmp_path, fingerprint, sweep):
     from rtstudy import params
 
     cfg = params.stage_config("e4_host", "smoke")
     e2_cfg = params.stage_config("e2_rt_threads", "smoke")
     cells = plan.plan(dict(cfg, jitter_cpus=[0]), fingerprint, {"e2_rt_threads": e2_cfg})
     assert {c.config["kind"] for c in cells} == {"jitter", "cyclictest", "cyclicdeadline"}
-    with open("/dev/null", "w") as devnull:
-        run_sweep(cells, tmp_path, SweepContext.from_fingerprint(fingerprint, "smoke"), 1,
-                  progress=devnull)
+    sweep(cells, tmp_path)
     ds = analysis.load(tmp_path, cfg)
     stats = ds.tables["stats"]
     assert ds.missing == []

@@ -17,7 +17,6 @@ from rtstudy import params, paths, registry
 from rtstudy.experiments.e5_placement import analysis, params as e5_params, plan, provoke
 from rtstudy.inference import judge
 from rtstudy.machine import placement
-from rtstudy.measure.harness import SweepContext, run_sweep
 
 pytestmark = pytest.mark.cells
 
@@ -194,14 +193,13 @@ def test_h5b_holds_only_on_5_0_and_is_not_testable_on_4x():
     assert h.verdict["verdict"] == judge.NOT_TESTABLE and "4.x" in h.verdict["why"]
 
 
-def test_4x_smoke_cells_are_read_into_outcomes(tmp_path, fingerprint, devnull):
+def test_4x_smoke_cells_are_read_into_outcomes(tmp_path, fingerprint, sweep):
     """The 4.x smoke plan for real: every cell gets an outcome word and a read thread table."""
     cfg = params.stage_config("e5_placement", "smoke")
     configs = {"cpus": params.stage_config("cpus", "smoke")}
     cells = plan.plan(cfg, fingerprint, configs)
     assert all(c.module == plan.MODULE for c in cells)
-    run_sweep(cells, tmp_path, SweepContext.from_fingerprint(fingerprint, "smoke"),
-              cfg["order_seed"], progress=devnull)
+    sweep(cells, tmp_path, cfg["order_seed"])
     ds = analysis.load(tmp_path, cfg)
     out = ds.tables["outcomes"]
     assert len(out) == len(cells) and not ds.missing
@@ -215,7 +213,7 @@ def test_4x_smoke_cells_are_read_into_outcomes(tmp_path, fingerprint, devnull):
     assert section.verdicts[0].verdict == judge.NOT_TESTABLE and section.sdk_blocks
 
 
-def test_5_0_smoke_cells_are_read_from_5_0s_own_words(env5, fingerprint, devnull):
+def test_5_0_smoke_cells_are_read_from_5_0s_own_words(env5, fingerprint, sweep):
     """The 5.0 smoke plan in the SDK's root: each outcome comes from 5.0's stage, diagnostics
     and placement records; a rejection carries 5.0's diagnostic token."""
     fp = env5.fingerprint(fingerprint)
@@ -225,9 +223,7 @@ def test_5_0_smoke_cells_are_read_from_5_0s_own_words(env5, fingerprint, devnull
     assert cells and all(c.module.endswith(".app5") for c in cells)
     out = paths.root() / "data" / "raw" / ".test-sdk5" / "e5"
     try:
-        run_sweep(cells, out, SweepContext.from_fingerprint(
-            fp, "smoke", placement.resolve(configs["cpus"], fp), env5), cfg["order_seed"],
-            progress=devnull)
+        sweep(cells, out, cfg["order_seed"], placement.resolve(configs["cpus"], fp), env5, fp)
         ds = analysis.load(out, cfg)
         table = ds.tables["outcomes"]
         assert len(table) == len(cells) and all(words(o) for o in table["outcome"])
