@@ -371,8 +371,9 @@ def load(experiment: str, profile: str | None = None,
     names = tables(experiment)
     profile = _resolve_profile(profile)
     parts: dict[str, list[pd.DataFrame]] = {name: [] for name in names}
+    cfg = params.stage_config(experiment, profile)  # read once, for every host's dataset
     for host_id in _chosen_hosts(experiment, profile, hosts, root):
-        ds = load_dataset(experiment, host_id, profile, root)
+        ds = load_dataset(experiment, host_id, profile, root, cfg)
         if ds.missing:
             warnings.warn(f"{ds.directory}: {len(ds.missing)} cell(s) of the plan not measured yet "
                           "(run `make study` to complete the dataset)", stacklevel=2)

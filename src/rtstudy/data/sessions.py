@@ -160,10 +160,9 @@ def load(experiment: str, host_id: str, profile: str | None = None,
         A session's files are missing, corrupt or of the wrong schema.
     """
     exp = registry.get(experiment)
-    profile = profile or params.load().get("profile")
-    config = params.stage_config(experiment, profile)
+    config = params.stage_config(experiment, profile)  # params.yaml read once
     return {session: exp.analysis.load(folder, config)
-            for session, folder in folders(experiment, host_id, profile, root).items()}
+            for session, folder in folders(experiment, host_id, config["profile"], root).items()}
 
 
 def close(directory: Path) -> Path | None:
