@@ -60,6 +60,7 @@ def test_a_measurements_own_sampling_variance_is_given_only_where_its_bootstrap_
     # A jitter probe's histogram: 10⁶ loops of 10–12 ns and 150 interruptions of 20 µs.
     values, counts = [10, 11, 12, 20_000], [400_000, 400_000, 199_850, 150]
     jitter = analysis.within_run(values, counts, jitter=True)
+    assert list(jitter) == list(analysis.WithinRun.__annotations__)
     assert all(np.isfinite(v) and v >= 0 for v in jitter.values()), jitter
     # The time lost moves with the interruptions' count K (relative variance ~1/K): a share s
     # moves by s(1 − s) · δK/K, so its variance is about (s(1 − s))² / 150.

@@ -68,7 +68,15 @@ def lost_share(latency_ns, count) -> float:
     return float((v * c)[v > INTERRUPTION_NS].sum() / total) if total > 0 else float("nan")
 
 
-def within_run(latency_ns, count, jitter: bool) -> dict[str, float]:
+class WithinRun(TypedDict):
+    """A measurement's within-run sampling variances (:func:`within_run`); NaN where not defined."""
+
+    p99_within_us2: float  # of its P99 (µs²)
+    ratio_within: float  # of its P99.99 / P50 (the jitter probe's)
+    lost_within_pct2: float  # of its lost share (%², the jitter probe's)
+
+
+def within_run(latency_ns, count, jitter: bool) -> WithinRun:
     """The sampling variance of a measurement's headlines from its own histogram
     (:func:`rtstudy.inference.within.within_run_variance_hist`): ``p99_within_us2`` (of the P99 in
     µs), and for the jitter probe ``ratio_within`` (P99.99 / P50) and ``lost_within_pct2`` (of
@@ -79,7 +87,7 @@ def within_run(latency_ns, count, jitter: bool) -> dict[str, float]:
     order = np.argsort(v)
     v, c = v[order], np.asarray(count, dtype=float)[order]
     nan = float("nan")
-    out = {"p99_within_us2": nan, "ratio_within": nan, "lost_within_pct2": nan}
+    out = WithinRun(p99_within_us2=nan, ratio_within=nan, lost_within_pct2=nan)
     n = int(c.sum())
     statistics = {}
     if quantile_bootstrappable(n, 0.99):
@@ -91,7 +99,8 @@ def within_run(latency_ns, count, jitter: bool) -> dict[str, float]:
         statistics["lost_within_pct2"] = (
             lambda v, d: (d * v)[:, v > INTERRUPTION_NS].sum(1) / (d * v).sum(1) * 100)
     # One set of replicates for all three: each drew the same ones (the same seed) alone.
-    return {**out, **within_run_variances_hist(v, c, statistics)}
+    out.update(within_run_variances_hist(v, c, statistics))
+    return out
 
 
 # What load() returns (rtstudy.data.schema adds the columns every table has): per table, what
