@@ -10,6 +10,7 @@ import pytest
 
 from rtstudy.apps.trace import parse
 from rtstudy.experiments.e2_rt_threads.analysis import attribution
+from rtstudy.experiments.e2_rt_threads.analysis.headline import MechanismTotals
 from rtstudy.inference.stats import CI
 
 PERIOD, W, H, O = 10_000_000, 11, 99, 77  # the target's worker, a load (GIL holder), another
@@ -177,6 +178,10 @@ def test_mechanism_summary_counts_late_frames_by_mechanism():
     # Above 2 ms only frames 2 and 3 are late.
     (row,) = attribution.mechanism_summary(att, threshold_ms=2.0).to_dict("records")
     assert row["late"] == 2 and row["gil_holder_preempted"] == row["gil_holder_running"] == 1
+    # Pooled, with a key for each pattern: the record's keys are MechanismTotals' own.
+    totals = attribution.mechanism_totals(attribution.mechanism_summary(att, 1.0), ["SCHED_FIFO"])
+    assert list(totals) == list(MechanismTotals.__annotations__)
+    assert (totals["late"], totals["gil"], totals["top"]) == (8, 4, "gil_holder_preempted")
 
 
 def test_gil_probe_lines_are_parsed():

@@ -20,6 +20,7 @@ import pandas as pd
 from rtstudy.data.io import CellData, read_samples
 from rtstudy.experiments.e2_rt_threads.conditions import FACTORS
 from rtstudy.experiments.e2_rt_threads.analysis.gil import GIL_COLUMNS, NO_GIL, Gil, thread_class
+from rtstudy.experiments.e2_rt_threads.analysis.headline import MechanismTotals
 from rtstudy.experiments.e2_rt_threads.analysis.metrics import (kept_releases, lateness_ns,
                                                                 release_grid)
 from rtstudy.inference.stats import CI, ratio_ci
@@ -362,7 +363,7 @@ def tracing_cost(runs: pd.DataFrame, traces: pd.DataFrame, ci: CI) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def mechanism_totals(mechanism: pd.DataFrame, policies) -> dict[str, int | bool | str]:
+def mechanism_totals(mechanism: pd.DataFrame, policies) -> MechanismTotals:
     """The late frames of the traced conditions whose policy is in ``policies``, pooled:
     ``late``, ``frames``, ``runs``, ``gil_probed`` (all were), each :data:`PATTERNS` count,
     ``gil`` (the GIL patterns' sum) and ``top`` (the most frequent pattern, or "")."""

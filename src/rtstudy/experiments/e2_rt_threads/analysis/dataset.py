@@ -41,7 +41,8 @@ from rtstudy.experiments.e2_rt_threads.analysis.headline import (
     Unattributed, Yardstick)
 from rtstudy.experiments.e2_rt_threads.analysis.ladder import ladder, recommendations
 from rtstudy.experiments.e2_rt_threads.analysis.metrics import (
-    FIXED, PREVIOUS, RECORDED, RunFrames, RunMetrics, release_grid, run_metrics)
+    FIXED, PREVIOUS, RECORDED, RunFrames, RunMetrics, head_counts, release_grid,
+    run_metrics)
 from rtstudy.experiments.e2_rt_threads.params import POLICY_NAMES
 from rtstudy.experiments.e2_rt_threads.analysis.schema import SCHEMA
 from rtstudy.experiments.e2_rt_threads.analysis.verdicts import (CONTROL_FLOOR_MULTIPLE,
@@ -113,7 +114,8 @@ def load(directory: Path, cfg: dict) -> Dataset:
             traces.append(_trace_row(cell, base, metrics, int(len(samples)) - warmup_frames,
                                      int(len(frames_of))))
             continue
-        row = {**base, **metrics, **_head(samples, config, cfg), "load_cpu": _load_cpu(cell)}
+        row = {**base, **metrics, **head_counts(samples, config, cfg),
+               "load_cpu": _load_cpu(cell)}
         if config.get("tool"):
             floor_rows.append(row)
             continue
@@ -128,19 +130,6 @@ def load(directory: Path, cfg: dict) -> Dataset:
     # Not a table of SCHEMA: only the fragment fix's runs have messages.
     return Dataset(Path(directory), set_aside_drift(tables, "runs"), missing,
                    extra={"messages": pd.DataFrame(messages)})
-
-
-def _head(samples: pd.DataFrame, config: dict, cfg: dict) -> dict[str, int]:
-    """A run's late frames (``late_head``) among its first ``headline_duration_s`` of releases
-    after the warm-up (``n_head``): what a policy is compared on, so that a run sized for the
-    fixes (``fix_duration_s``) and its baseline's, sized for the policy grid, weigh alike
-    (balanced arms, protocol v1). A run no longer than that: its whole ``late`` and ``n``."""
-    warmup = cfg["warmup_frames"]
-    kept = samples[samples["frame"] < warmup + int(cfg["headline_duration_s"] * config["fps"]) + 1]
-    head = run_metrics(RunFrames.of(kept, warmup, config["period_ns"],
-                                    release_grid(config["policy"], kept.columns)),
-                       config["period_ns"] / 1e6, cfg["late_threshold_ms"])
-    return {"late_head": head["late"], "n_head": head["n"]}
 
 
 def _trace_row(cell: CellData, base: dict, metrics: RunMetrics, frames: int, attributed: int

@@ -70,9 +70,32 @@ class FloorRatios(TypedDict):
     at_floor: list[str]  # those within FLOOR_GOAL (whole CI)
 
 
+class MechanismTotals(TypedDict, total=False):
+    """The late frames of some traced conditions, pooled (.attribution.mechanism_totals); empty
+    without any."""
+
+    late: int
+    frames: int
+    runs: int
+    gil_probed: bool  # every run had GIL probes
+    # The late frames each mechanism explains, one key per .attribution.PATTERNS.
+    gil_holder_preempted: int
+    gil_holder_running: int
+    gil_holder_asleep: int
+    gil_handover: int
+    blocked_not_gil: int
+    blocked: int
+    throttled: int
+    cpu_wait: int
+    woken_late: int
+    running: int
+    gil: int  # the GIL patterns' sum
+    top: str  # the most frequent pattern ("" without late frames)
+
+
 class Mechanism(TypedDict):
     mechanism: list[dict]  # per traced condition (.attribution.mechanism_summary rows)
-    mechanism_rt: dict[str, int | bool | str]  # the real-time ones pooled (mechanism_totals)
+    mechanism_rt: MechanismTotals  # the real-time ones pooled
 
 
 class Unattributed(TypedDict):

@@ -345,3 +345,26 @@ def _exec_times(execs: np.ndarray) -> ExecTimes:
     return {"exec_mean_ms": float(execs.mean()) if execs.size else np.nan,
             "exec_std_ms": float(execs.std(ddof=1)) if execs.size > 1 else np.nan,
             "exec_p99_ms": e["p99"], "exec_max_ms": e["max"]}
+
+
+class HeadCounts(TypedDict):
+    """A run's late frames on the span policies are compared on (:func:`head_counts`)."""
+
+    late_head: int
+    n_head: int  # its frames judged
+
+
+def head_counts(samples: pd.DataFrame, config: dict, cfg: dict) -> HeadCounts:
+    """A run's late frames (``late_head``) among its first ``headline_duration_s`` of releases
+    after the warm-up (``n_head``): what a policy is compared on, so that a run sized for the
+    fixes (``fix_duration_s``) and its baseline's, sized for the policy grid, weigh alike
+    (balanced arms, protocol v1). A run no longer than that: its whole ``late`` and ``n``.
+
+    ``config`` is the run's app configuration (``fps``, ``period_ns``, ``policy``), ``cfg``
+    E2's resolved parameters."""
+    warmup = cfg["warmup_frames"]
+    kept = samples[samples["frame"] < warmup + int(cfg["headline_duration_s"] * config["fps"]) + 1]
+    head = run_metrics(RunFrames.of(kept, warmup, config["period_ns"],
+                                    release_grid(config["policy"], kept.columns)),
+                       config["period_ns"] / 1e6, cfg["late_threshold_ms"])
+    return {"late_head": head["late"], "n_head": head["n"]}

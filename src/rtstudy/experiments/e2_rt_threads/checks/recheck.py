@@ -142,11 +142,19 @@ class Powerable(TypedDict):
     phi: float
 
 
+class Targets(TypedDict):
+    """The conditions :data:`INJECTIONS` change, by label (None where a session has none)."""
+
+    h2: str | None  # normal_dedicated at the headline point
+    fixes: str | None  # the fixes' baseline
+    fix: str | None  # the fix with the most late frames that both sessions measured
+
+
 class Calibration(TypedDict):
     """The re-run check on a recorded pair and on dealt pairs (:func:`calibrate`)."""
 
     observed: SessionTest
-    targets: dict[str, str | None]
+    targets: Targets
     draws: int
     words_agree: float
     calibration: float
@@ -214,14 +222,14 @@ RATIO_OF = {"late ×2 at H2's baseline": 2.0, "late ×2 at the fixes' baseline":
 
 
 def targets(runs: pd.DataFrame, cfg: dict, ci: CI,
-            twice: set[str] | None = None) -> dict[str, str | None]:
+            twice: set[str] | None = None) -> Targets:
     """The conditions :data:`INJECTIONS` change, by label (None where a session has none):
     ``h2`` (normal_dedicated at the headline point), ``fixes`` (the ladder policy there, the
     fixes' baseline) and ``fix`` (the fix with the most late frames among ``twice``, the
     labels both sessions measured, when given: a fix only one session measured, as the
     default profile's rotation gives, has no second session to differ from)."""
     recs = recommendations(runs, cfg["ladder_policy"], ci, sizes=False)
-    out: dict[str, str | None] = {"h2": None, "fixes": None, "fix": None}
+    out = Targets(h2=None, fixes=None, fix=None)
     if recs.empty:
         return out
     policy = recs[recs["kind"] == "policy"]
