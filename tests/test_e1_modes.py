@@ -27,6 +27,7 @@ def test_the_start_up_phase_decides_the_async_modes():
     assert row["fast_p50_ms"] == 10.55 and row["slow_p50_ms"] == 19.8
     assert table.set_index("varied_period_ms").loc[20, "slow"] == 0
     m = analysis.mode_summary(table)
+    assert list(m) == list(analysis.ModeSummary.__annotations__)  # a key per rule, and no other
     assert (m["points"], m["all_points"], m["runs"], m["slow"]) == (1, 2, 3, 1)
     assert m["switched"] == 1  # the point's last run changed phase twice
     assert m["decides"] == "first_wait" and m["where"][0]["varied_period_ms"] == 60

@@ -217,6 +217,7 @@ def test_e1s_mode_rule_is_claimed_only_where_it_holds_over_every_session():
     over = e1.modes_over_sessions([whole, part, SimpleNamespace(modes={})])
     assert over == {"sessions": 2, "of": 3, "runs": 12, "first_wait_agree": 10,
                     "backlog_agree": 9, "decides": ""}
+    assert list(over) == list(e1.ModesOverSessions.__annotations__)
     assert e1.modes_over_sessions([whole] * 2)["decides"] == "first_wait"
 
 

@@ -9,13 +9,17 @@ import pytest
 
 from helpers import require_policy
 from rtstudy import params
-from rtstudy.experiments.e1_async_buffer import analysis, plan
+from rtstudy.experiments.e1_async_buffer import analysis, plan, receipts
 from rtstudy.inference.stats import CI
 from rtstudy.policies import BY_NUMBER
 
 pytestmark = pytest.mark.cells
 
 CI95 = CI(0.95)
+
+
+def test_the_apps_sample_columns_are_those_the_loader_reads():
+    assert receipts.COLUMNS == tuple(analysis.SAMPLES)
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,10 @@ def words(outcome: str) -> bool:
     return outcome in OUTCOMES or outcome.startswith((analysis.NEVER_RAN, analysis.NOT_AS_REQUESTED))
 
 
+def test_the_apps_sample_columns_are_those_the_loader_reads():
+    assert provoke.SAMPLE_COLUMNS == tuple(analysis.SAMPLES)
+
+
 def test_the_plan_asks_5_0_every_policy_and_4x_what_it_can_express():
     cfg = params.stage_config("e5_placement", "default")
     four = plan.conditions(cfg, 4)

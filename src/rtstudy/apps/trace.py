@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TypedDict
 
 from rtstudy.machine import kernelfs, tracefs
 from rtstudy.measure.process import die_with_parent
@@ -60,11 +61,27 @@ _LINE = re.compile(r"^\s*(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\w+):(\w+):\s*(.
 _SWITCH = re.compile(r"prev_comm=(.*) prev_pid=(-?\d+) prev_prio=(-?\d+) prev_state=(\S+) ==> "
                      r"next_comm=(.*) next_pid=(-?\d+) next_prio=(-?\d+)\s*$")
 _WAKE = re.compile(r"comm=(.*) pid=(-?\d+) prio=(-?\d+) target_cpu=(\d+)\s*$")
-COLUMNS = ("t_ns", "cpu", "event", "tid", "pid", "comm", "prio", "prev_pid", "prev_comm",
-           "prev_state")
 
 
-def parse(text: str) -> dict[str, list]:
+class TraceColumns(TypedDict):
+    """A trace's events, one list per column (:func:`parse`)."""
+
+    t_ns: list[int]  # CLOCK_MONOTONIC
+    cpu: list[int]
+    event: list[str]  # "waking", "wakeup", "switch" or a GIL probe's (GIL_PROBES)
+    tid: list[int]  # the thread in whose context it was recorded
+    pid: list[int]  # the thread woken or switched in
+    comm: list[str]
+    prio: list[int]  # the kernel's
+    prev_pid: list[int]  # a switch's: who left the CPU (−1 otherwise)
+    prev_comm: list[str]
+    prev_state: list[str]
+
+
+COLUMNS = tuple(TraceColumns.__annotations__)
+
+
+def parse(text: str) -> TraceColumns:
     """``perf script`` lines of :data:`EVENTS` → columns (:data:`COLUMNS`).
 
     ``tid`` is the thread in whose context the event was recorded; ``pid``
@@ -74,7 +91,7 @@ def parse(text: str) -> dict[str, list]:
     the CPU, ``prev_state`` ``R`` (preempted) or a sleep state. A GIL probe's event
     (:data:`GIL_PROBES`) is the thread's own: ``pid`` is ``tid``, ``prio`` −1.
     """
-    cols: dict[str, list] = {c: [] for c in COLUMNS}
+    cols = TraceColumns(**{c: [] for c in COLUMNS})
     for line in text.splitlines():
         m = _LINE.match(line)
         if not m:

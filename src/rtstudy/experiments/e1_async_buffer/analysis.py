@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,7 +16,8 @@ import pandas as pd
 from rtstudy import paths
 from rtstudy.data.io import Dataset, read_cells, set_aside_drift, stack, wide
 from rtstudy.experiments.e1_async_buffer import published
-from rtstudy.experiments.e1_async_buffer.headline import E1Headline, ScenarioVerdict
+from rtstudy.experiments.e1_async_buffer.headline import (E1Headline, ModeSummary,
+                                                          ModesOverSessions, ScenarioVerdict)
 from rtstudy.experiments.e1_async_buffer.plan import FIXED, VARIED
 from rtstudy.experiments.e1_async_buffer.producers import columns_of, producer_run
 from rtstudy.inference import criteria, judge
@@ -208,7 +208,7 @@ def h1_verdict(slope_df: pd.DataFrame, flat_margin: float = FLAT_MARGIN
     return out
 
 
-def modes_over_sessions(headlines: list[E1Headline]) -> dict[str, Any]:
+def modes_over_sessions(headlines: list[E1Headline]) -> ModesOverSessions:
     """:func:`mode_summary` over every session of a host (each one's ``headline.modes``):
     ``sessions`` with split points, ``runs`` of theirs, per rule ``<rule>_agree``, and
     ``decides`` only for the rule that classifies every such run of every session; empty with
@@ -371,7 +371,7 @@ def modes(cells: pd.DataFrame, rx_period_ms: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def mode_summary(table: pd.DataFrame) -> dict[str, Any]:
+def mode_summary(table: pd.DataFrame) -> ModeSummary:
     """:func:`modes` over the points whose runs split into both modes: ``points`` (of
     ``all_points``), ``runs``, ``slow``, ``switched`` (those runs whose phase changed during
     the run), per rule ``<rule>_agree``, and ``decides`` (the rule that classifies every one of

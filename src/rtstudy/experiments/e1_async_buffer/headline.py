@@ -17,6 +17,34 @@ ScenarioVerdict = TypedDict("ScenarioVerdict", {
     "coupled": str, "flat": str}, total=False)
 
 
+class ModeSummary(TypedDict, total=False):
+    """The bimodal runs and what decides them (:func:`.analysis.mode_summary`); empty without
+    rx's period or runs."""
+
+    points: int  # the points whose runs split into both modes
+    all_points: int
+    runs: int  # those points' runs
+    slow: int  # of them in the slow mode
+    switched: int  # of them whose phase changed during the run
+    first_wait_agree: int  # the runs each rule of .analysis.MODE_RULES classifies
+    backlog_agree: int
+    decides: str  # the rule that classifies every one of those runs ("" when none does)
+    rules: dict[str, str]  # rule → what it says
+    where: list[dict]  # per such point: its condition, runs, slow runs and both modes' P50
+
+
+class ModesOverSessions(TypedDict, total=False):
+    """:class:`ModeSummary` over a host's sessions (:func:`.analysis.modes_over_sessions`);
+    empty with fewer than two sessions."""
+
+    sessions: int  # the sessions with such runs
+    of: int  # of all its sessions
+    runs: int
+    first_wait_agree: int
+    backlog_agree: int
+    decides: str  # the rule that classifies every such run of every session ("" when none)
+
+
 @dataclass(frozen=True)
 class E1Headline:
     """What E1's report words and summary rows read (``h`` in ``report.md.j2``)."""
@@ -36,5 +64,4 @@ class E1Headline:
     min_runs: int  # the runs a CI over runs needs
     outlier_factor: float  # a run is far off over this × its point's median max latency
     outlier_min_ms: float  # and at least this far above it (ms)
-    # The bimodal runs and what decides them (.analysis.mode_summary); empty without rx's period.
-    modes: dict[str, Any]  # its keys named by the mode rules (<rule>_agree)
+    modes: ModeSummary  # the bimodal runs and what decides them

@@ -11,20 +11,30 @@ import numpy as np
 import pandas as pd
 
 from rtstudy.data.io import CellData
+from rtstudy.experiments.e1_async_buffer.receipts import COLUMNS
 from rtstudy.inference.stats import percentiles
 
-# The samples' columns a run's producers are read from.
-COLUMNS = ("event", "port", "index", "t_start_ns", "t_emit_ns", "t_rx_ns")
+
+class SampleArrays(TypedDict):
+    """A run's samples, one array per column (:func:`columns_of`), each as
+    :class:`.receipts.SampleColumns` says."""
+
+    event: np.ndarray
+    port: np.ndarray
+    index: np.ndarray
+    t_start_ns: np.ndarray
+    t_emit_ns: np.ndarray
+    t_rx_ns: np.ndarray
 
 
-def columns_of(samples: pd.DataFrame) -> dict[str, np.ndarray]:
-    """A run's samples as one numpy array per column of :data:`COLUMNS`."""
+def columns_of(samples: pd.DataFrame) -> SampleArrays:
+    """A run's samples as one numpy array per column of :data:`.receipts.COLUMNS`."""
     # As numpy arrays once per cell: pandas' per-call overhead on these small selections
     # was most of a large dataset's load (8.6 of 9.6 s for the reference's ten).
-    return {c: samples[c].to_numpy() for c in COLUMNS}
+    return SampleArrays(**{c: samples[c].to_numpy() for c in COLUMNS})
 
 
-def producer_run(cell: CellData, col: dict[str, np.ndarray], producer: str, port: str,
+def producer_run(cell: CellData, col: SampleArrays, producer: str, port: str,
                  discard_head: int, discard_tail: int) -> tuple[pd.DataFrame, dict]:
     """The messages rx kept of ``producer`` (on its input ``port``) in one run, and its metrics.
 
@@ -32,7 +42,7 @@ def producer_run(cell: CellData, col: dict[str, np.ndarray], producer: str, port
     ----------
     cell : CellData
         The run.
-    col : dict of str to ndarray
+    col : SampleArrays
         Its samples (:func:`columns_of`): times in ns.
     producer, port : str
         ``tx1`` and ``in1``, or ``tx2`` and ``in2``.

@@ -20,6 +20,20 @@ class ReceiptsSummary(TypedDict):
     received: dict[str, int]  # port → messages received
 
 
+class SampleColumns(TypedDict):
+    """E1's samples, one list per column (:func:`columns`), as app.py writes them."""
+
+    event: list[str]  # "emit" (a producer's message) or "receive" (rx's read of a new one)
+    port: list[str]  # an emit's producer (tx1, tx2), a receipt's input port (PRODUCERS)
+    index: list[int]  # the message's index
+    t_start_ns: list[int]  # its producer's compute start (CLOCK_MONOTONIC)
+    t_emit_ns: list[int]  # its emit
+    t_rx_ns: list[int]  # rx's read of it (0 on an emit row)
+
+
+COLUMNS = tuple(SampleColumns.__annotations__)
+
+
 class Receipts:
     """``rx``'s record: one row per new message (port, index, t_start, t_emit, t_rx in ns).
 
@@ -61,7 +75,7 @@ class Receipts:
                 "received": {port: sum(1 for r in self.rows if r[0] == port) for port in PORTS}}
 
 
-def columns(sent: dict[str, tuple[list[int], list[int]]], receipts: Receipts) -> dict[str, list]:
+def columns(sent: dict[str, tuple[list[int], list[int]]], receipts: Receipts) -> SampleColumns:
     """E1's samples: an ``emit`` row per message of each producer, a ``receive`` row per new one.
 
     Parameters
@@ -74,5 +88,4 @@ def columns(sent: dict[str, tuple[list[int], list[int]]], receipts: Receipts) ->
     rows = [("emit", name, index, start, emit, 0) for name, (starts, emits) in sent.items()
             for index, (start, emit) in enumerate(zip(starts, emits))]
     rows += [("receive", *row) for row in receipts.rows]
-    names = ("event", "port", "index", "t_start_ns", "t_emit_ns", "t_rx_ns")
-    return {name: [row[k] for row in rows] for k, name in enumerate(names)}
+    return SampleColumns(**{name: [row[k] for row in rows] for k, name in enumerate(COLUMNS)})

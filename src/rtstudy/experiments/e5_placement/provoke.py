@@ -125,11 +125,22 @@ def before(config: dict) -> Before:
     return {"provoked": provoked(config), "irqs_on_cpu": irqs_on(config["cpu"])}
 
 
-# samples.parquet: one row per requested thread (rtstudy.experiments.e5_placement.analysis).
-SAMPLE_COLUMNS = ("op", "requested_policy", "ran", "policy", "priority", "runtime_ns", "cpus")
+class Samples(TypedDict):
+    """samples.parquet: one row per requested thread (rtstudy.experiments.e5_placement.analysis)."""
+
+    op: list[str]  # the operator
+    requested_policy: list[str]  # what it asked for (SCHED_FIFO, SCHED_RR or SCHED_DEADLINE)
+    ran: list[int]  # 1 if it ran
+    policy: list[int]  # the policy number the kernel gave its thread (−1 if it never ran)
+    priority: list[int]
+    runtime_ns: list[int]
+    cpus: list[str]  # its affinity, comma-separated ("" if it never ran)
 
 
-def samples_of(requests: list[RealtimeRequest], seen: dict) -> dict[str, list]:
+SAMPLE_COLUMNS = tuple(Samples.__annotations__)
+
+
+def samples_of(requests: list[RealtimeRequest], seen: dict) -> Samples:
     """One row per requested thread: what was asked, whether its operator ran, and what the
     kernel gave its thread (``seen``: operator name → its :func:`rtstudy.apps.child.thread_record`;
     −1 and "" for an operator that never ran)."""
@@ -140,7 +151,7 @@ def samples_of(requests: list[RealtimeRequest], seen: dict) -> dict[str, list]:
                      got["policy"] if got else -1, got["priority"] if got else -1,
                      got["runtime_ns"] if got else -1,
                      ",".join(map(str, got["cpus"])) if got else ""))
-    return {name: list(values) for name, values in zip(SAMPLE_COLUMNS, zip(*rows))}
+    return Samples(**{name: list(values) for name, values in zip(SAMPLE_COLUMNS, zip(*rows))})
 
 
 def cell_result(config: dict, requests: list[RealtimeRequest], seen: dict, summary: dict,
