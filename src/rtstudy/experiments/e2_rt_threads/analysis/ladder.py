@@ -271,7 +271,7 @@ def recommendations(runs: pd.DataFrame, policy: str, ci: CI,
 
 def _heads(runs: pd.DataFrame) -> pd.DataFrame:
     """``runs`` with each run's late frames and releases over its first headline span only
-    (``late_head``, ``n_head``: analysis._head), where the table has them."""
+    (``late_head``, ``n_head``: :func:`.metrics.head_counts`), where the table has them."""
     if "late_head" not in runs:
         return runs
     return runs.assign(late=runs["late_head"], n=runs["n_head"])
