@@ -240,7 +240,7 @@ class E2Headline:
     # Where the late frames' delay accrued (.attribution, the traced runs).
     attribution: list[dict]  # per traced condition (.attribution.attribution_summary rows)
     mechanism: list[dict]  # per traced condition, its late frames' mechanisms
-    mechanism_rt: dict[str, int | bool | str]  # the real-time ones' mechanisms pooled
+    mechanism_rt: MechanismTotals  # the real-time ones' mechanisms pooled
     patterns: dict[str, str]  # each mechanism's name → its words (.attribution.PATTERNS)
     switch_interval_ms: float  # Python's GIL switch interval where a run set none (ms)
     tracing_cost: list[dict]  # each traced condition's typical jitter over its untraced runs'
