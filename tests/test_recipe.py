@@ -19,7 +19,7 @@ import subprocess
 import pytest
 from helpers import require_policy
 
-from rtstudy.experiments.e2_rt_threads.report.recipe import recipes, recipes_markdown
+from rtstudy.experiments.e2_rt_threads.report.recipe import recipes, recipes_html
 from rtstudy.measure.realtime import RealtimeRequest
 from rtstudy.policies import NUMBERS, SCHED_DEADLINE, SCHED_FIFO, SCHED_RR
 from rtstudy.sdks import sdk
@@ -190,10 +190,10 @@ def test_the_snippets_write_the_measured_numbers_and_the_privilege_it_needs():
     pinned = RealtimeRequest("target", SCHED_DEADLINE, runtime_ns=PERIOD_NS // 10,
                              deadline_ns=PERIOD_NS, period_ns=PERIOD_NS, cpus=(LAST_CPU,))
     assert "sched_rt_runtime_us = -1" in recipes(pinned, PERIOD_NS)[0].privilege
-    text = recipes_markdown(REQUESTS["rr"], PERIOD_NS)
-    assert text.count("```python\n") == 2
+    text = recipes_html(REQUESTS["rr"], PERIOD_NS)
+    assert text.count('<code class="language-python">') == 2 and "\n" not in text.rstrip("\n")
     assert text.index("Holoscan 4.6 (holoscan-cu12):") < text.index("Holoscan 5.0 (holoscan-cu13):")
-    assert "Privilege: SCHED_RR at priority 80" in text
+    assert '<p class="recipe-privilege">SCHED_RR at priority 80' in text
 
 
 @pytest.mark.parametrize("request_, period_ns, operator, message", [

@@ -92,14 +92,6 @@ def measured_request(requested: list[dict]) -> RealtimeRequest | None:
         if target else None
 
 
-def recipes_markdown(request: RealtimeRequest, period_ns: int, operator: str = "my_op") -> str:
-    """:func:`recipes` as Markdown: per SDK, the line naming it, its code as a fenced Python
-    block and its note; then the privilege, the same for both."""
-    pair = recipes(request, period_ns, operator)
-    parts = [f"{HEADINGS[r.sdk]}\n\n```python\n{r.code}\n```\n\n{r.note}" for r in pair]
-    return "\n\n".join([*parts, f"Privilege: {pair[0].privilege}"]) + "\n"
-
-
 def recipes_html(request: RealtimeRequest, period_ns: int, operator: str = "my_op") -> str:
     """:func:`recipes` for the report's first screen: the two SDKs' code side by side (HTML,
     the ``recipe`` class of the report's style), each under the line naming its SDK and how
