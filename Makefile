@@ -13,7 +13,7 @@ endif
 # is the caller's, not the venv's.
 SUPPORTED := $(patsubst requirements/py%.lock,%,$(wildcard requirements/py*.lock))
 # The oldest micro version each lock is resolved for and checked against
-# (tests/test_environment.py): every distribution's of that minor, Debian 12's 3.11.2 the oldest.
+# (tests/test_lock_installs.py): every distribution's of that minor, Debian 12's 3.11.2 the oldest.
 OLDEST_MICRO := 3.10.0 3.11.2 3.12.0 3.13.0
 PY_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 PY_MICRO := $(shell $(PYTHON) -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null)

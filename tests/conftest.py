@@ -12,6 +12,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import dry_runs
 import pytest
 from filelock import FileLock
 from helpers import (BIN, MEASURING, REFERENCE_REMOTE, copy_checkout, copy_project, git_repository,
@@ -38,7 +39,8 @@ os.environ[figstyle.FORMATS_ENV] = "png"
 # one worker, one after another: the `exclusive` ones first, then `cells`, then `alone` ones
 # (explore's notebooks, which need the reference the other worker pulls early). The other
 # worker runs every other module, those that need no smoke data first, so it never waits for
-# the smoke study.
+# the smoke study, and those that reach the package index (`network`: pip's dry runs, started
+# at collection by tests/dry_runs.py) last, when the index has mostly answered.
 EXCLUSIVE_MARKS = ("exclusive", "cells", "alone")
 TESTS = Path(__file__).parent
 
@@ -77,9 +79,15 @@ def pytest_collection_modifyitems(items) -> None:
     def rank(item) -> tuple:
         where = _module(item)
         place = exclusive_rank(where)
-        return (0, place) if place is not None else (1 + (where in needs_smoke_data), 0)
+        if place is not None:
+            return (0, place)
+        return (3, 0) if "network" in module_marks(where) else (1 + (where in needs_smoke_data), 0)
 
     items.sort(key=rank)  # stable: each module's tests keep their order
+
+
+def pytest_collection_finish(session) -> None:
+    dry_runs.start(session.items)
 
 
 def pytest_xdist_make_scheduler(config, log):
