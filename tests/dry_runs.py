@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from rtstudy import paths
@@ -58,10 +59,13 @@ def runner(minor: str) -> str | None:
     return str(found[-1]) if found else None
 
 
+# The run: its workers share pytest-xdist's id of it; a run without workers is this process.
+RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
+
+
 def folder() -> Path:
     """Where this run's dry runs write (the workers of one run share it)."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
-    return Path(tempfile.gettempdir()) / f"rtstudy-tests-dry-runs-{os.getuid()}-{run}"
+    return Path(tempfile.gettempdir()) / f"rtstudy-tests-dry-runs-{os.getuid()}-{RUN}"
 
 
 def start(items) -> None:

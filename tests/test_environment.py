@@ -18,7 +18,6 @@ from packaging.specifiers import SpecifierSet
 from rtstudy import paths
 
 
-
 def norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name.lower())
 
