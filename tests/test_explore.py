@@ -188,6 +188,9 @@ def test_every_experiment_draws_its_three_figures_from_the_reference(reference, 
     project, _, profile = reference
     hosts = data.hosts(profile, root=project / "data")
     tables = loaded(name)
+    # The reference holds a dataset of every experiment, its tables as declared (data/README.md).
+    problems = data.schema_problems(name, tables)
+    assert not problems, "\n".join(problems)
     p = explore.pick(name, tables, hosts)
     assert p.other_host_id and p.other_host_id != p.host_id
     figures = [explore.run_figure(name, tables, p.host_id, p.condition, p.repetition, hosts),

@@ -54,8 +54,8 @@ def test_repro_measures_then_renders_the_report(project):
     assert html.count("data:image/png;base64") >= 10, "figures must be embedded"
     host_id = json.loads((dest / "data" / "host" / "fingerprint.json").read_text())["host_id"]
     assert "Provenance" in html and host_id in html
-    for ext in ("pdf", "png", "svg"):
-        assert (dest / "report" / "figures" / f"e3_overhead.{ext}").stat().st_size > 1000
+    # PNG only here (conftest.py's measured_project); every format in .ci/smoke-study.
+    assert (dest / "report" / "figures" / "e3_overhead.png").stat().st_size > 1000
     assert (dest / "executed" / "e3_overhead.ipynb").is_file()
     fp = json.loads((dest / "data" / "host" / "fingerprint.json").read_text())
     e4_cells = len(fp["cpu"]["online"]) + 2  # jitter per CPU + cyclictest + cyclicdeadline
