@@ -28,6 +28,7 @@ import functools
 import hashlib
 import json
 import os
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import yaml
@@ -269,11 +270,28 @@ def _dvc_records(directory: Path, root: Path) -> dict[str, str] | None:
     return found or None
 
 
+@dataclass(frozen=True)
+class Differences:
+    """How a dataset folder's files differ from a record of them (relative paths, sorted):
+    whole cells, then single files outside those cells."""
+
+    missing_cells: tuple[str, ...]  # every file of the cell's folder is gone
+    extra_cells: tuple[str, ...]    # every file of the cell's folder is new
+    missing: tuple[str, ...]
+    changed: tuple[str, ...]
+    extra: tuple[str, ...]
+
+    def without(self, rewritten: tuple[str, ...], remeasured: frozenset[str]) -> Differences:
+        """These differences but the files ``rewritten`` and the cells ``remeasured``."""
+        return replace(self, **{f.name: tuple(n for n in getattr(self, f.name)
+                                              if n not in rewritten
+                                              and n.split("/")[0] not in remeasured)
+                                for f in fields(self)})
+
+
 def differences(directory: Path, recorded: dict[str, str], algorithm: str = "sha256"
-                ) -> dict[str, list[str]]:
-    """How the files of ``directory`` differ from ``recorded`` (relative path → digest):
-    ``missing_cells`` and ``extra_cells`` (every file of a cell's folder), ``missing``,
-    ``changed`` and ``extra`` (single files, outside those cells)."""
+                ) -> Differences:
+    """How the files of ``directory`` differ from ``recorded`` (relative path → digest)."""
     present = set(data_files(directory))
     missing = sorted(n for n in recorded if n not in present)
     changed = sorted(n for n in recorded if n in present
@@ -281,21 +299,20 @@ def differences(directory: Path, recorded: dict[str, str], algorithm: str = "sha
     extra = sorted(present - set(recorded))
     every = set(recorded) | present
 
-    def whole(names: list[str]) -> list[str]:
+    def whole(names: list[str]) -> tuple[str, ...]:
         cells = {n.split("/")[0] for n in names if "/" in n}
-        return sorted(c for c in cells
-                      if {n for n in every if n.startswith(c + "/")} <= set(names))
+        return tuple(sorted(c for c in cells
+                            if {n for n in every if n.startswith(c + "/")} <= set(names)))
 
     gone, new = whole(missing), whole(extra)
-    return {"missing_cells": gone, "extra_cells": new,
-            "missing": [n for n in missing if n.split("/")[0] not in gone],
-            "changed": changed,
-            "extra": [n for n in extra if n.split("/")[0] not in new]}
+    return Differences(missing_cells=gone, extra_cells=new,
+                       missing=tuple(n for n in missing if n.split("/")[0] not in gone),
+                       changed=tuple(changed),
+                       extra=tuple(n for n in extra if n.split("/")[0] not in new))
 
 
-def _sentences(directory: Path, diff: dict[str, list[str]], algorithm: str, what: str
-               ) -> list[str]:
-    """One sentence (with the fix) per difference of :func:`differences`."""
+def _sentences(directory: Path, diff: Differences, algorithm: str, what: str) -> list[str]:
+    """One sentence (with the fix) per difference."""
     said = {
         "missing_cells": f"cell missing ({what} records it; its folder was deleted or moved)",
         "missing": f"missing ({what} records it)",
@@ -304,7 +321,7 @@ def _sentences(directory: Path, diff: dict[str, list[str]], algorithm: str, what
         "extra_cells": f"cell not in {what} (added after the dataset was measured)",
         "extra": f"not in {what} (added after the dataset was measured)"}
     return [f"{directory / name}: {said[kind]}; {SEAL_FIX}"
-            for kind in said for name in diff[kind]]
+            for kind in said for name in getattr(diff, kind)]
 
 
 def seal_problems(directory: Path, root: Path | None = None,
@@ -344,10 +361,7 @@ def seal_problems(directory: Path, root: Path | None = None,
         if recorded is None:
             return [], False
         algorithm, what = "md5", "dvc.lock's data"
-    diff = differences(directory, recorded, algorithm)
-    for kind in diff:
-        diff[kind] = [n for n in diff[kind]
-                      if n not in rewritten and n.split("/")[0] not in remeasured]
+    diff = differences(directory, recorded, algorithm).without(rewritten, remeasured)
     return _sentences(directory, diff, algorithm, what), True
 
 
