@@ -41,7 +41,7 @@ os.environ[figstyle.FORMATS_ENV] = "png"
 # worker runs every other module, those that need no smoke data first, so it never waits for
 # the smoke study; of those that do, first those that take the measuring lock in a test of
 # their own (the SSH exchange's second host), so that their wait for it falls while the first
-# worker still measures, not after it (run last, it ended the suite 108 s after the rest);
+# worker still measures, not after it (run last, it waited 66 s for it and ended the suite);
 # and those that reach the package index (`network`: pip's dry runs, started at collection
 # by tests/dry_runs.py) last, when the index has mostly answered.
 EXCLUSIVE_MARKS = ("exclusive", "cells", "alone")
