@@ -39,11 +39,8 @@ os.environ[figstyle.FORMATS_ENV] = "png"
 # one worker, one after another: the `exclusive` ones first, then `cells`, then `alone` ones
 # (explore's notebooks, which need the reference the other worker pulls early). The other
 # worker runs every other module, those that need no smoke data first, so it never waits for
-# the smoke study; of those that do, first those that take the measuring lock in a test of
-# their own (the SSH exchange's second host), so that their wait for it falls while the first
-# worker still measures, not after it (run last, it waited 66 s for it and ended the suite);
-# and those that reach the package index (`network`: pip's dry runs, started at collection
-# by tests/dry_runs.py) last, when the index has mostly answered.
+# the smoke study, and those that reach the package index (`network`: pip's dry runs, started
+# at collection by tests/dry_runs.py) last, when the index has mostly answered.
 EXCLUSIVE_MARKS = ("exclusive", "cells", "alone")
 TESTS = Path(__file__).parent
 
@@ -71,12 +68,6 @@ def exclusive_rank(where: str) -> int | None:
     return next((i for i, mark in enumerate(EXCLUSIVE_MARKS) if mark in marks), None)
 
 
-@functools.cache
-def takes_the_measuring_lock(where: str) -> bool:
-    """Whether a test module takes helpers.MEASURING itself, around a part of a test."""
-    return "with MEASURING" in (TESTS / where).read_text()
-
-
 def pytest_collection_modifyitems(items) -> None:
     for item in items:
         # A test outside the cells tier that measures too (a `dvc repro` of a measuring stage)
@@ -90,11 +81,7 @@ def pytest_collection_modifyitems(items) -> None:
         place = exclusive_rank(where)
         if place is not None:
             return (0, place)
-        if "network" in module_marks(where):
-            return (3, 0)
-        if where in needs_smoke_data:
-            return (2, 0 if takes_the_measuring_lock(where) else 1)
-        return (1, 0)
+        return (3, 0) if "network" in module_marks(where) else (1 + (where in needs_smoke_data), 0)
 
     items.sort(key=rank)  # stable: each module's tests keep their order
 
