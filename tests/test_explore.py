@@ -44,8 +44,9 @@ def run(args: list, cwd: Path, env: dict, timeout: float = 300) -> subprocess.Co
 
 
 def run_or_dump_stacks(args: list, cwd: Path, env: dict, timeout: float = 300) -> None:
-    """Run ``args`` (which starts an rtstudy kernel); past ``timeout``, ask each kernel for its
-    threads' stacks (SIGUSR1, rtstudy.sdks.kernelspec's faulthandler) and fail with them."""
+    """Run ``args`` (a Python that starts an rtstudy kernel and registers faulthandler for
+    SIGUSR1); past ``timeout``, ask it and each kernel for their threads' stacks (SIGUSR1; the
+    kernels': rtstudy.sdks.kernelspec's faulthandler) and fail with them, its own first."""
     import psutil
 
     proc = subprocess.Popen([str(a) for a in args], cwd=cwd, env=env, stdout=subprocess.PIPE,
@@ -55,14 +56,17 @@ def run_or_dump_stacks(args: list, cwd: Path, env: dict, timeout: float = 300) -
     except subprocess.TimeoutExpired:
         kernels = [p for p in psutil.Process(proc.pid).children(recursive=True)
                    if "ipykernel_launcher" in " ".join(p.cmdline())]
+        # The client first: on 2026-12-07 a hang showed the kernel idle, every thread waiting.
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
         for kernel in kernels:
             kernel.send_signal(signal.SIGUSR1)
         time.sleep(3)
         end_group(proc)
         out, err = proc.communicate()
         first = min([i for i in (err.find("Current thread"), err.find("Thread 0x")) if i >= 0] or [0])
-        pytest.fail(f"{args[0]} hung for {timeout:.0f} s; the stacks of {len(kernels)} kernel(s) "
-                    f"follow:\n{err[first:first + 20000]}")
+        pytest.fail(f"{args[0]} hung for {timeout:.0f} s; its stacks, then those of "
+                    f"{len(kernels)} kernel(s), follow:\n{err[first:first + 40000]}")
     assert proc.returncode == 0, f"{args} failed:\n{out[-3000:]}\n{err[-3000:]}"
 
 
@@ -145,8 +149,11 @@ def test_explore_runs_headless_shows_the_headline_run_and_two_host_states_and_me
     assert before, "the reference pull brought no data"
     out = tmp_path / "explore.ipynb"
     # papermill as the study runs notebooks (its kernel manager). On two test workers this run
-    # once in a few hung in the Explorer cell: a hang now fails with every kernel thread's stack.
-    run_or_dump_stacks([BIN / "python", "-c", "import sys, papermill; papermill.execute_notebook("
+    # once in a few hung in the Explorer cell: a hang now fails with every thread's stack, the
+    # client's and the kernel's.
+    run_or_dump_stacks([BIN / "python", "-c", "import faulthandler, signal, sys, papermill; "
+                        "faulthandler.register(signal.SIGUSR1, all_threads=True); "
+                        "papermill.execute_notebook("
                         "sys.argv[1], sys.argv[2], cwd=sys.argv[3], kernel_name='rtstudy', "
                         "progress_bar=False, kernel_manager_class='rtstudy.sdks.kernelspec.IpcKernelManager')",
                         project / NOTEBOOK, out, project / "notebooks"], project, env)
