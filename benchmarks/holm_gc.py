@@ -5,8 +5,9 @@ or by statsmodels' ``multipletests``, which runs ``gc.collect()`` on every call.
 
 Builds what notebooks/report.ipynb shows (``Study.load`` and every block, no HTML written) in
 this process and prints its wall time and the time spent collecting garbage (``gc.callbacks``),
-both in s, and how many Holm adjustments it made. Run each choice in a process of its own, one after the other: one process per
-render, since the garbage collected depends on everything the process has built.
+both in s, and how many Holm adjustments it made. Run each choice in a process of its own,
+one after the other: one process per render, since the garbage collected depends on everything
+the process has built.
 """
 from __future__ import annotations
 
