@@ -25,8 +25,9 @@ from rtstudy import data, explore, params, registry, stage
 from rtstudy.measure import harness
 from rtstudy.report import browser
 
-# With nothing measuring beside it (conftest.py's lock): twice in seven runs on two workers the
-# Explorer cell's papermill run hung while the other worker measured (docs/install.md).
+# With nothing measuring beside it (conftest.py's lock), as since its papermill run hung in the
+# Explorer cell while the other worker measured; the cause, a reply left unread in papermill's
+# socket, was found later (rtstudy.sdks.kernelspec, docs/install.md).
 pytestmark = [pytest.mark.pipeline, pytest.mark.alone]
 
 BIN = Path(sys.executable).parent
@@ -56,7 +57,7 @@ def run_or_dump_stacks(args: list, cwd: Path, env: dict, timeout: float = 300) -
     except subprocess.TimeoutExpired:
         kernels = [p for p in psutil.Process(proc.pid).children(recursive=True)
                    if "ipykernel_launcher" in " ".join(p.cmdline())]
-        # The client first: on 2026-12-07 a hang showed the kernel idle, every thread waiting.
+        # The client first: on 2026-12-07 a hang showed the kernel idle, the wait papermill's.
         proc.send_signal(signal.SIGUSR1)
         time.sleep(1)
         for kernel in kernels:
@@ -148,9 +149,9 @@ def test_explore_runs_headless_shows_the_headline_run_and_two_host_states_and_me
     before = raw_files(project)
     assert before, "the reference pull brought no data"
     out = tmp_path / "explore.ipynb"
-    # papermill as the study runs notebooks (its kernel manager). On two test workers this run
-    # once in a few hung in the Explorer cell: a hang now fails with every thread's stack, the
-    # client's and the kernel's.
+    # papermill as the study runs notebooks (its kernel manager, whose client rereads its
+    # sockets: a reply left unread once hung this run in the Explorer cell). Should a run hang
+    # again, it fails with every thread's stack, the client's and the kernel's.
     run_or_dump_stacks([BIN / "python", "-c", "import faulthandler, signal, sys, papermill; "
                         "faulthandler.register(signal.SIGUSR1, all_threads=True); "
                         "papermill.execute_notebook("

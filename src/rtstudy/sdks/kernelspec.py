@@ -12,17 +12,32 @@ handed to the kernel (which the kernel warns about at start). That also rules ou
 kernels started at once being handed one port; ``benchmarks/kernel_race.py`` did not see
 that happen over TCP either. JupyterLab (``make lab``) keeps TCP: its sockets would sit
 beside its connection files, whose paths can exceed a Unix socket's 107 characters.
+
+Its client (:class:`SteadyKernelClient`) waits for a message in slices of
+:data:`POLL_SLICE_S`, asking the socket itself at each one. With the stock client, papermill
+sometimes waited forever for a reply that had arrived: in 5 of 42 runs of explore.ipynb beside
+``stress-ng --cpu 2``, the Explorer cell ended (its ``idle`` status received) and the
+``execute_reply`` sat unread in the client's shell socket (``zmq.EVENTS`` had ``POLLIN``) while
+the event loop slept on the socket's file descriptor, whose edge-triggered wake-up had been
+consumed; the kernel had nothing left to send. With this client, 0 of 50 runs hung
+(``benchmarks/notebook_hang.py``, docs/benchmarks.md).
 """
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import sys
 import tempfile
+import time
 import weakref
+from datetime import datetime, timezone
 from pathlib import Path
+from queue import Empty
 
-from jupyter_client import AsyncKernelManager
+from jupyter_client import AsyncKernelClient, AsyncKernelManager
+from jupyter_client.channels import AsyncZMQSocketChannel
+from traitlets import DottedObjectName, Type
 
 NAME = "rtstudy"
 # Run in the kernel before the first cell: the CUDA runtime, loaded where Holoscan finds it;
@@ -58,8 +73,56 @@ def install(display_name: str, prefix: str = sys.prefix) -> Path:
     return folder
 
 
+# How long a wait for a kernel's message sleeps before it asks the socket again, s: a reply
+# whose wake-up was lost (module docstring) costs at most this.
+POLL_SLICE_S = 1.0
+LOG = logging.getLogger(__name__)
+
+
+class SteadyChannel(AsyncZMQSocketChannel):
+    """A channel whose wait for a message asks the socket again every :data:`POLL_SLICE_S`."""
+
+    async def get_msg(self, timeout: float | None = None) -> dict:
+        """The next message; ``Empty`` after ``timeout`` s without one (None: wait for it).
+
+        Each slice is a new ``poll``, which reads the socket's ``zmq.EVENTS`` before it sleeps
+        on the file descriptor, so a message whose wake-up was consumed is found at the next.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = POLL_SLICE_S if deadline is None else max(0.0, deadline - time.monotonic())
+            slice_s = min(left, POLL_SLICE_S)
+            start = time.monotonic()
+            if await self.socket.poll(int(slice_s * 1000)):
+                msg = await self._recv()
+                if slice_s and time.monotonic() - start >= slice_s:
+                    # Its wake-up was lost, or it came just as the slice ended: how long it had
+                    # waited since the kernel sent it tells which (benchmarks/notebook_hang.py).
+                    sent = msg["header"].get("date")
+                    waited = ((datetime.now(timezone.utc) - sent).total_seconds()
+                              if isinstance(sent, datetime) and sent.tzinfo else float("nan"))
+                    LOG.debug("read at the end of a %.1f s wait, %.3f s after it was sent",
+                              slice_s, waited)
+                return msg
+            if deadline is not None and time.monotonic() >= deadline:
+                raise Empty
+
+
+class SteadyKernelClient(AsyncKernelClient):
+    """papermill's client of the study's kernels: every channel a :class:`SteadyChannel`."""
+
+    shell_channel_class = Type(SteadyChannel)
+    iopub_channel_class = Type(SteadyChannel)
+    stdin_channel_class = Type(SteadyChannel)
+    control_channel_class = Type(SteadyChannel)
+
+
 class IpcKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernel listens on Unix sockets in a private temporary folder."""
+    """A kernel manager whose kernel listens on Unix sockets in a private temporary folder,
+    and whose clients are :class:`SteadyKernelClient`."""
+
+    client_class = DottedObjectName("rtstudy.sdks.kernelspec.SteadyKernelClient")
+    client_factory = Type(SteadyKernelClient, klass=AsyncKernelClient)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
