@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -219,7 +220,8 @@ def test_a_folder_at_the_roots_place_that_is_no_finished_build_goes_before_build
     assert sdkroot.build_once(final, make, "a test root", "debian13-holoscan9.9.9-*", home) == final
     assert sdkroot.manifest(final) is not None and not (final / "etc").exists()
     assert "not a finished build" in capsys.readouterr().err
-    assert sorted(p.name for p in home.iterdir()) == [final.name, final.name + ".log"]
+    assert sorted(p.name for p in home.iterdir()) == [".build.lock", final.name,
+                                                      final.name + ".log"]
 
 
 def test_a_failed_build_leaves_no_work_folder(tmp_path):
@@ -231,7 +233,35 @@ def test_a_failed_build_leaves_no_work_folder(tmp_path):
 
     with pytest.raises(sdkroot.RootError, match="pip install failed"):
         sdkroot.build_once(home / "r", make, "a test root", "r-*", home)
-    assert [p.name for p in home.iterdir()] == ["r.log"]
+    assert sorted(p.name for p in home.iterdir()) == [".build.lock", "r.log"]
+
+
+def test_two_processes_building_one_folder_take_turns_and_build_it_once(tmp_path, capsys):
+    """The second waits for the first's build, then finds it done (each thread opens the lock
+    file itself: flock holds per open file, as between two processes)."""
+    import threading
+
+    home, built, started = tmp_path / "roots", [], threading.Event()
+    final = home / "r-1"
+
+    def make(work, out):
+        started.set()
+        time.sleep(0.5)  # the second caller arrives meanwhile
+        work.mkdir()
+        (work / sdkroot.MANIFEST).write_text(json.dumps(dict.fromkeys(sdkroot.MANIFEST_KEYS, "")))
+        built.append(work)
+
+    def build():
+        sdkroot.build_once(final, make, "a test root", "r-*", home,
+                           done=lambda: sdkroot.manifest(final) is not None)
+
+    first = threading.Thread(target=build)
+    first.start()
+    started.wait(10)
+    build()
+    first.join(10)
+    assert len(built) == 1 and sdkroot.manifest(final) is not None
+    assert "Waiting for another process building" in capsys.readouterr().err
 
 
 def test_a_damaged_record_is_reported_with_its_fix_not_a_traceback(tmp_path, monkeypatch,

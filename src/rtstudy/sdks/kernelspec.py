@@ -34,6 +34,7 @@ import weakref
 from datetime import datetime, timezone
 from pathlib import Path
 from queue import Empty
+from typing import Any
 
 from jupyter_client import AsyncKernelClient, AsyncKernelManager
 from jupyter_client.channels import AsyncZMQSocketChannel
@@ -82,7 +83,7 @@ LOG = logging.getLogger(__name__)
 class SteadyChannel(AsyncZMQSocketChannel):
     """A channel whose wait for a message asks the socket again every :data:`POLL_SLICE_S`."""
 
-    async def get_msg(self, timeout: float | None = None) -> dict:
+    async def get_msg(self, timeout: float | None = None) -> dict[str, Any]:
         """The next message; ``Empty`` after ``timeout`` s without one (None: wait for it).
 
         Each slice is a new ``poll``, which reads the socket's ``zmq.EVENTS`` before it sleeps

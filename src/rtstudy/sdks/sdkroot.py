@@ -19,9 +19,15 @@ the SDK's fingerprint (:mod:`rtstudy.sdks.sdk`) carries into every cell's host r
 Debian's archive moves on within a suite, so two roots built months apart may hold
 different Debian package versions: the manifest says which; the pip packages are
 pinned by hash.
+
+Long because: it also holds how any SDK folder is built (:func:`build_once`, which
+:mod:`rtstudy.sdks.sdkvenv` shares: a work folder renamed into place, one build at a time,
+nothing removed outside its home); moving that to a module of its own is the next split.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -233,10 +239,32 @@ def build(version: str, log=None) -> Path:
     keyring()  # before anything is fetched
     return build_once(final, lambda work, out: _build(version, work, out),
                       f"the Holoscan {version} root", f"debian13-holoscan{version}-*", roots_dir(),
-                      log)
+                      log, done=lambda: manifest(final) is not None)
 
 
-def build_once(final: Path, make, what: str, older: str, home: Path, log=None) -> Path:
+@contextlib.contextmanager
+def one_build_at_a_time(home: Path, what: str, log=None):
+    """Hold ``home``'s build lock (``home/.build.lock``, an ``flock``) while inside.
+
+    Two processes that find the same folder missing (two tests of one ``make test``, two
+    clones on one machine) would otherwise build it in the same work folder at once, each
+    removing the other's: on a VM's first ``make test`` (2026-12-07) two builds of the 5.0
+    root at once both failed (debootstrap exit 1 and 2). The lock goes with its holder,
+    however that ends.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".build.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"Waiting for another process building in {home} before {what}",
+                  file=log or sys.stderr, flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def build_once(final: Path, make, what: str, older: str, home: Path, log=None,
+               done=None) -> Path:
     """Build the folder ``final`` with ``make(work, out)`` in a temporary folder, renamed when done.
 
     The temporary folder (``<final>.building``) sits beside its final place, so an
@@ -259,7 +287,18 @@ def build_once(final: Path, make, what: str, older: str, home: Path, log=None) -
         The folder every build lives in: nothing outside it is ever removed.
     log : file, optional
         Where the start and the duration (s) are printed; default stderr.
+    done : callable, optional
+        ``done()`` is true once ``final`` is built: asked once the build lock is held
+        (:func:`one_build_at_a_time`), as another process may have built it meanwhile.
     """
+    with one_build_at_a_time(home, what, log):
+        if done is not None and done():
+            return final
+        return _build_once(final, make, what, older, home, log)
+
+
+def _build_once(final: Path, make, what: str, older: str, home: Path, log=None) -> Path:
+    """:func:`build_once`'s build, its lock held."""
     final.parent.mkdir(parents=True, exist_ok=True)
     work = final.with_name(final.name + ".building")
     log_path = final.with_name(final.name + ".log")
