@@ -14,8 +14,9 @@ from rtstudy.experiments.e2_rt_threads import conditions
 from rtstudy.experiments.e2_rt_threads.analysis import attribution, contrasts
 from rtstudy.experiments.e2_rt_threads.report import tables
 from rtstudy.experiments.e2_rt_threads.analysis.metrics import (FIXED, PREVIOUS, RECORDED,
-                                                                RunFrames, lateness_ns,
-                                                                release_grid, run_metrics,
+                                                                RunFrames, head_counts,
+                                                                lateness_ns, release_grid,
+                                                                run_metrics,
                                                                 skipped_per_gap, skipped_releases)
 from rtstudy.inference.events import pooled_rate, wilks_quantile
 from rtstudy.inference.stats import CI, MIN_RUNS
@@ -127,6 +128,18 @@ def test_a_clock_that_skips_a_missed_tick_counts_one_late_frame_not_a_late_tail(
     assert m["late_per_10k"] == pytest.approx(2 / 150 * 1e4)
     # On the fixed grid every frame from the skip on is a period late.
     assert m["late_fixed"] == 90
+    # The span policies are compared on counts alike: the whole run, where it is no longer...
+    cfg = {"warmup_frames": 0, "late_threshold_ms": 1.0}
+    config = {"fps": 60, "period_ns": P, "policy": "SCHED_FIFO"}
+    assert head_counts(samples, config, {**cfg, "headline_duration_s": 10}) == {
+        "late_head": 2, "n_head": 150}
+    # ...and its first second's releases where it is longer: frames 0-60, whose 60 periods end
+    # with the late frame 60 after the skipped release (2 late in 61 releases), as run_metrics
+    # counts those frames.
+    head = head_counts(samples, config, {**cfg, "headline_duration_s": 1})
+    first = run_metrics(RunFrames.of(samples[samples["frame"] <= 60], 0, P, grid), P / 1e6, 1.0)
+    assert head == {"late_head": first["late"], "n_head": first["n"]} == {
+        "late_head": 2, "n_head": 61}
     # Gaps of whole periods skip one release fewer than they span; none when on time.
     assert skipped_releases([0, P, 3 * P, 7 * P], P) == 4
     assert skipped_per_gap([0, P, 3 * P, 7 * P], P).tolist() == [0, 1, 3]

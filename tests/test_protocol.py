@@ -71,7 +71,7 @@ class _Sessions(StudySessions):
     profile = "smoke"
 
     def __init__(self):
-        self._sessions = {}
+        self._sessions, self._found = {}, {}
 
 
 def test_a_verdict_resting_on_any_session_measured_before_the_freeze_is_not_confirmatory(

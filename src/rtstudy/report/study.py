@@ -72,6 +72,7 @@ class Study(StudySessions, StudyHosts, StudyMetrics):
     _by_host: dict | None = field(default=None, repr=False)  # sections_by_host(), built once
     _described: pd.DataFrame | None = field(default=None, repr=False)  # described(), read once
     _sessions: dict = field(default_factory=dict, repr=False)  # sessions_of(), per host
+    _found: dict = field(default_factory=dict, repr=False)  # _session_folders(), per host, kind
     # A host's current session is also one of its sessions: each dataset folder is loaded,
     # and each set of them built into sections, once (_dataset(), _sections_from()).
     _loaded: dict = field(default_factory=dict, repr=False)

@@ -79,7 +79,7 @@ class OverSessions(TypedDict):
 class StudySessions:
     """The sessions' part of :class:`rtstudy.report.study.Study` (a mixin: it reads the study's
     ``profile``, ``ci``, ``host_id``, ``sections`` and ``datasets``, caches in its
-    ``_sessions`` and builds each session's sections with its ``_sections_from``)."""
+    ``_sessions`` and ``_found`` and builds each session's sections with its ``_sections_from``)."""
 
     def rerun(self) -> stability.RerunRecord | None:
         """The recorded re-run agreement (``benchmarks/rerun_agreement.json``), or None."""
@@ -132,14 +132,22 @@ class StudySessions:
         return self._sessions[host_id, kind]
 
     def _session_folders(self, host_id: str, kind: str) -> dict[str, dict[str, Path]]:
-        """Per experiment, the sessions (session → folder) :meth:`sessions_of` ``kind`` pools."""
+        """Per experiment, the sessions (session → folder) :meth:`sessions_of` ``kind`` pools,
+        found once (each finding reads every cell's sidecar: 5 s of a reference render when
+        asked anew each time)."""
+        if (host_id, kind) in self._found:
+            return self._found[host_id, kind]
         found = {name: sessions.folders(name, host_id, self.profile) for name in registry.REGISTRY}
         confirmed = {name: sessions.confirmatory(f) for name, f in found.items()}
         if not any(confirmed.values()):
-            return found if kind == MAIN else {}
-        if kind == MAIN:
-            return confirmed
-        return {n: {s: f for s, f in found[n].items() if s not in confirmed[n]} for n in found}
+            chosen = found if kind == MAIN else {}
+        elif kind == MAIN:
+            chosen = confirmed
+        else:
+            chosen = {n: {s: f for s, f in found[n].items() if s not in confirmed[n]}
+                      for n in found}
+        self._found[host_id, kind] = chosen
+        return chosen
 
     def evidence(self, host_id: str | None = None) -> Evidence:
         """What a host state's verdicts rest on: ``status`` ``confirmatory`` (every session they
