@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rtstudy.machine import host
-from rtstudy.sdks import sdk, sdkroot
+from rtstudy.sdks import builds, sdk, sdkroot
 
 from helpers import probe_sdk
 
@@ -69,8 +69,8 @@ def test_only_a_folder_under_the_roots_dir_is_ever_removed(tmp_path, monkeypatch
     monkeypatch.setenv("RTSTUDY_ROOTS", str(tmp_path / "roots"))
     outside = tmp_path / "precious"
     outside.mkdir()
-    with pytest.raises(sdkroot.RootError, match="refusing"):
-        sdkroot._remove(outside)
+    with pytest.raises(builds.BuildError, match="refusing"):
+        builds.remove(outside, sdkroot.roots_dir())
     assert outside.is_dir()
 
 
@@ -217,7 +217,7 @@ def test_a_folder_at_the_roots_place_that_is_no_finished_build_goes_before_build
         work.mkdir()
         (work / sdkroot.MANIFEST).write_text(json.dumps(dict.fromkeys(sdkroot.MANIFEST_KEYS, "")))
 
-    assert sdkroot.build_once(final, make, "a test root", "debian13-holoscan9.9.9-*", home) == final
+    assert builds.build_once(final, make, "a test root", "debian13-holoscan9.9.9-*", home) == final
     assert sdkroot.manifest(final) is not None and not (final / "etc").exists()
     assert "not a finished build" in capsys.readouterr().err
     assert sorted(p.name for p in home.iterdir()) == [".build.lock", final.name,
@@ -232,7 +232,7 @@ def test_a_failed_build_leaves_no_work_folder(tmp_path):
         raise sdkroot.RootError("pip install failed")
 
     with pytest.raises(sdkroot.RootError, match="pip install failed"):
-        sdkroot.build_once(home / "r", make, "a test root", "r-*", home)
+        builds.build_once(home / "r", make, "a test root", "r-*", home)
     assert sorted(p.name for p in home.iterdir()) == [".build.lock", "r.log"]
 
 
@@ -252,7 +252,7 @@ def test_two_processes_building_one_folder_take_turns_and_build_it_once(tmp_path
         built.append(work)
 
     def build():
-        sdkroot.build_once(final, make, "a test root", "r-*", home,
+        builds.build_once(final, make, "a test root", "r-*", home,
                            done=lambda: sdkroot.manifest(final) is not None)
 
     first = threading.Thread(target=build)
@@ -314,7 +314,7 @@ def test_a_killed_debootstrap_leaves_no_mount_on_the_host(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     assert not os.path.ismount(work / "proc")
-    sdkroot._remove(work, home)  # the next build's clean-up goes through
+    builds.remove(work, home)  # the next build's clean-up goes through
     assert not work.exists()
 
 

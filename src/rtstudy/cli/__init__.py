@@ -52,7 +52,7 @@ import sys
 from rtstudy import params, paths, registry
 from rtstudy.cli import data_commands, host_commands
 from rtstudy.machine import host
-from rtstudy.sdks import sdk, sdkroot, sdkvenv
+from rtstudy.sdks import builds, sdk, sdkroot, sdkvenv
 
 
 def _params_check(args) -> int:
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, where it is caught, not at exit
         return code
     except (params.ParamError, PreflightError, SweepError, DataError, TuningError, sdk.SdkError,
-            sdkroot.RootError, ReportError) as exc:
+            builds.BuildError, ReportError) as exc:
         print(f"rtstudy: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtstudy.machine import host
-from rtstudy.sdks import sdkroot, sdkvenv
+from rtstudy.sdks import builds, sdkroot, sdkvenv
 
 
 class SdkError(RuntimeError):
@@ -199,7 +199,7 @@ def environment(version: str, build: bool = False) -> Environment:
                            f"yet ({root}): run `make sdk` (or `rtstudy sdk build {version}`)")
         try:
             sdkroot.build(version)
-        except sdkroot.RootError as exc:
+        except builds.BuildError as exc:
             raise SdkError(str(exc)) from None
     return Environment(sdk, root)
 
@@ -215,7 +215,7 @@ def _own_venv(sdk: Sdk, build: bool) -> Path:
                        f"{sdk.version}`)")
     try:
         return sdkvenv.build(sdk.version, sdk.python)
-    except sdkvenv.VenvError as exc:
+    except builds.BuildError as exc:
         raise SdkError(str(exc)) from None
 
 

@@ -20,26 +20,23 @@ Debian's archive moves on within a suite, so two roots built months apart may ho
 different Debian package versions: the manifest says which; the pip packages are
 pinned by hash.
 
-Long because: it also holds how any SDK folder is built (:func:`build_once`, which
-:mod:`rtstudy.sdks.sdkvenv` shares: a work folder renamed into place, one build at a time,
-nothing removed outside its home); moving that to a module of its own is the next split.
+How the root is put in place (a work folder renamed when done, one build at a time) is
+:mod:`rtstudy.sdks.builds`, which the other SDK environments share.
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from rtstudy import paths
 from rtstudy.machine.tracefs import TRACEFS
+from rtstudy.sdks import builds
 from rtstudy.sdks.manifest import Inventory, Manifest
 
 SUITE = "trixie"  # Debian 13, glibc 2.41
@@ -67,7 +64,7 @@ BUILD_TIMEOUT_S = 1800  # debootstrap + apt + pip (~330 MB) on a slow mirror
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-class RootError(RuntimeError):
+class RootError(builds.BuildError):
     """The root cannot be built or used here; the message names the fix."""
 
 
@@ -219,7 +216,7 @@ def _run(root: Path, argv: list[str], log, what: str, timeout_s: float = BUILD_T
 def build(version: str, log=None) -> Path:
     """Build SDK ``version``'s root if it is not built yet; return its path.
 
-    Built by :func:`build_once`: an interrupted build leaves nothing that looks
+    Built by :func:`rtstudy.sdks.builds.build_once`: an interrupted build leaves nothing that looks
     usable, and a root of an older recipe goes once the new one is complete.
 
     Raises
@@ -237,98 +234,9 @@ def build(version: str, log=None) -> Path:
     if not lock_file(version).is_file():
         raise RootError(f"no lock for Holoscan {version}: {lock_file(version)} is missing")
     keyring()  # before anything is fetched
-    return build_once(final, lambda work, out: _build(version, work, out),
+    return builds.build_once(final, lambda work, out: _build(version, work, out),
                       f"the Holoscan {version} root", f"debian13-holoscan{version}-*", roots_dir(),
                       log, done=lambda: manifest(final) is not None)
-
-
-@contextlib.contextmanager
-def one_build_at_a_time(home: Path, what: str, log=None):
-    """Hold ``home``'s build lock (``home/.build.lock``, an ``flock``) while inside.
-
-    Two processes that find the same folder missing (two tests of one ``make test``, two
-    clones on one machine) would otherwise build it in the same work folder at once, each
-    removing the other's: on a VM's first ``make test`` (2026-12-07) two builds of the 5.0
-    root at once both failed (debootstrap exit 1 and 2). The lock goes with its holder,
-    however that ends.
-    """
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".build.lock", "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"Waiting for another process building in {home} before {what}",
-                  file=log or sys.stderr, flush=True)
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def build_once(final: Path, make, what: str, older: str, home: Path, log=None,
-               done=None) -> Path:
-    """Build the folder ``final`` with ``make(work, out)`` in a temporary folder, renamed when done.
-
-    The temporary folder (``<final>.building``) sits beside its final place, so an
-    interrupted build leaves nothing that looks usable; a stale one is removed by
-    the next build. Once ``final`` is complete, the other folders and files matching
-    ``older`` beside it (the builds of an older recipe) are removed.
-
-    Parameters
-    ----------
-    final : Path
-        Where the finished build goes; its log is ``<final>.log``.
-    make : callable
-        ``make(work, out)`` builds into the folder ``work``, writing its steps' output to the
-        open file ``out``; it raises on failure.
-    what : str
-        What is built, for the two lines printed to ``log``.
-    older : str
-        A glob, relative to ``final``'s folder, of the builds ``final`` replaces.
-    home : Path
-        The folder every build lives in: nothing outside it is ever removed.
-    log : file, optional
-        Where the start and the duration (s) are printed; default stderr.
-    done : callable, optional
-        ``done()`` is true once ``final`` is built: asked once the build lock is held
-        (:func:`one_build_at_a_time`), as another process may have built it meanwhile.
-    """
-    with one_build_at_a_time(home, what, log):
-        if done is not None and done():
-            return final
-        return _build_once(final, make, what, older, home, log)
-
-
-def _build_once(final: Path, make, what: str, older: str, home: Path, log=None) -> Path:
-    """:func:`build_once`'s build, its lock held."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = final.with_name(final.name + ".building")
-    log_path = final.with_name(final.name + ".log")
-    _remove(work, home)
-    # Whatever holds the final place is not a finished build (callers build only then): an
-    # interrupted one or a folder put there by hand. It goes first, so that the new build
-    # can be renamed into place (and not fail at the end, stranding its work).
-    if final.is_dir() and not final.is_symlink():
-        print(f"Removing {final}: not a finished build", file=log or sys.stderr, flush=True)
-        _remove(final, home)
-    elif final.exists() or final.is_symlink():
-        final.unlink()
-    started = time.monotonic()
-    with open(log_path, "w") as out:
-        print(f"Building {what} in {final} (log: {log_path})", file=log or sys.stderr, flush=True)
-        try:
-            make(work, out)
-            os.rename(work, final)
-        except BaseException:
-            _remove(work, home)
-            raise
-    # One build per SDK version: one of an older recipe (its lock or packages changed) goes.
-    for old in final.parent.glob(older):
-        if old.name not in (final.name, log_path.name):
-            if old.is_dir():
-                _remove(old, home)
-            else:
-                old.unlink()
-    print(f"Built {what} in {time.monotonic() - started:.0f} s", file=log or sys.stderr, flush=True)
-    return final
 
 
 def _build(version: str, work: Path, out) -> None:
@@ -464,21 +372,3 @@ def native_script(folder: str, python: str) -> str:
     include, suffix = config('get_paths()["include"]'), config('get_config_var("EXT_SUFFIX")')
     return (f'cd {shlex.quote(folder)} && gcc -shared -fPIC -O2 -Wall -Wextra "-I{include}" '
             f'_native.c -o .native-build.$$ && mv -f .native-build.$$ "_native{suffix}"')
-
-
-def _remove(folder: Path, home: Path | None = None) -> None:
-    """Remove a half-built or replaced build; refuses anything that is not under ``home``
-    (default :func:`roots_dir`)."""
-    home = roots_dir() if home is None else home
-    if not folder.exists():
-        return
-    if home.resolve() not in folder.resolve().parents:
-        raise RootError(f"refusing to remove {folder}: not under {home}")
-    # A build interrupted inside the mount namespace leaves no mounts (they die with it);
-    # debootstrap's own /proc mount is checked for all the same, so rmtree never
-    # descends into the host's /proc.
-    for sub in ("proc", "sys", "dev"):
-        if os.path.ismount(folder / sub):
-            raise RootError(f"{folder / sub} is still mounted: `umount -R {folder / sub}`, "
-                            "then build again")
-    shutil.rmtree(folder)

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from rtstudy import paths
-from rtstudy.sdks import sdkroot
+from rtstudy.sdks import builds, sdkroot
 from rtstudy.sdks.manifest import Manifest
 
 MANIFEST = "rtstudy-venv.json"
@@ -36,7 +36,7 @@ STEP_TIMEOUT_S = 1800  # pip install (~330 MB) on a slow index
 CHECK_TIMEOUT_S = 120  # one short Python command (an import, a version)
 
 
-class VenvError(RuntimeError):
+class VenvError(builds.BuildError):
     """The venv cannot be built or used here; the message names the fix."""
 
 
@@ -103,7 +103,7 @@ def problems(version: str, python: str) -> list[str]:
 def build(version: str, python: str, log=None) -> Path:
     """Build SDK ``version``'s venv if it is not built yet; return its path.
 
-    Built by :func:`rtstudy.sdks.sdkroot.build_once`: in a temporary folder renamed when
+    Built by :func:`rtstudy.sdks.builds.build_once`: in a temporary folder renamed when
     complete, a venv of an older recipe removed once the new one is. About 10 s with pip's
     cache, a minute or two without (the packages are ~330 MB).
 
@@ -119,7 +119,7 @@ def build(version: str, python: str, log=None) -> Path:
     found = problems(version, python)
     if found:
         raise VenvError(f"cannot build the Holoscan {version} venv: " + "; ".join(found))
-    return sdkroot.build_once(final, lambda work, out: _build(version, python, work, out),
+    return builds.build_once(final, lambda work, out: _build(version, python, work, out),
                               f"the Holoscan {version} venv (Python {python})",
                               f"holoscan-{version}-py{python}-*", venvs_dir(), log,
                               done=lambda: manifest(final) is not None)
