@@ -18,7 +18,9 @@ from pathlib import Path
 
 
 class BuildError(RuntimeError):
-    """A build folder that cannot be removed safely."""
+    """An SDK environment that cannot be built (or a folder removed) here; the message names
+    the fix. :class:`~rtstudy.sdks.sdkroot.RootError` and :class:`~rtstudy.sdks.sdkvenv.VenvError`
+    are its kinds."""
 
 
 @contextlib.contextmanager

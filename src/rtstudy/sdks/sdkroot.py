@@ -216,8 +216,8 @@ def _run(root: Path, argv: list[str], log, what: str, timeout_s: float = BUILD_T
 def build(version: str, log=None) -> Path:
     """Build SDK ``version``'s root if it is not built yet; return its path.
 
-    Built by :func:`rtstudy.sdks.builds.build_once`: an interrupted build leaves nothing that looks
-    usable, and a root of an older recipe goes once the new one is complete.
+    Built by :func:`rtstudy.sdks.builds.build_once`: an interrupted build leaves nothing
+    that looks usable, and a root of an older recipe goes once the new one is complete.
 
     Raises
     ------
@@ -235,8 +235,8 @@ def build(version: str, log=None) -> Path:
         raise RootError(f"no lock for Holoscan {version}: {lock_file(version)} is missing")
     keyring()  # before anything is fetched
     return builds.build_once(final, lambda work, out: _build(version, work, out),
-                      f"the Holoscan {version} root", f"debian13-holoscan{version}-*", roots_dir(),
-                      log, done=lambda: manifest(final) is not None)
+                             f"the Holoscan {version} root", f"debian13-holoscan{version}-*",
+                             roots_dir(), log, done=lambda: manifest(final) is not None)
 
 
 def _build(version: str, work: Path, out) -> None:

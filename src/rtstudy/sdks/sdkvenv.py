@@ -120,9 +120,9 @@ def build(version: str, python: str, log=None) -> Path:
     if found:
         raise VenvError(f"cannot build the Holoscan {version} venv: " + "; ".join(found))
     return builds.build_once(final, lambda work, out: _build(version, python, work, out),
-                              f"the Holoscan {version} venv (Python {python})",
-                              f"holoscan-{version}-py{python}-*", venvs_dir(), log,
-                              done=lambda: manifest(final) is not None)
+                             f"the Holoscan {version} venv (Python {python})",
+                             f"holoscan-{version}-py{python}-*", venvs_dir(), log,
+                             done=lambda: manifest(final) is not None)
 
 
 def _build(version: str, python: str, work: Path, out) -> None:

@@ -186,6 +186,10 @@ class RunFrames:
                    lateness_ns(t, period_ns, grid, releases_ns=releases)[1:] / 1e6, grid,
                    skipped_releases(releases, period_ns) if grid == RECORDED else 0)
 
+    def abs_lateness_ms(self) -> np.ndarray:
+        """The |lateness| (ms) of the frames that have one: what late frames are judged on."""
+        return np.abs(self.lateness_ms[np.isfinite(self.lateness_ms)])
+
     def table(self) -> pd.DataFrame:
         """One row per frame but the first: ``t_s`` (s since the first kept frame, measured),
         ``period_ms``, ``exec_ms`` and ``lateness_ms``."""
@@ -283,7 +287,7 @@ def run_metrics(frames: RunFrames, nominal_ms: float, late_threshold_ms: float) 
         over the measured span minus frames seen).
     """
     t, period, execs = frames.t_ns, frames.period_ms, frames.exec_ms
-    late = np.abs(frames.lateness_ms[np.isfinite(frames.lateness_ms)])
+    late = frames.abs_lateness_ms()
     count, judged = late_and_judged(frames, late_threshold_ms)
     nominal_ns = int(round(nominal_ms * 1e6))
     fixed = lateness_ns(t, nominal_ns, FIXED)[1:] / 1e6 if t.size else t
@@ -316,8 +320,7 @@ def late_and_judged(frames: RunFrames, late_threshold_ms: float) -> tuple[int, i
     """A run's late frames (|lateness| above ``late_threshold_ms``, ms, on its release grid, or
     a release its clock skipped: that frame never came) and the releases judged (its frames
     but the first, plus the skipped releases): :func:`run_metrics`' ``late`` and ``n``."""
-    late = np.abs(frames.lateness_ms[np.isfinite(frames.lateness_ms)])
-    return (int((late > late_threshold_ms).sum()) + frames.skipped,
+    return (int((frames.abs_lateness_ms() > late_threshold_ms).sum()) + frames.skipped,
             int(np.isfinite(frames.period_ms).sum()) + frames.skipped)
 
 
