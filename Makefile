@@ -76,9 +76,25 @@ help:
 
 setup: $(STAMP) syscheck
 
-$(STAMP): $(LOCK) pyproject.toml setup.py src/rtstudy/_native.c src/rtstudy/sdks/kernelspec.py
+# The installer of the lock: uv (pinned, with the hash of every file of its version, in
+# requirements/tools.lock, which `make lock` writes) installs it in seconds where pip took about
+# 70 s (docs/benchmarks.md, "Set-up"); it checks every hash as pip does, and copies the files into
+# the venv, which then holds the lock and uv. INSTALLER=pip installs the lock with pip alone,
+# e.g. to use pip's own configuration (pip.conf, PIP_INDEX_URL), which uv does not read.
+INSTALLER ?= uv
+TOOLS := requirements/tools.lock
+ifeq ($(filter $(INSTALLER),uv pip),)
+$(error INSTALLER=$(INSTALLER): the lock is installed by uv (the default) or pip; give INSTALLER=uv or INSTALLER=pip)
+endif
+
+$(STAMP): $(LOCK) $(TOOLS) pyproject.toml setup.py src/rtstudy/_native.c src/rtstudy/sdks/kernelspec.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+ifeq ($(INSTALLER),uv)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(TOOLS)
+	$(BIN)/uv pip install --quiet --require-hashes --link-mode copy --python $(BIN)/python -r $(LOCK)
+else
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(LOCK)
+endif
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	$(BIN)/python -m rtstudy.sdks.kernelspec "rtstudy ($(VENV), Python $(PY_VERSION))"
 	@touch $@
@@ -206,14 +222,19 @@ lab: $(STAMP)
 # oldest wheel tag (glibc 2.35); aarch64 resolves to the same set today, and
 # LOCK_PLATFORM=aarch64-manylinux_2_35 re-resolves for it should that change.
 # The venv's own pip is left out: it is the installer, not a dependency.
-LOCK_TOOLS := uv==0.13.8 tomli==2.5.0
+# uv's version: requirements/tools.lock pins it with its hashes; `make lock` installs uv from it
+# and writes it anew for this version.
+UV_VERSION := 0.13.8
 LOCK_PLATFORM ?= x86_64-manylinux_2_35
 lock: LOCK_VERSIONS := $(PY_VERSION)
 lock-all: LOCK_VERSIONS := $(SUPPORTED)
 lock lock-all:
 	@set -euo pipefail; tools=$$(mktemp -d); trap 'rm -rf "$$tools"' EXIT; \
 	$(PYTHON) -m venv "$$tools"; \
-	"$$tools/bin/python" -m pip install --quiet --disable-pip-version-check $(LOCK_TOOLS); \
+	"$$tools/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes -r $(TOOLS); \
+	"$$tools/bin/python" -m pip install --quiet --disable-pip-version-check tomli==2.5.0; \
+	echo "uv==$(UV_VERSION)" | "$$tools/bin/uv" pip compile --quiet - --python-version 3.10 \
+	    --generate-hashes --no-annotate --custom-compile-command "make lock" -o $(TOOLS); \
 	for version in $(LOCK_VERSIONS); do \
 	  micro=$$(echo $(OLDEST_MICRO) | tr ' ' '\n' | grep "^$$version\." || echo $$version); \
 	  echo "resolving requirements/py$$version.lock for Python $$micro ($(LOCK_PLATFORM))"; \

@@ -108,3 +108,30 @@ def test_a_python_older_than_its_lock_allows_is_refused_at_once(tmp_path):
                           timeout=30)
     assert proc.returncode != 0
     assert "is Python 3.11.1, older than 3.11.2" in proc.stderr, proc.stderr
+
+
+def test_the_installer_is_locked_at_the_makefiles_version_with_its_hashes():
+    version = re.search(r"^UV_VERSION := (\S+)$", (paths.root() / "Makefile").read_text(), re.M)
+    tools = paths.root() / "requirements" / "tools.lock"
+    assert pins(tools) == {"uv": version.group(1)}, "run `make lock` after changing UV_VERSION"
+    assert "--hash=sha256:" in tools.read_text()
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_a_new_venv_gets_the_lock_from_the_installer_asked_for(tmp_path, installer):
+    venv = tmp_path / "venv"
+    proc = subprocess.run(["make", "-n", f"PYTHON={sys.executable}", f"VENV={venv}",
+                           f"INSTALLER={installer}", f"{venv}/.rtstudy-installed"],
+                          cwd=paths.root(), capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    command = {"uv": f"{venv}/bin/uv pip install", "pip": f"{venv}/bin/python -m pip install"}
+    installs = [line for line in proc.stdout.splitlines() if " -r requirements/py" in line]
+    assert len(installs) == 1 and installs[0].startswith(command[installer]), proc.stdout
+
+
+def test_an_unknown_installer_is_refused_at_once(tmp_path):
+    proc = subprocess.run(["make", "-n", f"PYTHON={sys.executable}", "VENV=" + str(tmp_path / "v"),
+                           "INSTALLER=conda", "setup"], cwd=paths.root(), capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode != 0
+    assert "INSTALLER=conda" in proc.stderr and "INSTALLER=pip" in proc.stderr, proc.stderr
