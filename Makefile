@@ -77,11 +77,13 @@ help:
 setup: $(STAMP) syscheck
 
 # The installer of the lock: uv (pinned, with the hash of every file of its version, in
-# requirements/tools.lock, which `make lock` writes) installs it in seconds where pip took about
-# 70 s (docs/benchmarks.md, "Set-up"). The lock is the whole set (`make lock` resolves every
+# requirements/tools.lock, which `make lock` writes) installs it in half the time pip
+# takes (docs/benchmarks.md, "Set-up"). The lock is the whole set (`make lock` resolves every
 # dependency), so uv installs it as it is (--no-deps), each file only if its hash is the lock's,
 # then checks that every dependency is met (holoscan's on pip, which the lock leaves out, by the
-# venv's own); it copies the files into the venv, which then holds the lock and uv.
+# venv's own). It copies the files into the venv (which then holds the lock and uv) and compiles
+# them as pip does, so that no process compiles them again (nor every time, under
+# PYTHONDONTWRITEBYTECODE).
 # INSTALLER=pip installs the lock with pip alone, e.g. to use pip's own configuration (pip.conf,
 # PIP_INDEX_URL), which uv does not read.
 INSTALLER ?= uv
@@ -94,7 +96,7 @@ $(STAMP): $(LOCK) $(TOOLS) pyproject.toml setup.py src/rtstudy/_native.c src/rts
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 ifeq ($(INSTALLER),uv)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(TOOLS)
-	$(BIN)/uv pip install --quiet --require-hashes --no-deps --link-mode copy --python $(BIN)/python -r $(LOCK)
+	$(BIN)/uv pip install --quiet --require-hashes --no-deps --link-mode copy --compile-bytecode --python $(BIN)/python -r $(LOCK)
 	$(BIN)/uv pip check --quiet --python $(BIN)/python
 else
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(LOCK)
