@@ -73,6 +73,7 @@ help:
 	@echo "make lock           re-resolve requirements/py$(PY_VERSION).lock (the lock of PYTHON=$(PYTHON)) from pyproject.toml"
 	@echo "make lock-all       re-resolve the lock of every supported Python: $(SUPPORTED)"
 	@echo "PYTHON=python3.X    the Python to use (supported: $(SUPPORTED)); VENV=DIR its venv (default .venv)"
+	@echo "INSTALLER=pip       install the lock with pip and its configuration (default: uv, in about half the time)"
 
 setup: $(STAMP) syscheck
 
