@@ -78,15 +78,14 @@ help:
 setup: $(STAMP) syscheck
 
 # The installer of the lock: uv (pinned, with the hash of every file of its version, in
-# requirements/tools.lock, which `make lock` writes) installs it in half the time pip
+# requirements/tools.lock, which `make lock` writes) installs it in about half the time pip
 # takes (docs/benchmarks.md, "Set-up"). The lock is the whole set (`make lock` resolves every
 # dependency), so uv installs it as it is (--no-deps), each file only if its hash is the lock's,
 # then checks that every dependency is met (holoscan's on pip, which the lock leaves out, by the
 # venv's own). It copies the files into the venv (which then holds the lock and uv) and compiles
 # them as pip does, so that no process compiles them again (nor every time, under
-# PYTHONDONTWRITEBYTECODE).
-# INSTALLER=pip installs the lock with pip alone, e.g. to use pip's own configuration (pip.conf,
-# PIP_INDEX_URL), which uv does not read.
+# PYTHONDONTWRITEBYTECODE). INSTALLER=pip installs the lock with pip alone, e.g. to use pip's
+# own configuration (pip.conf, PIP_INDEX_URL), which uv does not read.
 INSTALLER ?= uv
 TOOLS := requirements/tools.lock
 ifeq ($(filter $(INSTALLER),uv pip),)
@@ -228,7 +227,7 @@ lab: $(STAMP)
 # writes every lock from one Python. The platform is holoscan-cu12 4.6.0's
 # oldest wheel tag (glibc 2.35); aarch64 resolves to the same set today, and
 # LOCK_PLATFORM=aarch64-manylinux_2_35 re-resolves for it should that change.
-# The venv's own pip is left out: it is the installer, not a dependency.
+# The venv's own pip is left out: every venv has its own, which installs uv and the package.
 # uv's version: requirements/tools.lock pins it with its hashes; `make lock` installs uv from it
 # and writes it anew for this version.
 UV_VERSION := 0.13.8
@@ -240,8 +239,9 @@ lock lock-all:
 	$(PYTHON) -m venv "$$tools"; \
 	"$$tools/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes -r $(TOOLS); \
 	"$$tools/bin/python" -m pip install --quiet --disable-pip-version-check tomli==2.5.0; \
-	echo "uv==$(UV_VERSION)" | "$$tools/bin/uv" pip compile --quiet - --python-version 3.10 \
-	    --generate-hashes --no-annotate --custom-compile-command "make lock" -o $(TOOLS); \
+	echo "uv==$(UV_VERSION)" | "$$tools/bin/uv" pip compile --quiet - \
+	    --python-version $(firstword $(OLDEST_MICRO)) --generate-hashes --no-annotate \
+	    --custom-compile-command "make lock" -o $(TOOLS); \
 	for version in $(LOCK_VERSIONS); do \
 	  micro=$$(echo $(OLDEST_MICRO) | tr ' ' '\n' | grep "^$$version\." || echo $$version); \
 	  echo "resolving requirements/py$$version.lock for Python $$micro ($(LOCK_PLATFORM))"; \
