@@ -91,13 +91,15 @@ TOOLS := requirements/tools.lock
 ifeq ($(filter $(INSTALLER),uv pip),)
 $(error INSTALLER=$(INSTALLER): the lock is installed by uv (the default) or pip; give INSTALLER=uv or INSTALLER=pip)
 endif
+UNMET = $(VENV) holds packages whose dependencies are not met (above), e.g. left from an older \
+  lock: remove it (make VENV=$(VENV) clean-venv) and run make again
 
 $(STAMP): $(LOCK) $(TOOLS) pyproject.toml setup.py src/rtstudy/_native.c src/rtstudy/sdks/kernelspec.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 ifeq ($(INSTALLER),uv)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(TOOLS)
 	$(BIN)/uv pip install --quiet --require-hashes --no-deps --link-mode copy --compile-bytecode --python $(BIN)/python -r $(LOCK)
-	$(BIN)/uv pip check --quiet --python $(BIN)/python
+	@$(BIN)/uv pip check --quiet --python $(BIN)/python || { echo "$(UNMET)" >&2; exit 1; }
 else
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r $(LOCK)
 endif
