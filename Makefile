@@ -230,9 +230,9 @@ lab: $(STAMP)
 # oldest wheel tag (glibc 2.35); aarch64 resolves to the same set today, and
 # LOCK_PLATFORM=aarch64-manylinux_2_35 re-resolves for it should that change.
 # The venv's own pip is left out: every venv has its own, which installs uv and the package.
-# uv's version: requirements/tools.lock pins it with its hashes; `make lock` installs uv from it
-# and writes it anew for this version.
-UV_VERSION := 0.13.8
+# uv's version is the one requirements/tools.lock pins (with its hashes); `make lock` installs uv
+# from it and writes it anew, for another version with `make lock UV_VERSION=X.Y.Z`.
+UV_VERSION ?= $(shell sed -n 's/^uv==\([^ ]*\).*/\1/p' $(TOOLS))
 LOCK_PLATFORM ?= x86_64-manylinux_2_35
 lock: LOCK_VERSIONS := $(PY_VERSION)
 lock-all: LOCK_VERSIONS := $(SUPPORTED)
